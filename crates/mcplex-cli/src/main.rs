@@ -1,0 +1,286 @@
+//! `mcplex`: the command line over the library. It parses arguments, calls the library and
+//! prints; every behaviour a harness could want lives in the library.
+
+mod output;
+mod spinner;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use mcplex::{CallOptions, Hub, HubOptions, LoadOptions};
+
+/// Many MCP servers, one tool set.
+#[derive(Parser)]
+#[command(name = "mcplex", version, about, long_about = None)]
+struct Cli {
+    /// Extra config file, read after every discovered one (repeatable; later wins).
+    #[arg(long = "config", short = 'c', global = true, value_name = "FILE")]
+    config: Vec<PathBuf>,
+
+    /// Log filter (e.g. `debug`, `mcplex=trace`); also `MCPLEX_LOG`.
+    #[arg(
+        long,
+        short = 'v',
+        global = true,
+        env = "MCPLEX_LOG",
+        value_name = "FILTER"
+    )]
+    verbose: Option<String>,
+
+    /// Do not read or write the protocol-era cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the configured servers with their transport, protocol era, state and tool count.
+    Servers {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tools of every connected server.
+    Tools {
+        /// Only this server's tools.
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Print JSON (name, server, description, schemas) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool: `mcplex call mcp__demo__echo '{"text":"hi"}'`.
+    Call {
+        /// The tool's exposed name (see `mcplex tools`).
+        name: String,
+        /// Arguments as a JSON object (default `{}`); `-` reads them from stdin.
+        arguments: Option<String>,
+        /// Deadline in seconds (default: the server's call timeout).
+        #[arg(long)]
+        timeout: Option<f64>,
+        /// Print the result as JSON (content blocks, structuredContent, isError).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose.as_deref());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcplex: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // Servers are reaped inside `run`; do not wait for stray blocking tasks.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+fn init_logging(filter: Option<&str>) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("mcplex=warn"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mcplex=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let config = mcplex::config::load(&LoadOptions::from_env(cli.config.clone()));
+    let used_demo = config.servers.is_empty() && config.problems.is_empty();
+    let config = if used_demo {
+        mcplex::ConfigSet {
+            servers: vec![mcplex::demo::demo_spec()],
+            ..config
+        }
+    } else {
+        config
+    };
+    let mut options = HubOptions::default();
+    if cli.no_cache {
+        options = options.with_era_cache(None);
+    }
+    let hub = match Hub::from_config(config, options) {
+        Ok(hub) => hub,
+        Err(e) => {
+            eprintln!("mcplex: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if used_demo && !matches!(cli.command, Command::Call { .. }) {
+        eprintln!(
+            "mcplex: no MCP servers configured (.mcp.json, ~/.claude.json, mcplex.toml, --config); \
+             showing the built-in demo server"
+        );
+    }
+
+    // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
+    let outcome = tokio::select! {
+        outcome = command(&hub, &cli.command) => outcome,
+        () = interrupted() => {
+            eprintln!("mcplex: interrupted; closing servers");
+            Err(Failure::Interrupted)
+        }
+    };
+    let _ = std::io::stdout().flush();
+    hub.shutdown().await;
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::ToolError) => ExitCode::from(1),
+        Err(Failure::Interrupted) => ExitCode::from(130),
+        Err(Failure::Other(e)) => {
+            eprintln!("mcplex: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+enum Failure {
+    /// The tool answered with `isError: true`; already printed.
+    ToolError,
+    Interrupted,
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+impl From<mcplex::Error> for Failure {
+    fn from(e: mcplex::Error) -> Self {
+        Failure::Other(e.into())
+    }
+}
+
+async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
+    match command {
+        Command::Servers { json } => {
+            startup(hub).await?;
+            let servers = hub.servers();
+            if *json {
+                output::print_json(&servers)?;
+            } else {
+                output::print_servers(&servers);
+            }
+            Ok(())
+        }
+        Command::Tools { server, json } => {
+            startup(hub).await?;
+            let tools: Vec<_> = hub
+                .tools()
+                .into_iter()
+                .filter(|t| server.as_ref().is_none_or(|s| &t.server == s))
+                .collect();
+            if let Some(s) = server
+                && !hub.servers().iter().any(|status| &status.name == s)
+            {
+                return Err(anyhow::anyhow!("no server named `{s}` (see `mcplex servers`)").into());
+            }
+            if *json {
+                output::print_json(&tools)?;
+            } else {
+                output::print_tools(&tools);
+            }
+            output::warn_unavailable(&hub.servers());
+            Ok(())
+        }
+        Command::Call {
+            name,
+            arguments,
+            timeout,
+            json,
+        } => {
+            let arguments = parse_arguments(arguments.as_deref())?;
+            let mut options = CallOptions::default();
+            if let Some(secs) = timeout {
+                let timeout = Duration::try_from_secs_f64(*secs)
+                    .context("--timeout must be a positive number of seconds")?;
+                options = options.with_timeout(timeout);
+            }
+            let result = hub.call_with(name, arguments, options).await?;
+            if *json {
+                output::print_json(&result)?;
+            } else {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", result.to_text());
+            }
+            if result.is_error {
+                eprintln!("mcplex: the tool `{name}` reported an error (isError: true)");
+                return Err(Failure::ToolError);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Waits for startup to settle, with a spinner when a person is watching.
+async fn startup(hub: &Hub) -> Result<(), Failure> {
+    if std::io::stderr().is_terminal() {
+        spinner::wait_with_spinner(hub).await?;
+    } else {
+        hub.wait_ready().await?;
+    }
+    Ok(())
+}
+
+fn parse_arguments(text: Option<&str>) -> anyhow::Result<serde_json::Value> {
+    let text = match text {
+        None => return Ok(serde_json::json!({})),
+        Some("-") => {
+            let mut buf = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf)
+                .context("cannot read arguments from stdin")?;
+            buf
+        }
+        Some(text) => text.to_string(),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "arguments are not valid JSON (expected an object like '{{\"text\":\"hi\"}}'): {text}"
+        )
+    })?;
+    if !value.is_object() {
+        anyhow::bail!("arguments must be a JSON object, like '{{\"text\":\"hi\"}}'");
+    }
+    Ok(value)
+}

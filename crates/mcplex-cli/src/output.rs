@@ -1,0 +1,136 @@
+//! Tables and JSON for people and scripts.
+
+use std::io::Write;
+
+use mcplex::{ServerState, ServerStatus, Tool};
+
+/// Prints any serialisable value as pretty JSON on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let first = text.lines().next().unwrap_or("").trim();
+    if first.chars().count() > max {
+        let cut: String = first.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        first.to_string()
+    }
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(widths[c] - cell.chars().count() + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// `mcplex servers` as a table.
+pub fn print_servers(servers: &[ServerStatus]) {
+    let mut rows = vec![vec![
+        "NAME".to_string(),
+        "TRANSPORT".into(),
+        "ERA/VERSION".into(),
+        "STATE".into(),
+        "TOOLS".into(),
+        "ERROR".into(),
+    ]];
+    for s in servers {
+        let era = match (&s.era, &s.version) {
+            (Some(era), Some(version)) => format!("{era}/{version}"),
+            _ => "-".into(),
+        };
+        rows.push(vec![
+            s.name.clone(),
+            s.transport.clone(),
+            era,
+            s.state.label().to_string(),
+            s.tools.to_string(),
+            s.error().map(|e| one_line(e, 100)).unwrap_or_default(),
+        ]);
+    }
+    print!("{}", table(&rows));
+    for s in servers {
+        if let ServerState::Failed { stderr_tail, .. } = &s.state
+            && !stderr_tail.is_empty()
+        {
+            println!("\n{} stderr (last lines):", s.name);
+            for line in stderr_tail.iter().rev().take(5).rev() {
+                println!("  {line}");
+            }
+        }
+    }
+}
+
+/// `mcplex tools` as a table.
+pub fn print_tools(tools: &[Tool]) {
+    let mut rows = vec![vec!["TOOL".to_string(), "DESCRIPTION".into()]];
+    for t in tools {
+        rows.push(vec![
+            t.name.clone(),
+            one_line(t.description.as_deref().unwrap_or(""), 80),
+        ]);
+    }
+    print!("{}", table(&rows));
+}
+
+/// Says on stderr which servers' tools are missing and why.
+pub fn warn_unavailable(servers: &[ServerStatus]) {
+    for s in servers {
+        if let Some(error) = s.error()
+            && s.state.label() != "disabled"
+        {
+            eprintln!(
+                "mcplex: server `{}` is {}: {}",
+                s.name,
+                s.state.label(),
+                one_line(error, 200)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_columns() {
+        let text = table(&[
+            vec!["A".into(), "B".into()],
+            vec!["long".into(), "x".into()],
+        ]);
+        assert_eq!(text, "A     B\nlong  x\n");
+    }
+
+    #[test]
+    fn long_cells_are_cut_to_one_line() {
+        assert_eq!(one_line("first\nsecond", 10), "first");
+        assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
+    }
+}

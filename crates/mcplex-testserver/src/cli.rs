@@ -1,0 +1,211 @@
+//! Command-line flags of `mcplex-testserver`.
+//!
+//! Owns parsing and validation only: every flag becomes a plain value here and the modules
+//! that implement the behaviour (`server`, `tools`, `faults`, `gate`, `stdio`, `http`) read
+//! them. Nothing in this module does I/O.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Parser, ValueEnum};
+use rmcp::model::ProtocolVersion;
+
+/// A real MCP server (rmcp server side) with fault knobs, for mcplex's integration tests and
+/// benchmarks.
+///
+/// Speaks newline-delimited JSON-RPC on stdin/stdout by default (logs only on stderr), or
+/// streamable HTTP under `/mcp` with `--http ADDR`. Every knob below is a real behaviour of this
+/// process, not a mock.
+///
+/// Tools: echo, add, slow, image, pid, hang, fail, huge, flood, change_tools (toggles `extra`),
+/// write_stderr, sleep_then_exit.
+#[derive(Debug, Parser)]
+#[command(name = "mcplex-testserver", version, about, long_about)]
+pub struct Cli {
+    // ----- transport -----
+    /// Serve streamable HTTP on ADDR (e.g. 127.0.0.1:0) under the path /mcp instead of stdio.
+    /// After binding, prints exactly one line to stdout: `listening on http://ADDR/mcp`.
+    #[arg(long, value_name = "ADDR", help_heading = "Transport")]
+    pub http: Option<SocketAddr>,
+
+    /// Allow `--http` to bind a non-loopback address (refused otherwise) and accept any Host
+    /// header.
+    #[arg(long, requires = "http", help_heading = "Transport")]
+    pub allow_remote: bool,
+
+    /// HTTP: serve every request statelessly (no Mcp-Session-Id) instead of stateful sessions.
+    #[arg(long, requires = "http", help_heading = "Transport")]
+    pub stateless_http: bool,
+
+    /// HTTP: answer simple request/response exchanges with `application/json` instead of an SSE
+    /// stream (rmcp's json_response; applies to stateless requests).
+    #[arg(long, requires = "http", help_heading = "Transport")]
+    pub json_response: bool,
+
+    // ----- protocol era -----
+    /// Which MCP protocol era to speak: `both` answers `server/discover` and `initialize` (like
+    /// a modern rmcp server); `handshake` answers `server/discover` with -32601 Method not found
+    /// (like the Node reference servers) and offers only 2024-11-05..2025-11-25; `stateless`
+    /// speaks only 2026-07-28 and answers `initialize` with an Unsupported protocol version
+    /// error.
+    #[arg(long, value_enum, default_value_t = Era::Both, help_heading = "Protocol")]
+    pub era: Era,
+
+    /// Answer `initialize` with protocol version V whatever the client offered (e.g. 2024-11-05),
+    /// to test negotiating down. V must be a handshake version (before 2026-07-28).
+    #[arg(long, value_name = "V", value_parser = parse_handshake_version, help_heading = "Protocol")]
+    pub protocol_version: Option<ProtocolVersion>,
+
+    /// Never answer requests whose method this server does not implement, including
+    /// `server/discover` (unless `--era stateless`): they are read and silently dropped, like
+    /// legacy servers that ignore unknown methods. Tests the client's probe deadline.
+    #[arg(long, help_heading = "Protocol")]
+    pub ignore_unknown: bool,
+
+    /// Read input but never answer anything (a server that hangs at startup). Over HTTP every
+    /// JSON-RPC request POST hangs until the client gives up.
+    #[arg(long, help_heading = "Protocol")]
+    pub never_answer_initialize: bool,
+
+    // ----- tools/list -----
+    /// Paginate `tools/list` with N tools per page, using opaque cursors.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Tools")]
+    pub page_size: Option<u32>,
+
+    /// With `--page-size`: every page returns the same `nextCursor`, forever (to test the
+    /// client's pagination guard).
+    #[arg(long, requires = "page_size", help_heading = "Tools")]
+    pub repeat_cursor: bool,
+
+    /// Append one JSON line per `tools/call` received, before handling it:
+    /// `{"tool": NAME, "arguments": {...}}` (arguments is null when the client sent none).
+    #[arg(long, value_name = "FILE", help_heading = "Tools")]
+    pub call_log: Option<PathBuf>,
+
+    // ----- process faults -----
+    /// Write `testserver: exiting at startup with code CODE` to stderr and exit with CODE before
+    /// reading any input.
+    #[arg(long, value_name = "CODE", help_heading = "Process faults")]
+    pub exit_at_startup: Option<i32>,
+
+    /// After answering N tool calls, the next `tools/call` exits the process with code 3 without
+    /// answering (after writing `testserver: crashing after N calls` to stderr).
+    #[arg(long, value_name = "N", help_heading = "Process faults")]
+    pub crash_after: Option<u64>,
+
+    /// A call to TOOL exits the process with code 3 (after a line on stderr) without answering.
+    #[arg(long, value_name = "TOOL", help_heading = "Process faults")]
+    pub crash_on: Option<String>,
+
+    /// Delay every `tools/call` answer by MS milliseconds (cancellation still stops the wait).
+    #[arg(long, value_name = "MS", help_heading = "Process faults")]
+    pub slow_ms: Option<u64>,
+
+    /// Ignore SIGTERM (SIG_IGN), so only SIGKILL stops the process.
+    #[arg(long, help_heading = "Process faults")]
+    pub ignore_sigterm: bool,
+
+    /// Keep running after stdin closes (like server-everything) until signalled.
+    #[arg(long, conflicts_with = "http", help_heading = "Process faults")]
+    pub ignore_stdin_eof: bool,
+
+    /// Write N numbered lines `testserver stderr line I` to stderr at startup.
+    #[arg(long, value_name = "N", help_heading = "Process faults")]
+    pub stderr_lines: Option<u64>,
+
+    /// Sleep MS milliseconds before serving (a slow starter). Runs after `--stderr-lines` and
+    /// before `--exit-at-startup`.
+    #[arg(long, value_name = "MS", help_heading = "Process faults")]
+    pub startup_delay_ms: Option<u64>,
+
+    // ----- stdio wire faults -----
+    /// stdio: print junk to stdout: at startup a non-JSON line, a JSON line that is not JSON-RPC
+    /// and a partial line whose newline comes later; before every response the first two again.
+    #[arg(long, conflicts_with = "http", help_heading = "stdio wire faults")]
+    pub garbage: bool,
+
+    /// stdio: before each `tools/call` response, also send a response with an id that was never
+    /// issued (`{"jsonrpc":"2.0","id":999999,"result":{}}`).
+    #[arg(long, conflicts_with = "http", help_heading = "stdio wire faults")]
+    pub unknown_id: bool,
+
+    // ----- HTTP faults -----
+    /// HTTP: answer requests to /mcp with this status (e.g. 500, 404 = session not found, 401
+    /// with `WWW-Authenticate: Bearer resource_metadata=...`). See also POST /admin/fail and
+    /// POST /admin/heal on the same listener.
+    #[arg(long, value_name = "STATUS", requires = "http", value_parser = parse_status, help_heading = "HTTP faults")]
+    pub http_fail: Option<u16>,
+
+    /// HTTP: with `--http-fail`, let the first N requests to /mcp through before failing.
+    #[arg(long, value_name = "N", requires = "http_fail", default_value_t = 0, help_heading = "HTTP faults")]
+    pub http_fail_after: u64,
+}
+
+/// The protocol era(s) the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Era {
+    /// `server/discover` and `initialize`, like a modern rmcp server.
+    Both,
+    /// Only the `initialize` handshake (2024-11-05 … 2025-11-25).
+    Handshake,
+    /// Only the stateless 2026-07-28 revision.
+    Stateless,
+}
+
+fn parse_handshake_version(value: &str) -> Result<ProtocolVersion, String> {
+    let valid_shape = value.len() == 10
+        && value.chars().enumerate().all(|(index, c)| match index {
+            4 | 7 => c == '-',
+            _ => c.is_ascii_digit(),
+        });
+    if !valid_shape {
+        return Err(format!("`{value}` is not a YYYY-MM-DD protocol version"));
+    }
+    let version: ProtocolVersion =
+        serde_json::from_value(serde_json::Value::String(value.to_owned()))
+            .map_err(|error| error.to_string())?;
+    if !version.has_initialize() {
+        return Err(format!(
+            "`{value}` has no initialize handshake; pick a version before {}",
+            ProtocolVersion::NO_INITIALIZE
+        ));
+    }
+    Ok(version)
+}
+
+fn parse_status(value: &str) -> Result<u16, String> {
+    let status: u16 = value
+        .parse()
+        .map_err(|_| format!("`{value}` is not an HTTP status"))?;
+    if !(100..=599).contains(&status) {
+        return Err(format!("`{value}` is not an HTTP status (100..=599)"));
+    }
+    Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handshake_versions_are_accepted() {
+        assert_eq!(
+            parse_handshake_version("2024-11-05"),
+            Ok(ProtocolVersion::V_2024_11_05)
+        );
+        assert!(parse_handshake_version("2026-07-28").is_err());
+        assert!(parse_handshake_version("latest").is_err());
+    }
+
+    #[test]
+    fn statuses_are_bounded() {
+        assert_eq!(parse_status("401"), Ok(401));
+        assert!(parse_status("99").is_err());
+        assert!(parse_status("x").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,400 @@
+//! The test tools, declared with rmcp's `#[tool]` macros.
+//!
+//! Each tool is a real behaviour a client must cope with: plain and structured results,
+//! progress, cancellation, images, errors, huge payloads, notification floods, a changing tool
+//! list, stderr output and a process that exits. Knows nothing about transports or fault flags.
+
+#![allow(deprecated)] // Logging is SEP-2577-deprecated in rmcp, yet part of the handshake era.
+
+use std::{sync::atomic::Ordering, time::Duration};
+
+use rmcp::{
+    RoleServer,
+    handler::server::{tool::schema_for_output, wrapper::Parameters},
+    model::{
+        CallToolResult, ContentBlock, LoggingLevel, LoggingMessageNotificationParam,
+        ProgressNotificationParam,
+    },
+    service::RequestContext,
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    faults::exit_now,
+    server::{EXTRA_TOOL, TestServer},
+};
+
+/// A valid 1x1 RGBA PNG (chunk CRCs checked), base64.
+pub const PNG_1X1_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// Upper bound for any duration argument: one day.
+const MAX_MS: u64 = 86_400_000;
+/// Upper bound for `slow` steps.
+const MAX_STEPS: u64 = 100_000;
+/// Upper bound for `flood` notifications.
+const MAX_FLOOD: u64 = 10_000_000;
+/// Upper bound for `huge`, in MiB.
+const MAX_HUGE_MB: f64 = 1024.0;
+/// `sleep_then_exit` waits at least this long, so its "exiting" answer is written first.
+const MIN_EXIT_DELAY_MS: u64 = 20;
+/// Exit code of `sleep_then_exit`.
+const SLEEP_THEN_EXIT_CODE: i32 = 7;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EchoArgs {
+    /// The text to echo back.
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddArgs {
+    /// First addend.
+    pub a: f64,
+    /// Second addend.
+    pub b: f64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AddOutput {
+    /// a + b
+    pub sum: f64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SlowArgs {
+    /// Total duration in milliseconds (at most one day).
+    pub ms: u64,
+    /// Number of progress notifications spread over `ms` (default 5).
+    #[serde(default)]
+    pub steps: Option<u64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ImageOutput {
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FailArgs {
+    /// The error text (default "tool failed on purpose").
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct HugeArgs {
+    /// Size of the text block in MiB (0 to 1024, fractions allowed).
+    pub mb: f64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FloodArgs {
+    /// Number of notifications to send.
+    pub count: u64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteStderrArgs {
+    /// Text to write to the server's stderr (a newline is added if missing).
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SleepThenExitArgs {
+    /// Milliseconds to wait after answering before exiting with code 7.
+    pub ms: u64,
+}
+
+fn text(value: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(value)])
+}
+
+fn error(value: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(value)])
+}
+
+/// A JSON number for `value`: an integer when it is one (`5`, not `5.0`), so clients that
+/// compare JSON values see what a JavaScript server would send.
+pub fn json_number(value: f64) -> serde_json::Value {
+    // 2^53: every integer up to here is exact in an f64.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    if value.fract() == 0.0 && value.abs() <= EXACT {
+        // In range and integral, so the cast is exact.
+        serde_json::Value::from(value as i64)
+    } else {
+        serde_json::Value::from(value)
+    }
+}
+
+/// The text of `huge`: a header line, then 'x' up to exactly `bytes` bytes.
+pub fn huge_text(bytes: usize) -> String {
+    let mut text = format!("huge: {bytes} bytes\n");
+    text.truncate(bytes);
+    text.extend(std::iter::repeat_n('x', bytes - text.len()));
+    text
+}
+
+#[tool_router(vis = "pub(crate)")]
+impl TestServer {
+    #[tool(
+        description = "Echo `text` back as one text content block.",
+        annotations(read_only_hint = true)
+    )]
+    async fn echo(&self, Parameters(args): Parameters<EchoArgs>) -> CallToolResult {
+        text(args.text)
+    }
+
+    #[tool(
+        description = "Add two numbers. Returns the sum as text and as structured content {\"sum\": number}.",
+        output_schema = schema_for_output::<AddOutput>(),
+        annotations(read_only_hint = true, idempotent_hint = true)
+    )]
+    async fn add(&self, Parameters(args): Parameters<AddArgs>) -> CallToolResult {
+        let sum = args.a + args.b;
+        if !sum.is_finite() {
+            return error(format!("{} + {} is not a finite number", args.a, args.b));
+        }
+        let sum = json_number(sum);
+        let mut result = text(sum.to_string());
+        result.structured_content = Some(serde_json::json!({ "sum": sum }));
+        result
+    }
+
+    #[tool(
+        description = "Take `ms` milliseconds, sending `steps` progress notifications (default 5) spread over that time when the request has a progress token. Stops promptly when cancelled."
+    )]
+    async fn slow(
+        &self,
+        Parameters(args): Parameters<SlowArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let steps = args.steps.unwrap_or(5);
+        if args.ms > MAX_MS || steps > MAX_STEPS {
+            return error(format!(
+                "slow takes at most {MAX_MS} ms and {MAX_STEPS} steps"
+            ));
+        }
+        let token = context.meta.get_progress_token();
+        let start = tokio::time::Instant::now();
+        for step in 1..=steps {
+            // Integer maths: ms * step <= 8.64e12, far below u64::MAX.
+            let due = start + Duration::from_millis(args.ms * step / steps);
+            tokio::select! {
+                () = tokio::time::sleep_until(due) => {}
+                () = context.ct.cancelled() => return error("cancelled"),
+            }
+            if let Some(token) = &token {
+                let progress = ProgressNotificationParam::new(token.clone(), step as f64)
+                    .with_total(steps as f64)
+                    .with_message(format!("step {step}/{steps}"));
+                if let Err(send_error) = context.peer.notify_progress(progress).await {
+                    tracing::warn!(%send_error, "progress notification not sent");
+                }
+            }
+        }
+        if steps == 0 {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(args.ms)) => {}
+                () = context.ct.cancelled() => return error("cancelled"),
+            }
+        }
+        text(format!("done after {steps} steps"))
+    }
+
+    #[tool(
+        description = "Return a 1x1 PNG image block, a text block, and structured content {\"width\":1,\"height\":1}.",
+        output_schema = schema_for_output::<ImageOutput>(),
+        annotations(read_only_hint = true)
+    )]
+    async fn image(&self) -> CallToolResult {
+        let mut result = CallToolResult::success(vec![
+            ContentBlock::image(PNG_1X1_BASE64, "image/png"),
+            ContentBlock::text("a 1x1 PNG image"),
+        ]);
+        result.structured_content = Some(serde_json::json!({ "width": 1, "height": 1 }));
+        result
+    }
+
+    #[tool(
+        description = "Return this server process's pid as text (lets tests detect restarts).",
+        annotations(read_only_hint = true)
+    )]
+    async fn pid(&self) -> CallToolResult {
+        text(std::process::id().to_string())
+    }
+
+    #[tool(description = "Never answer; stops waiting when the call is cancelled.")]
+    async fn hang(&self, cancelled: CancellationToken) -> CallToolResult {
+        cancelled.cancelled().await;
+        // rmcp drops the answer to a cancelled request; this only ends the task.
+        error("cancelled")
+    }
+
+    #[tool(
+        description = "Return a tool error result (isError: true) with `message` or \"tool failed on purpose\"."
+    )]
+    async fn fail(&self, Parameters(args): Parameters<FailArgs>) -> CallToolResult {
+        error(
+            args.message
+                .unwrap_or_else(|| "tool failed on purpose".to_owned()),
+        )
+    }
+
+    #[tool(
+        description = "Return one text block of `mb` MiB: a header line, then 'x' repeated."
+    )]
+    async fn huge(&self, Parameters(args): Parameters<HugeArgs>) -> CallToolResult {
+        if !(0.0..=MAX_HUGE_MB).contains(&args.mb) {
+            return error(format!("mb must be between 0 and {MAX_HUGE_MB}"));
+        }
+        // Bounded by 1 GiB above, so the cast cannot truncate.
+        let bytes = (args.mb * 1024.0 * 1024.0).round() as usize;
+        text(huge_text(bytes))
+    }
+
+    #[tool(
+        description = "Send `count` notifications as fast as possible: info-level log messages (notifications/message) and, when the request has a progress token, progress. Returns \"flooded COUNT\"."
+    )]
+    async fn flood(
+        &self,
+        Parameters(args): Parameters<FloodArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        if args.count > MAX_FLOOD {
+            return error(format!("flood sends at most {MAX_FLOOD} notifications"));
+        }
+        let token = context.meta.get_progress_token();
+        let log = self.logs_at(LoggingLevel::Info, &context);
+        for index in 1..=args.count {
+            if context.ct.is_cancelled() {
+                return error("cancelled");
+            }
+            if log {
+                let message = LoggingMessageNotificationParam::new(
+                    LoggingLevel::Info,
+                    serde_json::Value::String(format!("flood {index}/{}", args.count)),
+                );
+                if context.peer.notify_logging_message(message).await.is_err() {
+                    return error("the client went away");
+                }
+            }
+            if let Some(token) = &token {
+                let progress = ProgressNotificationParam::new(token.clone(), index as f64)
+                    .with_total(args.count as f64);
+                if context.peer.notify_progress(progress).await.is_err() {
+                    return error("the client went away");
+                }
+            }
+        }
+        text(format!("flooded {}", args.count))
+    }
+
+    #[tool(
+        description = "Toggle the tool `extra` (add it, or remove it), then send notifications/tools/list_changed. Returns the new number of tools.",
+        annotations(destructive_hint = true)
+    )]
+    async fn change_tools(&self, context: RequestContext<RoleServer>) -> CallToolResult {
+        self.shared.extra_enabled.fetch_xor(true, Ordering::SeqCst);
+        let count = self.visible_tools().len();
+        if let Err(send_error) = context.peer.notify_tool_list_changed().await {
+            tracing::warn!(%send_error, "tools/list_changed not sent");
+        }
+        text(count.to_string())
+    }
+
+    #[tool(
+        name = "extra",
+        description = "Listed only after change_tools added it. Returns \"extra\".",
+        annotations(read_only_hint = true)
+    )]
+    async fn extra(&self) -> CallToolResult {
+        text(EXTRA_TOOL)
+    }
+
+    #[tool(description = "Write `text` to the server's stderr (for stderr capture tests).")]
+    async fn write_stderr(&self, Parameters(args): Parameters<WriteStderrArgs>) -> CallToolResult {
+        use std::io::Write;
+        let mut line = args.text;
+        if !line.ends_with('\n') {
+            line.push('\n');
+        }
+        let mut stderr = std::io::stderr().lock();
+        match stderr.write_all(line.as_bytes()).and_then(|()| stderr.flush()) {
+            Ok(()) => text(format!("wrote {} bytes to stderr", line.len())),
+            Err(write_error) => error(format!("cannot write to stderr: {write_error}")),
+        }
+    }
+
+    #[tool(
+        description = "Answer \"exiting\", then exit the process with code 7 after `ms` milliseconds (a crash while idle)."
+    )]
+    async fn sleep_then_exit(
+        &self,
+        Parameters(args): Parameters<SleepThenExitArgs>,
+    ) -> CallToolResult {
+        let ms = args.ms.clamp(MIN_EXIT_DELAY_MS, MAX_MS);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            exit_now(
+                &format!("testserver: exiting with code {SLEEP_THEN_EXIT_CODE} as asked"),
+                SLEEP_THEN_EXIT_CODE,
+            );
+        });
+        text("exiting")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_integers_when_integral() {
+        assert_eq!(json_number(5.0).to_string(), "5");
+        assert_eq!(json_number(-2.0).to_string(), "-2");
+        assert_eq!(json_number(2.5).to_string(), "2.5");
+        assert_eq!(json_number(1e300).to_string(), "1e300");
+    }
+
+    #[test]
+    fn huge_text_has_the_exact_size() {
+        for bytes in [0, 1, 5, 100, 1 << 20] {
+            let text = huge_text(bytes);
+            assert_eq!(text.len(), bytes);
+        }
+        assert!(huge_text(100).starts_with("huge: 100 bytes\nxxx"));
+    }
+
+    #[test]
+    fn every_tool_is_routed() {
+        let names: Vec<_> = TestServer::tool_router()
+            .list_all()
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "add",
+                "change_tools",
+                "echo",
+                "extra",
+                "fail",
+                "flood",
+                "hang",
+                "huge",
+                "image",
+                "pid",
+                "sleep_then_exit",
+                "slow",
+                "write_stderr"
+            ]
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! Tool records and the table that routes an exposed name to `(server, raw tool name)`.
+//! Routing is a lookup, never a parse. Knows nothing of connections or transports.
+
+pub mod naming;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A tool as a harness sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Tool {
+    /// The exposed, namespaced name (`mcp__server__tool`): what a model calls.
+    pub name: String,
+    /// The server it belongs to.
+    pub server: String,
+    /// The name the server knows it by.
+    pub raw_name: String,
+    /// A human title, if the server gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of its arguments.
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    /// JSON Schema of its `structuredContent`, if declared.
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// The server's hints about side effects.
+    pub annotations: ToolAnnotations,
+}
+
+/// The behaviour hints of MCP's `ToolAnnotations`; absent means the server did not say.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ToolAnnotations {
+    /// Does not modify its environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// May perform destructive updates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling twice with the same arguments has no extra effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// Interacts with an open world (the network).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// A tool as one server lists it, before it gets an exposed name.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ServerTool {
+    pub raw_name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: ToolAnnotations,
+}
+
+impl ServerTool {
+    /// Reads an MCP `Tool` in its JSON form; `None` when it has no name.
+    pub(crate) fn from_json(value: &Value) -> Option<Self> {
+        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        let hint = |k: &str| {
+            value
+                .get("annotations")
+                .and_then(|a| a.get(k))
+                .and_then(Value::as_bool)
+        };
+        Some(ServerTool {
+            raw_name: text(value, "name")?,
+            title: text(value, "title")
+                .or_else(|| value.get("annotations").and_then(|a| text(a, "title"))),
+            description: text(value, "description"),
+            input_schema: value
+                .get("inputSchema")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            output_schema: value.get("outputSchema").cloned().filter(|v| !v.is_null()),
+            annotations: ToolAnnotations {
+                read_only_hint: hint("readOnlyHint"),
+                destructive_hint: hint("destructiveHint"),
+                idempotent_hint: hint("idempotentHint"),
+                open_world_hint: hint("openWorldHint"),
+            },
+        })
+    }
+}
+
+/// Every exposed tool, sorted by name, with the lookup table.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    tools: Vec<Tool>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Catalog {
+    /// Names and indexes the tools of every server given.
+    pub(crate) fn build<'a>(
+        servers: impl IntoIterator<Item = (&'a str, &'a [ServerTool])>,
+    ) -> Self {
+        let entries: Vec<(&str, &ServerTool)> = servers
+            .into_iter()
+            .flat_map(|(server, tools)| tools.iter().map(move |t| (server, t)))
+            .collect();
+        let keys: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|(s, t)| (*s, t.raw_name.as_str()))
+            .collect();
+        let names = naming::assign(&keys);
+        let mut tools: Vec<Tool> = entries
+            .into_iter()
+            .zip(names)
+            .map(|((server, t), name)| Tool {
+                name,
+                server: server.to_string(),
+                raw_name: t.raw_name.clone(),
+                title: t.title.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+                output_schema: t.output_schema.clone(),
+                annotations: t.annotations.clone(),
+            })
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        Catalog { tools, by_name }
+    }
+
+    /// The tool exposed as `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// All tools, sorted by exposed name.
+    pub(crate) fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The closest existing name to a mistyped one, if any is close.
+    pub(crate) fn suggest(&self, name: &str) -> Option<String> {
+        // Accept the raw tool name or a `server__tool` spelling too.
+        if let Some(t) = self
+            .tools
+            .iter()
+            .find(|t| t.raw_name == name || format!("{}__{}", t.server, t.raw_name) == name)
+        {
+            return Some(t.name.clone());
+        }
+        self.tools
+            .iter()
+            .map(|t| (edit_distance(&t.name, name), t))
+            .filter(|(d, _)| *d <= 3)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, t)| t.name.clone())
+    }
+}
+
+/// A shared, immutable catalog snapshot.
+pub(crate) type CatalogSnapshot = Arc<Catalog>;
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str) -> ServerTool {
+        ServerTool::from_json(&json!({"name": name, "inputSchema": {"type": "object"}}))
+            .unwrap_or_else(|| panic!("tool {name}"))
+    }
+
+    #[test]
+    fn routes_by_exposed_name_and_sorts() {
+        let a = [tool("zeta"), tool("alpha")];
+        let b = [tool("alpha")];
+        let catalog = Catalog::build([("srv", &a[..]), ("other", &b[..])]);
+        let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["mcp__other__alpha", "mcp__srv__alpha", "mcp__srv__zeta"]
+        );
+        let t = catalog
+            .get("mcp__srv__zeta")
+            .map(|t| (t.server.as_str(), t.raw_name.as_str()));
+        assert_eq!(t, Some(("srv", "zeta")));
+        assert!(catalog.get("srv__zeta").is_none());
+    }
+
+    #[test]
+    fn suggests_the_exposed_name_for_near_misses() {
+        let a = [tool("echo")];
+        let catalog = Catalog::build([("test", &a[..])]);
+        assert_eq!(catalog.suggest("echo").as_deref(), Some("mcp__test__echo"));
+        assert_eq!(
+            catalog.suggest("mcp__test__ecoh").as_deref(),
+            Some("mcp__test__echo")
+        );
+        assert_eq!(catalog.suggest("something_else"), None);
+    }
+
+    #[test]
+    fn reads_annotations_and_tolerates_missing_schema() {
+        let t = ServerTool::from_json(&json!({
+            "name": "rm", "annotations": {"destructiveHint": true, "title": "Remove"}
+        }));
+        let t = t.unwrap_or_else(|| panic!("parsed"));
+        assert_eq!(t.annotations.destructive_hint, Some(true));
+        assert_eq!(t.title.as_deref(), Some("Remove"));
+        assert_eq!(t.input_schema, json!({"type": "object"}));
+        assert!(ServerTool::from_json(&json!({"description": "nameless"})).is_none());
+    }
+}

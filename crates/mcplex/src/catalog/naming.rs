@@ -1,0 +1,137 @@
+//! Exposed tool names: `mcp__<server>__<tool>`, restricted to `[A-Za-z0-9_-]` and 64 characters
+//! (what every model provider accepts), with a short stable hash suffix only where two tools
+//! would otherwise share a name or a name is too long. The name of a tool depends only on its
+//! own server and raw name unless it collides, so prompt caches stay warm across runs.
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
+
+use crate::defaults::MAX_TOOL_NAME_LEN;
+
+/// Length of the hash suffix, `_` plus hex digits.
+const HASH_HEX: usize = 6;
+
+/// Replaces every character outside `[A-Za-z0-9_-]` with `_`.
+pub fn sanitize(part: &str) -> String {
+    part.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The name a tool gets when nothing collides and it fits.
+pub fn base_name(server: &str, tool: &str) -> String {
+    format!("mcp__{}__{}", sanitize(server), sanitize(tool))
+}
+
+fn hashed_name(base: &str, server: &str, tool: &str, hex: usize) -> String {
+    let digest = Sha256::digest(format!("{server}\0{tool}").as_bytes());
+    let suffix: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let suffix = &suffix[..hex.min(suffix.len())];
+    let keep = MAX_TOOL_NAME_LEN - 1 - suffix.len();
+    // The base is ASCII after sanitising, so byte slicing is safe.
+    let prefix = &base[..base.len().min(keep)];
+    format!("{prefix}_{suffix}")
+}
+
+/// Assigns an exposed name to each `(server, raw tool name)`, in the same order.
+pub fn assign(tools: &[(&str, &str)]) -> Vec<String> {
+    let bases: Vec<String> = tools.iter().map(|(s, t)| base_name(s, t)).collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for base in &bases {
+        *counts.entry(base.as_str()).or_default() += 1;
+    }
+    let mut names: Vec<String> = bases
+        .iter()
+        .zip(tools)
+        .map(|(base, (server, tool))| {
+            if base.len() > MAX_TOOL_NAME_LEN || counts.get(base.as_str()).copied() > Some(1) {
+                hashed_name(base, server, tool, HASH_HEX)
+            } else {
+                base.clone()
+            }
+        })
+        .collect();
+    // A hashed name could, in theory, equal another tool's name: lengthen its hash.
+    let mut hex = HASH_HEX;
+    loop {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut clash = None;
+        for (i, name) in names.iter().enumerate() {
+            if let Some(&j) = seen.get(name.as_str()) {
+                clash = Some(if names[i] != bases[i] { i } else { j });
+                break;
+            }
+            seen.insert(name, i);
+        }
+        let Some(i) = clash else { break };
+        hex += 2;
+        let (server, tool) = tools[i];
+        names[i] = hashed_name(&bases[i], server, tool, hex);
+        if hex > 40 {
+            break;
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_are_predictable() {
+        assert_eq!(
+            assign(&[("github", "create_issue")]),
+            vec!["mcp__github__create_issue"]
+        );
+    }
+
+    #[test]
+    fn odd_characters_become_underscores() {
+        assert_eq!(
+            base_name("my.server", "get file!"),
+            "mcp__my_server__get_file_"
+        );
+        assert_eq!(sanitize("ä-b c"), "_-b_c");
+    }
+
+    #[test]
+    fn collisions_get_distinct_stable_suffixes() {
+        let names = assign(&[("a.b", "x"), ("a_b", "x"), ("other", "y")]);
+        assert_ne!(names[0], names[1]);
+        assert!(names[0].starts_with("mcp__a_b__x_"), "{}", names[0]);
+        assert_eq!(names[0].len(), "mcp__a_b__x_".len() + HASH_HEX);
+        assert_eq!(names[2], "mcp__other__y");
+        // Stable: the same input gives the same names, whatever the order.
+        let again = assign(&[("other", "y"), ("a_b", "x"), ("a.b", "x")]);
+        assert_eq!(again[2], names[0]);
+        assert_eq!(again[1], names[1]);
+    }
+
+    #[test]
+    fn long_names_are_cut_to_64_with_a_hash() {
+        let long_tool = "t".repeat(80);
+        let names = assign(&[("srv", &long_tool), ("srv", &format!("{long_tool}2"))]);
+        for name in &names {
+            assert_eq!(name.len(), MAX_TOOL_NAME_LEN);
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            );
+        }
+        assert_ne!(names[0], names[1]);
+    }
+
+    #[test]
+    fn a_name_of_exactly_64_is_kept() {
+        let tool = "t".repeat(MAX_TOOL_NAME_LEN - "mcp__s__".len());
+        assert_eq!(assign(&[("s", &tool)])[0], format!("mcp__s__{tool}"));
+    }
+}

@@ -1,0 +1,331 @@
+//! The validated description of one server: what the hub needs to start it.
+//!
+//! A `ServerSpec` can only be built from input that passed validation (see `config::load`), so
+//! the hub and the transports trust it. It knows nothing of how a server is connected.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::defaults;
+
+/// One MCP server as configured, after validation and `${VAR}` expansion.
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerSpec {
+    /// The server's name: the key in the user's config, used in `mcp__<name>__<tool>`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportSpec,
+    /// A disabled server is listed but never started.
+    pub enabled: bool,
+    /// A required server that fails to start makes the whole startup fail.
+    pub required: bool,
+    /// How long connecting (spawn, era probe, handshake, first tool listing) may take.
+    pub startup_timeout: Duration,
+    /// Default deadline of one tool call.
+    pub call_timeout: Duration,
+    /// How long the `server/discover` probe may go unanswered before the handshake is tried.
+    pub probe_timeout: Duration,
+    /// Where this entry came from.
+    pub origin: Origin,
+}
+
+/// How a server is reached.
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TransportSpec {
+    /// A local child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio {
+        /// Program to run (looked up on `PATH` when it has no slash).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment, on top of the allowlisted variables of ours.
+        env: BTreeMap<String, String>,
+        /// Working directory; ours when absent.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP (MCP 2025-03-26 and later).
+    Http {
+        /// Endpoint URL.
+        url: String,
+        /// Static headers sent with every request.
+        headers: BTreeMap<String, String>,
+    },
+    /// Legacy HTTP+SSE (2024-11-05).
+    Sse {
+        /// The SSE endpoint URL.
+        url: String,
+        /// Static headers sent with every request.
+        headers: BTreeMap<String, String>,
+    },
+    /// WebSocket with the `mcp` subprotocol.
+    Ws {
+        /// `ws://` or `wss://` URL.
+        url: String,
+        /// Static headers sent on the upgrade request.
+        headers: BTreeMap<String, String>,
+    },
+    /// A server living in this process, connected over an in-memory duplex.
+    InProcess(InProcessServer),
+}
+
+/// A factory for an in-process server; each connect gets a fresh server value.
+#[derive(Clone)]
+pub struct InProcessServer {
+    /// A label shown in `mcplex servers` and used in the era cache key.
+    pub label: String,
+    /// Serves one MCP session on the given stream until it closes.
+    pub serve: Arc<dyn Fn(tokio::io::DuplexStream) -> InProcessFuture + Send + Sync>,
+}
+
+/// The future an in-process server runs for one session.
+pub type InProcessFuture = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl PartialEq for InProcessServer {
+    fn eq(&self, other: &Self) -> bool {
+        self.label == other.label && Arc::ptr_eq(&self.serve, &other.serve)
+    }
+}
+
+/// Where a spec came from: the file and the dialect it was read in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// A config file on disk.
+    File {
+        /// The file's path.
+        path: PathBuf,
+        /// The dialect it was read in.
+        dialect: Dialect,
+    },
+    /// Built in code by the embedding harness.
+    Code,
+    /// The embedded demo server used when nothing is configured.
+    Demo,
+}
+
+/// The config-file dialects mcplex reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// Claude Code's JSON (`.mcp.json`, `~/.claude.json`, `settings.json`): `mcpServers`.
+    Claude,
+    /// mcplex's own TOML with `[servers.NAME]` tables.
+    Mcplex,
+}
+
+impl ServerSpec {
+    /// A spec with the documented defaults, for harnesses that build specs in code.
+    pub fn new(name: impl Into<String>, transport: TransportSpec) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            enabled: true,
+            required: false,
+            startup_timeout: defaults::STARTUP_TIMEOUT,
+            call_timeout: defaults::CALL_TIMEOUT,
+            probe_timeout: defaults::PROBE_TIMEOUT,
+            origin: Origin::Code,
+        }
+    }
+
+    /// A stdio spec: `command` with `args`, nothing else set.
+    pub fn stdio<I, S>(name: impl Into<String>, command: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::new(
+            name,
+            TransportSpec::Stdio {
+                command: command.into(),
+                args: args.into_iter().map(Into::into).collect(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )
+    }
+
+    /// A streamable HTTP spec for `url`.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            TransportSpec::Http {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            },
+        )
+    }
+
+    /// Builder-style: set the startup timeout.
+    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
+    /// Builder-style: set the default call timeout.
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Builder-style: set the era probe timeout.
+    pub fn with_probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// Builder-style: add an environment variable (stdio only; ignored otherwise).
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let TransportSpec::Stdio { env, .. } = &mut self.transport {
+            env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Builder-style: mark as required or not.
+    pub fn with_required(mut self, required: bool) -> Self {
+        self.required = required;
+        self
+    }
+
+    /// A stable key for this server's identity (transport + command/args or url), used for the
+    /// era cache and for deduplicating servers configured twice.
+    pub fn signature(&self) -> String {
+        self.transport.signature()
+    }
+}
+
+impl TransportSpec {
+    /// The short transport name shown to users: `stdio`, `http`, `sse`, `ws`, `inproc`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TransportSpec::Stdio { .. } => "stdio",
+            TransportSpec::Http { .. } => "http",
+            TransportSpec::Sse { .. } => "sse",
+            TransportSpec::Ws { .. } => "ws",
+            TransportSpec::InProcess(_) => "inproc",
+        }
+    }
+
+    /// See [`ServerSpec::signature`].
+    pub fn signature(&self) -> String {
+        match self {
+            TransportSpec::Stdio { command, args, .. } => {
+                let mut s = format!("stdio:{command}");
+                for arg in args {
+                    s.push('\u{1f}');
+                    s.push_str(arg);
+                }
+                s
+            }
+            TransportSpec::Http { url, .. } => format!("http:{url}"),
+            TransportSpec::Sse { url, .. } => format!("sse:{url}"),
+            TransportSpec::Ws { url, .. } => format!("ws:{url}"),
+            TransportSpec::InProcess(server) => format!("inproc:{}", server.label),
+        }
+    }
+}
+
+/// Header and env values are secrets: specs are printed with them redacted.
+const REDACTED: &str = "<redacted>";
+
+fn redacted_map(map: &BTreeMap<String, String>) -> BTreeMap<&str, &str> {
+    map.keys().map(|k| (k.as_str(), REDACTED)).collect()
+}
+
+impl fmt::Debug for TransportSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &redacted_map(env))
+                .field("cwd", cwd)
+                .finish(),
+            TransportSpec::Http { url, headers }
+            | TransportSpec::Sse { url, headers }
+            | TransportSpec::Ws { url, headers } => f
+                .debug_struct(self.kind())
+                .field("url", url)
+                .field("headers", &redacted_map(headers))
+                .finish(),
+            TransportSpec::InProcess(server) => {
+                f.debug_tuple("InProcess").field(&server.label).finish()
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ServerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerSpec")
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .field("enabled", &self.enabled)
+            .field("required", &self.required)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("origin", &self.origin)
+            .finish()
+    }
+}
+
+impl fmt::Display for TransportSpec {
+    /// What `mcplex servers` prints as the target: the command line or the URL.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportSpec::Stdio { command, args, .. } => {
+                write!(f, "{command}")?;
+                for arg in args {
+                    write!(f, " {arg}")?;
+                }
+                Ok(())
+            }
+            TransportSpec::Http { url, .. }
+            | TransportSpec::Sse { url, .. }
+            | TransportSpec::Ws { url, .. } => write!(f, "{url}"),
+            TransportSpec::InProcess(server) => write!(f, "in-process {}", server.label),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_redacts_env_and_headers() {
+        let spec =
+            ServerSpec::stdio("gh", "gh-mcp", ["--stdio"]).with_env("GITHUB_TOKEN", "s3cr3t");
+        let printed = format!("{spec:?}");
+        assert!(printed.contains("GITHUB_TOKEN"), "{printed}");
+        assert!(!printed.contains("s3cr3t"), "{printed}");
+
+        let mut http = ServerSpec::http("remote", "https://example.test/mcp");
+        if let TransportSpec::Http { headers, .. } = &mut http.transport {
+            headers.insert("Authorization".into(), "Bearer abc".into());
+        }
+        let printed = format!("{http:?}");
+        assert!(!printed.contains("Bearer abc"), "{printed}");
+    }
+
+    #[test]
+    fn signature_distinguishes_args_and_ignores_env() {
+        let a = ServerSpec::stdio("a", "npx", ["-y", "pkg"]);
+        let b = ServerSpec::stdio("b", "npx", ["-y pkg"]);
+        assert_ne!(a.signature(), b.signature());
+        let c = ServerSpec::stdio("c", "npx", ["-y", "pkg"]).with_env("X", "1");
+        assert_eq!(a.signature(), c.signature());
+    }
+}

@@ -1,0 +1,996 @@
+//! Loading whole directories: discovery, merge order, and what users read when something is
+//! wrong. Each test builds a temporary home and project and passes its own environment.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+use super::*;
+use crate::defaults;
+
+/// A temporary home and project directory, with an environment of our own.
+struct Fixture {
+    home: TempDir,
+    project: TempDir,
+    env: BTreeMap<String, String>,
+    extra: Vec<PathBuf>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Fixture {
+            home: TempDir::new().unwrap(),
+            project: TempDir::new().unwrap(),
+            env: BTreeMap::new(),
+            extra: Vec::new(),
+        }
+    }
+
+    fn write(path: PathBuf, text: &str) -> PathBuf {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn home_file(&self, relative: &str, text: &str) -> PathBuf {
+        Self::write(self.home.path().join(relative), text)
+    }
+
+    fn project_file(&self, relative: &str, text: &str) -> PathBuf {
+        Self::write(self.project.path().join(relative), text)
+    }
+
+    fn set_env(&mut self, name: &str, value: &str) {
+        self.env.insert(name.to_owned(), value.to_owned());
+    }
+
+    fn options(&self) -> LoadOptions {
+        LoadOptions {
+            home: Some(self.home.path().to_path_buf()),
+            project_dir: self.project.path().to_path_buf(),
+            extra_files: self.extra.clone(),
+        }
+    }
+
+    fn load(&self) -> ConfigSet {
+        let env = |name: &str| self.env.get(name).cloned();
+        load_with_env(&self.options(), &env)
+    }
+}
+
+fn names(set: &ConfigSet) -> Vec<&str> {
+    set.servers.iter().map(|s| s.name.as_str()).collect()
+}
+
+fn server<'a>(set: &'a ConfigSet, name: &str) -> &'a ServerSpec {
+    set.servers
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no server {name}; problems: {:#?}", messages(set)))
+}
+
+fn messages(set: &ConfigSet) -> Vec<String> {
+    set.problems.iter().map(|p| p.error.to_string()).collect()
+}
+
+/// The only problem, as text; fails if there is not exactly one.
+fn only_message(set: &ConfigSet) -> String {
+    let all = messages(set);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    all.into_iter().next().unwrap()
+}
+
+fn command(spec: &ServerSpec) -> &str {
+    match &spec.transport {
+        TransportSpec::Stdio { command, .. } => command,
+        other => panic!("not stdio: {other:?}"),
+    }
+}
+
+fn stdio_parts(spec: &ServerSpec) -> (&[String], &BTreeMap<String, String>, Option<&Path>) {
+    match &spec.transport {
+        TransportSpec::Stdio { args, env, cwd, .. } => (args, env, cwd.as_deref()),
+        other => panic!("not stdio: {other:?}"),
+    }
+}
+
+fn remote(spec: &ServerSpec) -> (&'static str, &str, &BTreeMap<String, String>) {
+    match &spec.transport {
+        TransportSpec::Http { url, headers } => ("http", url, headers),
+        TransportSpec::Sse { url, headers } => ("sse", url, headers),
+        TransportSpec::Ws { url, headers } => ("ws", url, headers),
+        other => panic!("not remote: {other:?}"),
+    }
+}
+
+/// Claude JSON `{"name": {"command": label}, ...}` for the given names.
+fn json_servers(names: &[String], label: &str) -> serde_json::Value {
+    names
+        .iter()
+        .map(|name| (name.clone(), serde_json::json!({ "command": label })))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+fn toml_servers(names: &[String], label: &str) -> String {
+    names
+        .iter()
+        .map(|name| format!("[servers.{name}]\ncommand = \"{label}\"\n"))
+        .collect()
+}
+
+#[test]
+fn merge_precedence_across_every_file() {
+    // Source k (1-based) defines servers s<k>..s<N>, all with command = its label, so server
+    // s<N> must come from source N, the last that defines it.
+    let mut fx = Fixture::new();
+    let labels = [
+        "claude-json-user",
+        "claude-json-local",
+        "home-settings",
+        "xdg-config",
+        "project-settings",
+        "mcp-json",
+        "mcplex-toml",
+        "extra-json",
+        "extra-toml",
+    ];
+    let n = labels.len();
+    let defined_by = |k: usize| -> Vec<String> { (k..=n).map(|i| format!("s{i}")).collect() };
+
+    let project_key = fx.project.path().to_string_lossy().into_owned();
+    let claude_json = serde_json::json!({
+        "mcpServers": json_servers(&defined_by(1), labels[0]),
+        "projects": {
+            "/some/other/project": { "mcpServers": { "s1": { "command": "other-project" } } },
+            project_key: { "mcpServers": json_servers(&defined_by(2), labels[1]), "allowedTools": [] },
+        },
+        "numStartups": 12,
+    });
+    let mut files = vec![fx.home_file(".claude.json", &claude_json.to_string())];
+    files.push(fx.home_file(
+        ".claude/settings.json",
+        &serde_json::json!({ "mcpServers": json_servers(&defined_by(3), labels[2]) }).to_string(),
+    ));
+    fx.set_env(
+        "XDG_CONFIG_HOME",
+        &fx.home.path().join("xdg").to_string_lossy(),
+    );
+    // Shadowed by XDG_CONFIG_HOME: must not be read.
+    fx.home_file(
+        ".config/mcplex/config.toml",
+        &toml_servers(&defined_by(1), "decoy"),
+    );
+    files.push(fx.home_file(
+        "xdg/mcplex/config.toml",
+        &toml_servers(&defined_by(4), labels[3]),
+    ));
+    files.push(fx.project_file(
+        ".claude/settings.json",
+        &serde_json::json!({ "mcpServers": json_servers(&defined_by(5), labels[4]) }).to_string(),
+    ));
+    files.push(fx.project_file(
+        ".mcp.json",
+        &serde_json::json!({ "mcpServers": json_servers(&defined_by(6), labels[5]) }).to_string(),
+    ));
+    files.push(fx.project_file("mcplex.toml", &toml_servers(&defined_by(7), labels[6])));
+    let extra_json = fx.project_file(
+        "extra/one.json",
+        &json_servers(&defined_by(8), labels[7]).to_string(),
+    );
+    let extra_toml = fx.project_file("extra/two.toml", &toml_servers(&defined_by(9), labels[8]));
+    fx.extra = vec![extra_json.clone(), extra_toml.clone()];
+    files.push(extra_json);
+    files.push(extra_toml);
+
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    assert_eq!(set.files, files);
+    assert_eq!(
+        names(&set),
+        (1..=n).map(|i| format!("s{i}")).collect::<Vec<_>>()
+    );
+    for (i, label) in labels.iter().enumerate() {
+        let spec = server(&set, &format!("s{}", i + 1));
+        assert_eq!(command(spec), *label, "{spec:?}");
+    }
+    let Origin::File { path, dialect } = &server(&set, "s9").origin else {
+        panic!("no file origin");
+    };
+    assert_eq!(
+        (path.as_path(), *dialect),
+        (files[7].as_path(), Dialect::Mcplex)
+    );
+}
+
+#[test]
+fn config_dir_defaults_to_dot_config_without_xdg() {
+    let fx = Fixture::new();
+    fx.home_file(
+        ".config/mcplex/config.toml",
+        "[servers.a]\ncommand = \"a\"\n",
+    );
+    let set = fx.load();
+    assert_eq!(names(&set), ["a"]);
+}
+
+#[test]
+fn servers_are_sorted_by_name() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"zeta": {"command": "z"}, "alpha": {"command": "a"}, "Mid": {"command": "m"}}}"#,
+    );
+    assert_eq!(names(&fx.load()), ["Mid", "alpha", "zeta"]);
+}
+
+#[test]
+fn mcp_json_wrapped_shape() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "server-fs", "/tmp"]}}}"#,
+    );
+    let set = fx.load();
+    let (args, _, _) = stdio_parts(server(&set, "fs"));
+    assert_eq!(args, ["-y", "server-fs", "/tmp"]);
+}
+
+#[test]
+fn mcp_json_flat_shape() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"fs": {"command": "npx"}, "remote": {"url": "https://example.test/mcp"}, "events": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}"#,
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    assert_eq!(names(&set), ["events", "fs", "remote"]);
+    assert_eq!(remote(server(&set, "remote")).0, "http");
+    assert_eq!(remote(server(&set, "events")).0, "sse");
+}
+
+#[test]
+fn settings_json_is_never_read_as_a_flat_map() {
+    // settings.json holds many other objects; only `mcpServers` in it names servers.
+    let fx = Fixture::new();
+    fx.project_file(
+        ".claude/settings.json",
+        r#"{"permissions": {"type": "allow"}}"#,
+    );
+    let set = fx.load();
+    assert!(set.servers.is_empty() && set.problems.is_empty(), "{set:?}");
+}
+
+#[test]
+fn expansion_with_and_without_default() {
+    let mut fx = Fixture::new();
+    fx.set_env("TOKEN", "s3cr3t");
+    fx.set_env("HOST", "example.test");
+    fx.set_env("BIN", "/opt/bin/tool");
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "local": {"command": "${BIN}", "args": ["--port", "${PORT:-8080}", "cost: 5$$", "${EMPTY:-}x", "$HOME"],
+                      "env": {"API_KEY": "${TOKEN}", "${NOT_A_KEY}": "literal key"}},
+            "remote": {"type": "http", "url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+        }}"#,
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    let local = server(&set, "local");
+    assert_eq!(command(local), "/opt/bin/tool");
+    let (args, env, _) = stdio_parts(local);
+    assert_eq!(args, ["--port", "8080", "cost: 5$", "x", "$HOME"]);
+    assert_eq!(env.get("API_KEY").map(String::as_str), Some("s3cr3t"));
+    assert_eq!(
+        env.get("${NOT_A_KEY}").map(String::as_str),
+        Some("literal key")
+    );
+    let (_, url, headers) = remote(server(&set, "remote"));
+    assert_eq!(url, "https://example.test/mcp");
+    assert_eq!(
+        headers.get("Authorization").map(String::as_str),
+        Some("Bearer s3cr3t")
+    );
+}
+
+#[test]
+fn unset_variable_names_the_variable_and_the_field() {
+    let fx = Fixture::new();
+    let path = fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "github": {"type": "http", "url": "https://api.example/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}},
+            "fs": {"command": "npx"}
+        }}"#,
+    );
+    let set = fx.load();
+    assert_eq!(names(&set), ["fs"]);
+    assert_eq!(
+        only_message(&set),
+        format!(
+            "{}: server \"github\": field \"headers.Authorization\" uses ${{GITHUB_TOKEN}}, which is not set: set GITHUB_TOKEN in the environment, or give a default with ${{GITHUB_TOKEN:-default}}",
+            path.display()
+        )
+    );
+    let problem = &set.problems[0];
+    assert_eq!(problem.server.as_deref(), Some("github"));
+    assert_eq!(problem.file, path);
+    assert!(
+        matches!(&problem.error, ConfigError::UnsetVariable { variable, .. } if variable == "GITHUB_TOKEN")
+    );
+}
+
+#[test]
+fn unset_variable_in_args_and_env_fields() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        "[servers.a]\ncommand = \"x\"\nargs = [\"ok\", \"${NOPE}\"]\n[servers.b]\ncommand = \"x\"\nenv = { KEY = \"${ALSO_NOPE}\" }\n",
+    );
+    let set = fx.load();
+    let all = messages(&set).join("\n");
+    assert!(
+        all.contains("server \"a\": field \"args[1]\" uses ${NOPE}"),
+        "{all}"
+    );
+    assert!(
+        all.contains("server \"b\": field \"env.KEY\" uses ${ALSO_NOPE}"),
+        "{all}"
+    );
+}
+
+#[test]
+fn unterminated_reference_is_invalid() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"a": {"command": "x", "args": ["${OOPS"]}}"#,
+    );
+    let message = only_message(&fx.load());
+    assert!(
+        message.contains("field \"args[0]\": \"${\" has no closing \"}\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_json_names_the_position_and_other_files_still_load() {
+    let fx = Fixture::new();
+    let path = fx.project_file(
+        ".mcp.json",
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}\n",
+    );
+    fx.project_file("mcplex.toml", "[servers.b]\ncommand = \"b\"\n");
+    let set = fx.load();
+    assert_eq!(names(&set), ["b"]);
+    assert!(set.files.contains(&path));
+    let message = only_message(&set);
+    assert!(
+        message.starts_with(&format!("{}:3:", path.display())),
+        "{message}"
+    );
+    assert!(
+        message.contains("not valid JSON: trailing comma"),
+        "{message}"
+    );
+    assert!(!message.contains(" at line "), "{message}");
+    assert_eq!(set.problems[0].server, None);
+    assert!(matches!(
+        set.problems[0].error,
+        ConfigError::Parse { line: Some(3), .. }
+    ));
+}
+
+#[test]
+fn top_level_json_that_is_not_an_object_is_a_parse_error() {
+    let fx = Fixture::new();
+    fx.project_file(".mcp.json", "[1, 2]");
+    let message = only_message(&fx.load());
+    assert!(
+        message.contains("not valid JSON: the top level is an array, not an object"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_toml_names_the_position() {
+    let fx = Fixture::new();
+    let path = fx.project_file(
+        "mcplex.toml",
+        "[servers.a]\ncommand = \"x\"\nargs = [\"unclosed\"\n",
+    );
+    let set = fx.load();
+    let message = only_message(&set);
+    assert!(
+        message.starts_with(&format!("{}:", path.display())),
+        "{message}"
+    );
+    assert!(message.contains("not valid TOML"), "{message}");
+    assert!(
+        matches!(set.problems[0].error, ConfigError::Parse { line: Some(l), column: Some(_), .. } if l >= 3),
+        "{message}"
+    );
+}
+
+#[test]
+fn unknown_type_lists_the_valid_ones() {
+    let fx = Fixture::new();
+    let path = fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"g": {"type": "grpc", "url": "https://x"}}}"#,
+    );
+    assert_eq!(
+        only_message(&fx.load()),
+        format!(
+            "{}: server \"g\": field \"type\" is \"grpc\", which is not a transport: use one of \"stdio\" (the default), \"http\" (also \"streamable-http\"), \"sse\", \"ws\" (also \"websocket\")",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn type_aliases_are_accepted() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "a": {"type": "streamable-http", "url": "https://x/mcp"},
+            "b": {"type": "streamableHttp", "url": "https://x/mcp"},
+            "c": {"type": "streamable_http", "url": "https://x/mcp"},
+            "d": {"type": "websocket", "url": "wss://x/mcp"},
+            "e": {"type": "ws", "url": "ws://x/mcp"},
+            "f": {"url": "wss://x/mcp"},
+            "g": {"type": "stdio", "command": "x"}
+        }}"#,
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    let kinds: Vec<_> = set.servers.iter().map(|s| s.transport.kind()).collect();
+    assert_eq!(kinds, ["http", "http", "http", "ws", "ws", "ws", "stdio"]);
+}
+
+#[test]
+fn missing_command_says_what_to_do() {
+    let fx = Fixture::new();
+    let path = fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"github": {"args": ["x"]}}}"#,
+    );
+    assert_eq!(
+        only_message(&fx.load()),
+        format!(
+            "{}: server \"github\": field \"command\" is missing: a stdio server needs a command (or set \"type\": \"http\" with a \"url\")",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn missing_url_says_what_to_do() {
+    let fx = Fixture::new();
+    let path = fx.project_file("mcplex.toml", "[servers.remote]\ntype = \"sse\"\n");
+    assert_eq!(
+        only_message(&fx.load()),
+        format!(
+            "{}: server \"remote\": field \"url\" is missing: an sse server needs a url, like \"https://example.com/mcp\"",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn unknown_key_in_mcplex_toml_suggests_the_nearest() {
+    let fx = Fixture::new();
+    let path = fx.project_file("mcplex.toml", "[servers.fs]\ncomand = \"npx\"\n");
+    let set = fx.load();
+    assert!(set.servers.is_empty());
+    assert_eq!(
+        only_message(&set),
+        format!(
+            "{}: server \"fs\": unknown key \"comand\": did you mean \"command\"?",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn unknown_key_without_a_near_one_lists_the_valid_keys() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        "[servers.fs]\ncommand = \"npx\"\nwhatever = 1\n",
+    );
+    let message = only_message(&fx.load());
+    assert!(
+        message.contains("unknown key \"whatever\": valid keys are type, command, args"),
+        "{message}"
+    );
+}
+
+#[test]
+fn unknown_top_level_key_is_a_problem_but_servers_still_load() {
+    let fx = Fixture::new();
+    let path = fx.project_file(
+        "mcplex.toml",
+        "[sever]\n[servers.a]\ncommand = \"a\"\n[policy]\nx = 1\n",
+    );
+    let set = fx.load();
+    assert_eq!(names(&set), ["a"]);
+    assert_eq!(
+        only_message(&set),
+        format!(
+            "{}: unknown key \"sever\": did you mean \"servers\"?",
+            path.display()
+        )
+    );
+    assert_eq!(set.problems[0].server, None);
+}
+
+#[test]
+fn unknown_keys_in_claude_files_are_tolerated() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"a": {"command": "a", "alwaysAllow": ["x"], "timeout": 5, "description": "d"}}, "other": true}"#,
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    assert_eq!(names(&set), ["a"]);
+}
+
+#[test]
+fn bad_duration_says_how_to_write_one() {
+    let fx = Fixture::new();
+    let path = fx.project_file(
+        "mcplex.toml",
+        "[servers.a]\ncommand = \"a\"\nstartup_timeout = \"30 sec\"\n",
+    );
+    assert_eq!(
+        only_message(&fx.load()),
+        format!(
+            "{}: server \"a\": field \"startup_timeout\": \"30 sec\" is not a duration: write a positive number with a unit, like \"500ms\", \"30s\" or \"2m\", or a whole number of seconds like 120",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn durations_and_options_from_mcplex_toml() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        r#"
+[servers.github]
+type = "http"
+url = "https://api.example/mcp"
+headers = { Authorization = "Bearer ${GITHUB_TOKEN:-none}" }
+enabled = true
+required = true
+startup_timeout = "45s"
+call_timeout = 300
+probe_timeout = "500ms"
+
+[servers.plain]
+command = "x"
+"#,
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    let github = server(&set, "github");
+    assert!(github.enabled && github.required);
+    assert_eq!(github.startup_timeout, Duration::from_secs(45));
+    assert_eq!(github.call_timeout, Duration::from_secs(300));
+    assert_eq!(github.probe_timeout, Duration::from_millis(500));
+    let plain = server(&set, "plain");
+    assert!(plain.enabled && !plain.required);
+    assert_eq!(plain.startup_timeout, defaults::STARTUP_TIMEOUT);
+    assert_eq!(plain.call_timeout, defaults::CALL_TIMEOUT);
+    assert_eq!(plain.probe_timeout, defaults::PROBE_TIMEOUT);
+}
+
+#[test]
+fn wrong_value_types_name_the_field() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "a": {"command": "x", "args": ["--port", 8080]},
+            "b": {"command": "x", "env": {"DEBUG": true}},
+            "c": {"command": ["x"]},
+            "d": {"command": "x", "disabled": "yes"},
+            "e": {"url": 5},
+            "f": {"command": "x", "args": "--flag"},
+            "g": "npx server"
+        }}"#,
+    );
+    let set = fx.load();
+    assert!(set.servers.is_empty());
+    let all = messages(&set);
+    let expect = [
+        "server \"a\": field \"args[1]\": expected a string, found a number: write it in quotes, as \"8080\"",
+        "server \"b\": field \"env.DEBUG\": expected a string, found a boolean: write it in quotes, as \"true\"",
+        "server \"c\": field \"command\": expected a string, found an array",
+        "server \"d\": field \"disabled\": expected true or false, found a string",
+        "server \"e\": field \"url\": expected a string, found a number",
+        "server \"f\": field \"args\": expected an array of strings, found a string",
+        "server \"g\": the entry is a string, not an object",
+    ];
+    assert_eq!(all.len(), expect.len(), "{all:#?}");
+    for (message, expected) in all.iter().zip(expect) {
+        assert!(
+            message.contains(expected),
+            "{message}\n  expected: {expected}"
+        );
+    }
+}
+
+#[test]
+fn wrong_value_types_in_toml_use_toml_words() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        "[servers.a]\ncommand = \"x\"\nenv = \"FOO=1\"\n[servers.b]\ncommand = \"x\"\nrequired = \"yes\"\n[servers.c]\ncommand = \"x\"\ncall_timeout = 1.5\n",
+    );
+    let all = messages(&fx.load()).join("\n");
+    assert!(
+        all.contains("field \"env\": expected a table of strings, found a string"),
+        "{all}"
+    );
+    assert!(
+        all.contains("field \"required\": expected true or false, found a string"),
+        "{all}"
+    );
+    assert!(
+        all.contains("field \"call_timeout\": 1.5 is not a usable timeout"),
+        "{all}"
+    );
+}
+
+#[test]
+fn fields_for_another_transport_are_errors_only_in_mcplex_toml() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"a": {"type": "http", "url": "https://x/mcp", "command": "leftover"}}"#,
+    );
+    fx.project_file(
+        "mcplex.toml",
+        "[servers.b]\ntype = \"http\"\nurl = \"https://x/mcp\"\ncommand = \"x\"\n",
+    );
+    let set = fx.load();
+    assert_eq!(names(&set), ["a"]);
+    let message = only_message(&set);
+    assert!(
+        message.contains("server \"b\": field \"command\": does not apply to an http server"),
+        "{message}"
+    );
+}
+
+#[test]
+fn url_schemes_are_checked() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "ftp": {"url": "ftp://example.test/mcp"},
+            "ws-as-http": {"type": "http", "url": "wss://example.test/mcp"},
+            "http-as-ws": {"type": "ws", "url": "https://example.test/mcp"},
+            "no-host": {"url": "https://"},
+            "fine": {"type": "sse", "url": "HTTP://127.0.0.1:3000/sse"}
+        }}"#,
+    );
+    let set = fx.load();
+    assert_eq!(names(&set), ["fine"]);
+    let all = messages(&set).join("\n");
+    assert!(all.contains("server \"ftp\": field \"url\": \"ftp://example.test/mcp\" is not a URL an http server can use: it must start with http:// or https://"), "{all}");
+    assert!(
+        all.contains("(or set type to \"ws\" for a WebSocket server)"),
+        "{all}"
+    );
+    assert!(all.contains("server \"http-as-ws\": field \"url\": \"https://example.test/mcp\" is not a URL a ws server can use: it must start with ws:// or wss://"), "{all}");
+    assert!(
+        all.contains("server \"no-host\": field \"url\": \"https://\" has no host"),
+        "{all}"
+    );
+}
+
+#[test]
+fn overlay_without_a_base_is_a_problem() {
+    let fx = Fixture::new();
+    let path = fx.project_file("mcplex.toml", "[servers.ghost]\nenabled = false\n");
+    let set = fx.load();
+    assert!(set.servers.is_empty());
+    assert_eq!(
+        only_message(&set),
+        format!(
+            "{}: server \"ghost\": nothing to adjust: no earlier file defines server \"ghost\": define it here with `command` or `url`, or fix the name",
+            path.display()
+        )
+    );
+    assert_eq!(set.problems[0].server.as_deref(), Some("ghost"));
+}
+
+#[test]
+fn overlay_disables_a_server_from_mcp_json() {
+    let fx = Fixture::new();
+    let mcp_json = fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"fs": {"command": "npx", "args": ["fs"]}, "other": {"command": "o"}}}"#,
+    );
+    fx.project_file(
+        "mcplex.toml",
+        "[servers.fs]\nenabled = false\nrequired = true\ncall_timeout = \"2m\"\ntools = { deny = [\"write\"] }\n",
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    let fs = server(&set, "fs");
+    assert!(!fs.enabled && fs.required);
+    assert_eq!(fs.call_timeout, Duration::from_secs(120));
+    assert_eq!(fs.startup_timeout, defaults::STARTUP_TIMEOUT);
+    assert_eq!(command(fs), "npx");
+    assert_eq!(
+        fs.origin,
+        Origin::File {
+            path: mcp_json,
+            dialect: Dialect::Claude
+        }
+    );
+    assert!(server(&set, "other").enabled);
+}
+
+#[test]
+fn overlay_cannot_change_transport_fields() {
+    let fx = Fixture::new();
+    fx.project_file(".mcp.json", r#"{"fs": {"command": "npx"}}"#);
+    fx.project_file("mcplex.toml", "[servers.fs]\nenv = { A = \"1\" }\n");
+    let set = fx.load();
+    // The bad overlay is what the user wrote last for "fs", so it hides the definition.
+    assert!(set.servers.is_empty());
+    let message = only_message(&set);
+    assert!(
+        message.contains("server \"fs\": field \"env\": this table has no type, command or url"),
+        "{message}"
+    );
+}
+
+#[test]
+fn later_file_replaces_an_entry_wholly() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"fs": {"command": "npx", "args": ["a"], "env": {"A": "1"}}}"#,
+    );
+    fx.project_file("mcplex.toml", "[servers.fs]\ncommand = \"other\"\n");
+    let set = fx.load();
+    let fs = server(&set, "fs");
+    assert_eq!(command(fs), "other");
+    let (args, env, _) = stdio_parts(fs);
+    assert!(args.is_empty() && env.is_empty());
+}
+
+#[test]
+fn later_bad_entry_replaces_an_earlier_good_one() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"fs": {"command": "npx"}, "keep": {"command": "k"}}"#,
+    );
+    let toml = fx.project_file("mcplex.toml", "[servers.fs]\ncommand = \"${MISSING}\"\n");
+    let set = fx.load();
+    assert_eq!(names(&set), ["keep"]);
+    assert_eq!(set.problems.len(), 1);
+    assert_eq!(set.problems[0].file, toml);
+}
+
+#[test]
+fn one_bad_entry_does_not_stop_another_in_the_same_file() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        "[servers.bad]\ncommand = \"x\"\nprobe_timeout = \"soon\"\n\n[servers.good]\ncommand = \"y\"\n",
+    );
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"broken": {"type": "nope"}, "fine": {"command": "z"}}}"#,
+    );
+    let set = fx.load();
+    assert_eq!(names(&set), ["fine", "good"]);
+    assert_eq!(set.problems.len(), 2, "{:#?}", messages(&set));
+    let servers: Vec<_> = set.problems.iter().map(|p| p.server.as_deref()).collect();
+    assert_eq!(servers, [Some("broken"), Some("bad")]);
+}
+
+#[test]
+fn missing_config_file_is_a_problem() {
+    let mut fx = Fixture::new();
+    let missing = fx.project.path().join("nope.toml");
+    fx.extra = vec![missing.clone()];
+    fx.project_file(".mcp.json", r#"{"a": {"command": "a"}}"#);
+    let set = fx.load();
+    assert_eq!(names(&set), ["a"]);
+    assert_eq!(
+        only_message(&set),
+        format!(
+            "{}: cannot read the file: no such file: check the path",
+            missing.display()
+        )
+    );
+    assert!(matches!(set.problems[0].error, ConfigError::Read { .. }));
+    assert!(!set.files.contains(&missing));
+}
+
+#[test]
+fn missing_optional_files_are_skipped_silently() {
+    let fx = Fixture::new();
+    let set = fx.load();
+    assert!(set.servers.is_empty() && set.problems.is_empty() && set.files.is_empty());
+}
+
+#[test]
+fn disabled_true_in_claude_json_disables() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"a": {"command": "a", "disabled": true}, "b": {"command": "b", "disabled": false}}"#,
+    );
+    let set = fx.load();
+    assert!(!server(&set, "a").enabled);
+    assert!(server(&set, "b").enabled);
+}
+
+#[test]
+fn cwd_is_relative_to_the_file_and_expands_home() {
+    let fx = Fixture::new();
+    let file = fx.project_file(
+        "conf/servers.json",
+        r#"{"rel": {"command": "a", "cwd": "sub/dir"}, "home": {"command": "b", "cwd": "~/work"}, "abs": {"command": "c", "cwd": "/srv"}}"#,
+    );
+    let mut options = fx.options();
+    options.extra_files = vec![file];
+    let set = load_with_env(&options, &|_| None);
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    let cwd = |name: &str| stdio_parts(server(&set, name)).2.map(Path::to_path_buf);
+    assert_eq!(cwd("rel"), Some(fx.project.path().join("conf/sub/dir")));
+    assert_eq!(cwd("home"), Some(fx.home.path().join("work")));
+    assert_eq!(cwd("abs"), Some(PathBuf::from("/srv")));
+}
+
+#[test]
+fn empty_names_and_empty_commands_are_problems() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"": {"command": "x"}, "blank": {"command": "  "}}}"#,
+    );
+    let all = messages(&fx.load()).join("\n");
+    assert!(
+        all.contains("a server has an empty name: give it a name"),
+        "{all}"
+    );
+    assert!(
+        all.contains("server \"blank\": field \"command\": is empty"),
+        "{all}"
+    );
+}
+
+#[test]
+fn claude_local_scope_is_matched_by_project_path() {
+    let fx = Fixture::new();
+    let key = format!("{}/", fx.project.path().display());
+    fx.home_file(
+        ".claude.json",
+        &serde_json::json!({
+            "mcpServers": { "x": { "command": "user" } },
+            "projects": { key: { "mcpServers": { "x": { "command": "local" }, "y": { "command": "y" } } } }
+        })
+        .to_string(),
+    );
+    let set = fx.load();
+    assert_eq!(command(server(&set, "x")), "local");
+    assert_eq!(names(&set), ["x", "y"]);
+}
+
+#[test]
+fn non_utf8_file_is_a_parse_error_with_position() {
+    let fx = Fixture::new();
+    let path = fx.project.path().join(".mcp.json");
+    std::fs::write(&path, b"{\n  \"a\xff\": 1}").unwrap();
+    let message = only_message(&fx.load());
+    assert!(
+        message.starts_with(&format!(
+            "{}:2:5: not valid JSON: the file is not UTF-8 text",
+            path.display()
+        )),
+        "{message}"
+    );
+}
+
+#[test]
+fn byte_order_mark_is_ignored() {
+    let fx = Fixture::new();
+    fx.project_file(".mcp.json", "\u{feff}{\"a\": {\"command\": \"a\"}}");
+    fx.project_file("mcplex.toml", "\u{feff}[servers.b]\ncommand = \"b\"\n");
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    assert_eq!(names(&set), ["a", "b"]);
+}
+
+#[test]
+fn reserved_keys_are_accepted() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        r#"
+[policy]
+default = "allow"
+
+[servers.a]
+command = "a"
+max_retries = 3
+max_result_bytes = 1024
+tools = { allow = ["read"], deny = ["write"] }
+stages = ["plan"]
+agents = ["coder"]
+side_effects = { read = "none" }
+backoff = { initial = "1s" }
+breaker = { failures = 3 }
+"#,
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    assert_eq!(names(&set), ["a"]);
+}
+
+#[test]
+fn odd_shapes_are_problems_not_panics() {
+    let inputs_json = [
+        "",
+        "null",
+        "1",
+        "\"x\"",
+        "{\"mcpServers\": 1}",
+        "{\"mcpServers\": null}",
+        "{\"mcpServers\": {\"a\": null}}",
+        "{\"mcpServers\": {\"a\": {\"type\": 1}}}",
+        "{\"projects\": 1}",
+        "{\"a\": {\"url\": \"https://\u{e9}\u{e9}\"}}",
+        "{\"a\": {\"command\": \"x\", \"cwd\": 3}}",
+        "{\"a\": {\"command\": \"${\"}}",
+    ];
+    for input in inputs_json {
+        let fx = Fixture::new();
+        fx.project_file(".mcp.json", input);
+        fx.home_file(".claude.json", input);
+        let _ = fx.load();
+    }
+    let inputs_toml = [
+        "servers = 1",
+        "servers = []",
+        "[[servers]]\na = 1",
+        "policy = 3",
+        "[servers]\na = 1",
+        "[servers.a]\ncommand = nan",
+        "[servers.a]\ncommand = 1979-05-27",
+        "[servers.a]\nstartup_timeout = -3",
+        "[servers.a]\ncall_timeout = 99999999999999999",
+        "[servers.\"\"]\ncommand = \"x\"",
+    ];
+    for input in inputs_toml {
+        let fx = Fixture::new();
+        fx.project_file("mcplex.toml", input);
+        let set = fx.load();
+        assert!(set.servers.len() <= 1, "{input}: {set:?}");
+    }
+}
+
+#[test]
+fn from_env_uses_the_current_directory() {
+    let options = LoadOptions::from_env(vec![PathBuf::from("x.toml")]);
+    assert_eq!(options.project_dir, std::env::current_dir().unwrap());
+    assert_eq!(options.extra_files, [PathBuf::from("x.toml")]);
+}

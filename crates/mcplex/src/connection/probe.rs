@@ -1,0 +1,114 @@
+//! The era probe's deadline. rmcp's `Auto` lifecycle sends `server/discover` and waits 10 s
+//! for a legacy server that ignores unknown methods; this transport wrapper answers an
+//! unanswered probe itself with "method not found" after our short deadline, so rmcp falls
+//! back to `initialize` on the same connection at once. A late real answer is dropped.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
+};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+
+/// Wraps a client transport; a pass-through once the probe is settled.
+pub(crate) struct ProbeTransport<T> {
+    inner: T,
+    deadline: Duration,
+    server: String,
+    waiting: Option<(RequestId, Pin<Box<tokio::time::Sleep>>)>,
+    abandoned: Option<RequestId>,
+}
+
+impl<T> ProbeTransport<T> {
+    pub(crate) fn new(inner: T, deadline: Duration, server: &str) -> Self {
+        Self {
+            inner,
+            deadline,
+            server: server.to_string(),
+            waiting: None,
+            abandoned: None,
+        }
+    }
+}
+
+fn response_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
+    match message {
+        JsonRpcMessage::Response(response) => Some(&response.id),
+        JsonRpcMessage::Error(error) => error.id.as_ref(),
+        _ => None,
+    }
+}
+
+impl<T> Transport<RoleClient> for ProbeTransport<T>
+where
+    T: Transport<RoleClient>,
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let ClientJsonRpcMessage::Request(request) = &item
+            && matches!(request.request, ClientRequest::DiscoverRequest(_))
+        {
+            self.waiting = Some((
+                request.id.clone(),
+                Box::pin(tokio::time::sleep(self.deadline)),
+            ));
+        }
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let message = match &mut self.waiting {
+                Some((id, sleep)) => {
+                    tokio::select! {
+                        message = self.inner.receive() => {
+                            if message.as_ref().and_then(response_id) == Some(id) {
+                                self.waiting = None;
+                            }
+                            message
+                        }
+                        () = sleep.as_mut() => {
+                            let id = id.clone();
+                            self.waiting = None;
+                            self.abandoned = Some(id.clone());
+                            tracing::debug!(
+                                server = %self.server,
+                                "server/discover unanswered after {:?}; trying the initialize handshake",
+                                self.deadline
+                            );
+                            return Some(ServerJsonRpcMessage::error(
+                                ErrorData::new(
+                                    ErrorCode::METHOD_NOT_FOUND,
+                                    "server/discover went unanswered (mcplex probe deadline)",
+                                    None,
+                                ),
+                                Some(id),
+                            ));
+                        }
+                    }
+                }
+                None => self.inner.receive().await,
+            };
+            if let (Some(abandoned), Some(message)) = (&self.abandoned, &message)
+                && response_id(message) == Some(abandoned)
+            {
+                tracing::debug!(server = %self.server, "dropping a late answer to server/discover");
+                self.abandoned = None;
+                continue;
+            }
+            return message;
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}

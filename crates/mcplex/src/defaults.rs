@@ -1,0 +1,47 @@
+//! Every default number in one place, each with where it comes from.
+
+use std::time::Duration;
+
+/// Time for spawn + probe + handshake + first `tools/list`. 30 s is what Claude Code and the
+/// official SDK clients allow a cold `npx` server on a slow machine.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A tool call's default deadline; the SDKs use 60 s, agent tools (builds, searches) need more.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Absolute cap for a call whose deadline keeps being extended by progress notifications.
+pub const CALL_TIMEOUT_CAP: Duration = Duration::from_secs(600);
+
+/// How long `server/discover` may go unanswered before we assume a legacy server that ignores
+/// unknown methods (rmcp's own `Auto` mode waits 10 s; the answer is cached, so this is paid once).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a stdio server gets to exit after its stdin closes, before SIGTERM then SIGKILL.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a server gets after SIGTERM before SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_millis(500);
+
+/// How many stderr lines of a server we keep for error messages.
+pub const STDERR_TAIL_LINES: usize = 40;
+
+/// Longest stderr line kept; longer ones are cut (a server can print megabytes on one line).
+pub const STDERR_LINE_MAX: usize = 2000;
+
+/// Most `tools/list` pages followed before we call a server's pagination broken.
+pub const MAX_LIST_PAGES: usize = 1000;
+
+/// Longest exposed tool name: OpenAI and Anthropic both cap function names at 64.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Environment variables a stdio server inherits from us; everything else must be configured.
+/// The same list goose and Claude Code pass; a smaller environment also starts Node faster.
+pub const ENV_ALLOWLIST: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR",
+];
+
+/// Largest JSON-RPC line accepted from a stdio server (a 50 MB result must not take us down).
+pub const MAX_STDIO_FRAME: usize = 64 * 1024 * 1024;
+
+/// How many stderr lines an error message quotes (the full tail is in `mcplex servers --json`).
+pub const ERROR_TAIL_LINES: usize = 8;

@@ -1,0 +1,451 @@
+//! MANY servers: starts them concurrently, keeps the namespaced tool set current, routes calls
+//! by exact name, reports every server's state, and shuts everything down. The one door for
+//! calls from a harness.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{Catalog, CatalogSnapshot, Tool};
+use crate::config::{ConfigProblem, ConfigSet, Origin, ServerSpec};
+use crate::connection::era::EraCache;
+use crate::connection::{Connection, Era, ServerState, Shared};
+use crate::content::ToolResult;
+use crate::defaults;
+use crate::error::{Error, Result};
+use crate::transport::TransportContext;
+
+/// How a hub behaves beyond each server's own spec.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HubOptions {
+    /// Where the era cache lives; `None` keeps it in memory (tests, sandboxes).
+    pub era_cache: Option<PathBuf>,
+    /// How long each stdio server gets to exit after its stdin closes.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        Self {
+            era_cache: EraCache::default_path(),
+            shutdown_grace: defaults::SHUTDOWN_GRACE,
+        }
+    }
+}
+
+impl HubOptions {
+    /// Options with the era cache kept in memory only.
+    pub fn ephemeral() -> Self {
+        Self {
+            era_cache: None,
+            ..Self::default()
+        }
+    }
+
+    /// Builder-style: set the shutdown grace period.
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Builder-style: set the era cache file.
+    pub fn with_era_cache(mut self, path: Option<PathBuf>) -> Self {
+        self.era_cache = path;
+        self
+    }
+}
+
+/// Options of one call.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Deadline of this call (default: the server's `call_timeout`). Progress extends it.
+    pub timeout: Option<Duration>,
+    /// Where progress notifications of this call go.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Cancels the call (and tells the server) when cancelled.
+    pub cancel: Option<CancellationToken>,
+}
+
+impl CallOptions {
+    /// Builder-style: set the deadline.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Builder-style: receive progress.
+    pub fn with_progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
+        self.progress = Some(tx);
+        self
+    }
+
+    /// Builder-style: cancel with a token.
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// One progress notification of a running call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    /// Progress so far.
+    pub progress: f64,
+    /// Total, when known.
+    pub total: Option<f64>,
+    /// What is happening.
+    pub message: Option<String>,
+}
+
+/// Something a harness may want to react to.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HubEvent {
+    /// A server changed state.
+    StateChanged {
+        /// The server.
+        server: String,
+        /// Its new state.
+        state: ServerState,
+    },
+    /// A server's tool list changed while connected: rebuild the model's tool list.
+    ToolsChanged {
+        /// The server.
+        server: String,
+    },
+}
+
+/// What `mcplex servers` shows about one server.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The server's name.
+    pub name: String,
+    /// `stdio`, `http`, `sse`, `ws`, `inproc`; `-` for an entry that could not be read.
+    pub transport: String,
+    /// The command line or URL.
+    pub target: String,
+    /// Its state.
+    #[serde(flatten)]
+    pub state: ServerState,
+    /// The protocol era, when connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub era: Option<Era>,
+    /// The protocol version, when connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// How many tools it exposes.
+    pub tools: usize,
+    /// The file it was configured in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl ServerStatus {
+    /// The error to show in a table, if any.
+    pub fn error(&self) -> Option<&str> {
+        match &self.state {
+            ServerState::Failed { error, .. } => Some(error),
+            ServerState::Disabled { reason } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+struct Inner {
+    connections: Vec<Connection>,
+    by_name: HashMap<String, usize>,
+    problems: Vec<ConfigProblem>,
+    catalog: RwLock<(u64, CatalogSnapshot)>,
+    events: broadcast::Sender<HubEvent>,
+}
+
+/// Many MCP servers as one tool set. Cheap to clone; all clones share the servers.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+/// Room for bursts of state changes before a slow subscriber starts missing events.
+const EVENT_BUFFER: usize = 1024;
+
+impl Hub {
+    /// Starts every enabled server concurrently and returns at once; use [`Hub::wait_ready`]
+    /// to wait for startup to settle. Must be called inside a tokio runtime.
+    pub fn start(specs: Vec<ServerSpec>, options: HubOptions) -> Result<Self> {
+        Self::start_with_problems(specs, Vec::new(), options)
+    }
+
+    /// Starts the servers of a loaded config; its problems are listed in [`Hub::servers`].
+    pub fn from_config(config: ConfigSet, options: HubOptions) -> Result<Self> {
+        Self::start_with_problems(config.servers, config.problems, options)
+    }
+
+    fn start_with_problems(
+        specs: Vec<ServerSpec>,
+        problems: Vec<ConfigProblem>,
+        options: HubOptions,
+    ) -> Result<Self> {
+        let mut by_name = HashMap::new();
+        for (i, spec) in specs.iter().enumerate() {
+            if by_name.insert(spec.name.clone(), i).is_some() {
+                return Err(Error::DuplicateServer {
+                    name: spec.name.clone(),
+                });
+            }
+        }
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let shared = Shared {
+            ctx: TransportContext::new()?,
+            eras: EraCache::open(options.era_cache.clone()),
+            events: events.clone(),
+            shutdown_grace: options.shutdown_grace,
+        };
+        let connections = specs
+            .into_iter()
+            .map(|spec| Connection::start(spec, shared.clone()))
+            .collect();
+        Ok(Hub {
+            inner: Arc::new(Inner {
+                connections,
+                by_name,
+                problems,
+                catalog: RwLock::new((u64::MAX, Arc::new(Catalog::default()))),
+                events,
+            }),
+        })
+    }
+
+    /// Waits until no server is still connecting. Each server is bounded by its own startup
+    /// timeout. Fails if a `required` server failed.
+    pub async fn wait_ready(&self) -> Result<()> {
+        for connection in &self.inner.connections {
+            let mut state = connection.state_watch();
+            let _ = state
+                .wait_for(|s| !matches!(s, ServerState::Pending { .. }))
+                .await;
+            if connection.spec.required
+                && let ServerState::Failed { error, .. } = connection.state()
+            {
+                return Err(Error::RequiredServerFailed {
+                    server: connection.spec.name.clone(),
+                    message: error,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Subscribes to state and tool-list changes.
+    pub fn subscribe(&self) -> broadcast::Receiver<HubEvent> {
+        self.inner.events.subscribe()
+    }
+
+    fn catalog(&self) -> CatalogSnapshot {
+        let generation: u64 = self
+            .inner
+            .connections
+            .iter()
+            .map(Connection::generation)
+            .fold(0u64, u64::wrapping_add);
+        {
+            let cached = match self.inner.catalog.read() {
+                Ok(c) => c,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            if cached.0 == generation {
+                return cached.1.clone();
+            }
+        }
+        let tool_lists: Vec<(&str, Arc<Vec<crate::catalog::ServerTool>>)> = self
+            .inner
+            .connections
+            .iter()
+            .filter_map(|c| c.tools().map(|t| (c.spec.name.as_str(), t)))
+            .collect();
+        let catalog = Arc::new(Catalog::build(
+            tool_lists
+                .iter()
+                .map(|(name, tools)| (*name, tools.as_slice())),
+        ));
+        let mut cached = match self.inner.catalog.write() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *cached = (generation, catalog.clone());
+        catalog
+    }
+
+    /// The tools of every connected server, sorted by exposed name.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.catalog().tools().to_vec()
+    }
+
+    /// The tool exposed as `name`, if it exists now.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.catalog().get(name).cloned()
+    }
+
+    /// Every configured server with its state, plus config entries that could not be used.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        let mut out: Vec<ServerStatus> = self
+            .inner
+            .connections
+            .iter()
+            .map(|c| {
+                let state = c.state();
+                let (era, version, tools) = match &state {
+                    ServerState::Connected {
+                        era,
+                        version,
+                        tools,
+                    } => (Some(*era), Some(version.clone()), *tools),
+                    _ => (None, None, 0),
+                };
+                ServerStatus {
+                    name: c.spec.name.clone(),
+                    transport: c.spec.transport.kind().into(),
+                    target: c.spec.transport.to_string(),
+                    state,
+                    era,
+                    version,
+                    tools,
+                    source: match &c.spec.origin {
+                        Origin::File { path, .. } => Some(path.display().to_string()),
+                        Origin::Demo => Some("built-in demo".into()),
+                        _ => None,
+                    },
+                }
+            })
+            .collect();
+        for problem in &self.inner.problems {
+            out.push(ServerStatus {
+                name: problem
+                    .server
+                    .clone()
+                    .unwrap_or_else(|| format!("({})", problem.file.display())),
+                transport: "-".into(),
+                target: String::new(),
+                state: ServerState::Failed {
+                    error: problem.error.to_string(),
+                    stderr_tail: Vec::new(),
+                },
+                era: None,
+                version: None,
+                tools: 0,
+                source: Some(problem.file.display().to_string()),
+            });
+        }
+        out
+    }
+
+    /// Calls the tool exposed as `name` with JSON `arguments` (an object, or null for none).
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<ToolResult> {
+        self.call_with(name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// [`Hub::call`] with a deadline, progress or cancellation.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<ToolResult> {
+        let arguments = match arguments {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(Error::InvalidArguments {
+                    tool: name.to_string(),
+                    message: format!("arguments must be a JSON object, got {}", json_kind(&other)),
+                });
+            }
+        };
+        let tool = match self.catalog().get(name) {
+            Some(tool) => (tool.server.clone(), tool.raw_name.clone()),
+            None => self.lookup_after_startup(name, &options).await?,
+        };
+        let (server, raw_name) = tool;
+        let Some(&index) = self.inner.by_name.get(&server) else {
+            return Err(Error::UnknownTool {
+                name: name.to_string(),
+                suggestion: None,
+            });
+        };
+        self.inner.connections[index]
+            .call(&raw_name, arguments, &options)
+            .await
+    }
+
+    /// A name not found may belong to a server that is still starting: wait for startup to
+    /// settle (within the call's deadline) and look again.
+    async fn lookup_after_startup(
+        &self,
+        name: &str,
+        options: &CallOptions,
+    ) -> Result<(String, String)> {
+        let pending = self
+            .inner
+            .connections
+            .iter()
+            .any(|c| matches!(c.state(), ServerState::Pending { .. }));
+        if pending {
+            let deadline = options.timeout.unwrap_or(defaults::CALL_TIMEOUT);
+            let _ = tokio::time::timeout(deadline, self.wait_ready()).await;
+        }
+        let catalog = self.catalog();
+        match catalog.get(name) {
+            Some(tool) => Ok((tool.server.clone(), tool.raw_name.clone())),
+            None => {
+                // A known server that is down deserves a better answer than "no such tool".
+                if let Some(rest) = name.strip_prefix("mcp__")
+                    && let Some((server, _)) = rest.split_once("__")
+                    && let Some(&i) = self.inner.by_name.get(server)
+                {
+                    let connection = &self.inner.connections[i];
+                    let state = connection.state();
+                    if !matches!(state, ServerState::Connected { .. }) {
+                        return Err(Error::Unavailable {
+                            server: server.to_string(),
+                            state: state.label().into(),
+                            reason: match state {
+                                ServerState::Failed { error, .. } => error,
+                                ServerState::Disabled { reason } => reason,
+                                _ => "not connected".into(),
+                            },
+                        });
+                    }
+                }
+                Err(Error::UnknownTool {
+                    name: name.to_string(),
+                    suggestion: catalog.suggest(name),
+                })
+            }
+        }
+    }
+
+    /// Closes every server concurrently and reaps every child process.
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.inner.connections.iter().map(Connection::shutdown)).await;
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,37 @@
+//! mcplex: many MCP servers — local processes, remote HTTP endpoints, in-process servers — as
+//! one namespaced tool set that a harness can call concurrently, and that keeps working when
+//! servers crash, hang or misbehave.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcplex::Error> {
+//! use mcplex::{Hub, HubOptions, ServerSpec};
+//! let hub = Hub::start(
+//!     vec![ServerSpec::stdio("fs", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"])],
+//!     HubOptions::default(),
+//! )?;
+//! hub.wait_ready().await?;
+//! for tool in hub.tools() {
+//!     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+//! }
+//! let result = hub.call("mcp__fs__list_directory", serde_json::json!({"path": "/tmp"})).await?;
+//! println!("{}", result.to_text());
+//! hub.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+pub mod catalog;
+pub mod config;
+mod connection;
+pub mod content;
+pub mod defaults;
+pub mod demo;
+mod error;
+mod hub;
+mod transport;
+
+pub use catalog::{Tool, ToolAnnotations};
+pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};
+pub use connection::{Era, ServerState};
+pub use content::{Content, ToolResult};
+pub use error::{Error, Result};
+pub use hub::{CallOptions, Hub, HubEvent, HubOptions, Progress, ServerStatus};

@@ -1,0 +1,89 @@
+//! Streamable HTTP through rmcp's client, on one pooled `reqwest::Client` shared by every
+//! server of a hub (rmcp's default client opens a connection per request).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+use crate::error::Error;
+
+/// The rmcp transport type we use for streamable HTTP.
+pub(crate) type HttpTransport = StreamableHttpClientTransport<reqwest::Client>;
+
+/// rmcp retries a broken SSE stream forever by default; a few tries, then the call fails and
+/// the supervisor decides.
+const SSE_RECONNECT_TRIES: usize = 3;
+/// First SSE reconnect delay; doubles up to `SSE_RECONNECT_MAX_DELAY`.
+const SSE_RECONNECT_BASE: Duration = Duration::from_millis(250);
+/// Longest single SSE reconnect delay.
+const SSE_RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
+/// Connect timeout of the shared client; request deadlines are set per call above it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The shared HTTP client: pooled keep-alive connections, no Nagle delay.
+pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .user_agent(concat!("mcplex/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::Connect {
+            server: "*".into(),
+            message: format!("cannot build the HTTP client: {e}"),
+            stderr_tail: Vec::new(),
+        })
+}
+
+/// Builds the transport for `url`; fails on a header that is not valid HTTP or is reserved.
+pub(crate) fn connect(
+    server: &str,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    client: reqwest::Client,
+) -> Result<HttpTransport, Error> {
+    let bad = |message: String| Error::Connect {
+        server: server.to_string(),
+        message,
+        stderr_tail: Vec::new(),
+    };
+    let mut custom_headers = HashMap::new();
+    for (name, value) in headers {
+        let header_name =
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                bad(format!(
+                    "header name `{name}` is not a valid HTTP header name"
+                ))
+            })?;
+        if matches!(
+            header_name.as_str(),
+            "accept" | "mcp-session-id" | "last-event-id"
+        ) {
+            return Err(bad(format!(
+                "header `{name}` is managed by the protocol and cannot be set in the config"
+            )));
+        }
+        let header_value = reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+            bad(format!(
+                "header `{name}` has a value that is not valid in HTTP (control characters?)"
+            ))
+        })?;
+        custom_headers.insert(header_name, header_value);
+    }
+    let mut retry = ExponentialBackoff::default();
+    retry.max_times = Some(SSE_RECONNECT_TRIES);
+    retry.base_duration = SSE_RECONNECT_BASE;
+    retry.max_delay = Some(SSE_RECONNECT_MAX_DELAY);
+    let mut config = StreamableHttpClientTransportConfig::default();
+    config.uri = Arc::from(url);
+    config.retry_config = Arc::new(retry);
+    config.custom_headers = custom_headers;
+    config.reinit_on_expired_session = true;
+    // 16 POSTs in flight is rmcp's default; a harness calling many tools at once on one
+    // server should not queue behind it.
+    config.max_concurrent_requests = 64;
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
