@@ -2,7 +2,7 @@
 //!
 //! Knows nothing of connections or the hub. Every problem is a value naming the file, the
 //! server and the field; one bad entry never stops the others. Files are read in a fixed order
-//! (see [`discover`]) and merged per server name, the later file winning; `mcplex.toml` may
+//! (see `discover.rs`) and merged per server name, the later file winning; `mcplex.toml` may
 //! also hold overlays that adjust the options of a server another file defines.
 
 mod claude;
