@@ -132,9 +132,7 @@ impl ServerHandler for Demo {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = ListToolsResult::default();
-        result.tools = demo_tools();
-        Ok(result)
+        Ok(ListToolsResult::with_all_items(demo_tools()))
     }
 
     async fn call_tool(

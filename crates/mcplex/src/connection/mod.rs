@@ -613,12 +613,23 @@ async fn connect(spec: &ServerSpec, shared: &Shared) -> Result<Session, Error> {
     };
     let result = attempt(spec, shared, lifecycle, deadline).await;
     let session = match result {
-        Err(error) if cached.is_some() && Instant::now() < deadline => {
-            tracing::debug!(server = %spec.name, "cached era failed ({error}); probing afresh");
-            shared.eras.forget(&signature);
-            attempt(spec, shared, auto_lifecycle(), deadline).await?
+        Err(failure) if failure.modern && Instant::now() < deadline => {
+            tracing::debug!(server = %spec.name, "the server turned out to be stateless-era; reconnecting with server/discover");
+            let discover = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            attempt(spec, shared, discover, deadline)
+                .await
+                .map_err(|f| f.error)?
         }
-        other => other?,
+        Err(failure) if cached.is_some() && Instant::now() < deadline => {
+            tracing::debug!(server = %spec.name, "cached era failed ({}); probing afresh", failure.error);
+            shared.eras.forget(&signature);
+            attempt(spec, shared, auto_lifecycle(), deadline)
+                .await
+                .map_err(|f| f.error)?
+        }
+        other => other.map_err(|f| f.error)?,
     };
     shared.eras.put(
         &signature,
@@ -637,13 +648,31 @@ fn auto_lifecycle() -> ClientLifecycleMode {
     }
 }
 
+/// Why an attempt failed, and whether the failure shows a stateless-era server.
+struct AttemptFailure {
+    error: Error,
+    /// The server answered `server/discover` after our probe gave up, or refused
+    /// `initialize` as a 2026-07-28 server: retrying in Discover mode will work.
+    modern: bool,
+}
+
+impl From<Error> for AttemptFailure {
+    fn from(error: Error) -> Self {
+        AttemptFailure {
+            error,
+            modern: false,
+        }
+    }
+}
+
 /// One connection attempt: open the transport, then handshake before `deadline`.
 async fn attempt(
     spec: &ServerSpec,
     shared: &Shared,
     lifecycle: ClientLifecycleMode,
     deadline: Instant,
-) -> Result<Session, Error> {
+) -> Result<Session, AttemptFailure> {
+    let late_discover = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let progress = ProgressRoutes::default();
     let tools_changed = Arc::new(Notify::new());
     let handler = HubClient {
@@ -652,7 +681,9 @@ async fn attempt(
         tools_changed: tools_changed.clone(),
     };
     let opened = transport::open(spec, &shared.ctx).await?;
-    let probe = spec.probe_timeout;
+    let probe_deadline =
+        matches!(lifecycle, ClientLifecycleMode::Auto { .. }).then_some(spec.probe_timeout);
+    let probe = (probe_deadline, late_discover.clone());
     let name = spec.name.as_str();
     let (handshake, side) = match opened {
         Opened::Stdio { transport, process } => (
@@ -706,7 +737,9 @@ async fn attempt(
             };
             let stderr_tail = side.stderr_tail();
             side.stop(shared.shutdown_grace).await;
-            Err(match (failure, exit) {
+            let modern = late_discover.load(Ordering::Acquire)
+                || matches!(&failure, HandshakeFailure::Init(e) if refused_as_stateless(e));
+            let error = match (failure, exit) {
                 (HandshakeFailure::Timeout, _) => Error::Connect {
                     server: spec.name.clone(),
                     message: format!(
@@ -726,33 +759,48 @@ async fn attempt(
                     message: describe_init_error(&e),
                     stderr_tail,
                 },
-            })
+            };
+            Err(AttemptFailure { error, modern })
         }
+    }
+}
+
+/// `initialize` refused with "unsupported protocol version": the server only speaks the
+/// stateless era.
+fn refused_as_stateless(e: &ClientInitializeError) -> bool {
+    match e {
+        ClientInitializeError::JsonRpcError(data) => {
+            data.code == rmcp::model::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        }
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            refused_as_stateless(fallback)
+        }
+        _ => false,
     }
 }
 
 enum HandshakeFailure {
     Timeout,
-    Init(ClientInitializeError),
+    Init(Box<ClientInitializeError>),
 }
 
 async fn handshake<T>(
     handler: HubClient,
     transport: T,
     lifecycle: ClientLifecycleMode,
-    probe: Duration,
+    probe: (Option<Duration>, Arc<std::sync::atomic::AtomicBool>),
     name: &str,
     deadline: Instant,
 ) -> Result<RunningService<RoleClient, HubClient>, HandshakeFailure>
 where
     T: Transport<RoleClient> + 'static,
 {
-    let transport = probe::ProbeTransport::new(transport, probe, name);
+    let transport = probe::ProbeTransport::new(transport, probe.0, name, probe.1);
     match tokio::time::timeout_at(deadline, handler.serve_with_lifecycle(transport, lifecycle))
         .await
     {
         Ok(Ok(running)) => Ok(running),
-        Ok(Err(e)) => Err(HandshakeFailure::Init(e)),
+        Ok(Err(e)) => Err(HandshakeFailure::Init(Box::new(e))),
         Err(_) => Err(HandshakeFailure::Timeout),
     }
 }

@@ -4,6 +4,8 @@
 //! back to `initialize` on the same connection at once. A late real answer is dropped.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleClient;
@@ -17,20 +19,31 @@ use rmcp::transport::Transport;
 /// Wraps a client transport; a pass-through once the probe is settled.
 pub(crate) struct ProbeTransport<T> {
     inner: T,
-    deadline: Duration,
+    /// `None` outside the `Auto` lifecycle: a server known to be stateless gets the whole
+    /// startup timeout to answer.
+    deadline: Option<Duration>,
     server: String,
     waiting: Option<(RequestId, Pin<Box<tokio::time::Sleep>>)>,
     abandoned: Option<RequestId>,
+    /// Set when a probe we gave up on was answered after all: the server is modern, only
+    /// slow (a cold Python start), and the connection should be retried in the new era.
+    late_discover: Arc<AtomicBool>,
 }
 
 impl<T> ProbeTransport<T> {
-    pub(crate) fn new(inner: T, deadline: Duration, server: &str) -> Self {
+    pub(crate) fn new(
+        inner: T,
+        deadline: Option<Duration>,
+        server: &str,
+        late_discover: Arc<AtomicBool>,
+    ) -> Self {
         Self {
             inner,
             deadline,
             server: server.to_string(),
             waiting: None,
             abandoned: None,
+            late_discover,
         }
     }
 }
@@ -55,10 +68,11 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         if let ClientJsonRpcMessage::Request(request) = &item
             && matches!(request.request, ClientRequest::DiscoverRequest(_))
+            && let Some(deadline) = self.deadline
         {
             self.waiting = Some((
                 request.id.clone(),
-                Box::pin(tokio::time::sleep(self.deadline)),
+                Box::pin(tokio::time::sleep(deadline)),
             ));
         }
         self.inner.send(item)
@@ -101,6 +115,9 @@ where
                 && response_id(message) == Some(abandoned)
             {
                 tracing::debug!(server = %self.server, "dropping a late answer to server/discover");
+                if matches!(message, JsonRpcMessage::Response(_)) {
+                    self.late_discover.store(true, Ordering::Release);
+                }
                 self.abandoned = None;
                 continue;
             }

@@ -229,6 +229,13 @@ fn spawn_error(server: &str, command: &str, cwd: Option<&Path>, e: &std::io::Err
             Some(dir) if !dir.is_dir() => {
                 format!("working directory `{}` does not exist", dir.display())
             }
+            _ if Path::new(command).is_file() => match interpreter(Path::new(command)) {
+                Some(interpreter) => format!(
+                    "`{command}` is a script whose interpreter `{interpreter}` does not exist \
+                     (a moved virtualenv or node install?)"
+                ),
+                None => format!("`{command}` exists but the system cannot execute it"),
+            },
             _ => format!(
                 "command `{command}` not found: install it or put its directory on PATH \
                  (PATH is passed to servers; use an absolute path to be sure)"
@@ -244,6 +251,16 @@ fn spawn_error(server: &str, command: &str, cwd: Option<&Path>, e: &std::io::Err
         message,
         stderr_tail: Vec::new(),
     }
+}
+
+/// The interpreter named on a script's `#!` line.
+fn interpreter(script: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..n].split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line.strip_prefix(b"#!")?).ok()?;
+    line.split_whitespace().next().map(str::to_string)
 }
 
 /// Owns the child until it is reaped: reports a crash the moment it happens, and on request
