@@ -92,8 +92,8 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(filter: Option<&str>) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("mcplex=warn"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mcplex=warn"));
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("mcplex=error"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mcplex=error"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

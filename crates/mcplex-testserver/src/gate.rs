@@ -86,6 +86,14 @@ impl Gate {
         if self.never_answer {
             return Verdict::Drop;
         }
+        if self.era == Era::Stateless
+            && probe.id.is_none()
+            && probe.method.as_deref() == Some("notifications/initialized")
+        {
+            // No handshake in this era; rmcp would end the session on a notification that
+            // arrives before any request chose a lifecycle.
+            return Verdict::Drop;
+        }
         let (Some(method), Some(_)) = (probe.method.as_deref(), probe.id.as_ref()) else {
             // Notifications and responses are never answered anyway.
             return Verdict::Pass;
@@ -177,6 +185,7 @@ mod tests {
         };
         assert_eq!(error.code, ErrorCode::UNSUPPORTED_PROTOCOL_VERSION);
         assert_eq!(gate(Era::Stateless, false).judge(&probe(DISCOVER)), Verdict::Pass);
+        assert_eq!(gate(Era::Stateless, false).judge(&probe(NOTE)), Verdict::Drop);
     }
 
     #[test]

@@ -125,6 +125,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         // The client went away before choosing a lifecycle: a normal end for a server.
         Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
-        Err(error) => Err(error).map_err(anyhow::Error::from),
+        Err(error) => Err(anyhow::Error::from(error).context("serving stdio")),
     }
 }

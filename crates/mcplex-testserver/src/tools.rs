@@ -67,9 +67,9 @@ pub struct AddOutput {
 pub struct SlowArgs {
     /// Total duration in milliseconds (at most one day).
     pub ms: u64,
-    /// Number of progress notifications spread over `ms` (default 5).
-    #[serde(default)]
-    pub steps: Option<u64>,
+    /// Number of progress notifications spread over `ms`.
+    #[serde(default = "default_steps")]
+    pub steps: u64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -83,7 +83,6 @@ pub struct ImageOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FailArgs {
     /// The error text (default "tool failed on purpose").
-    #[serde(default)]
     pub message: Option<String>,
 }
 
@@ -109,6 +108,10 @@ pub struct WriteStderrArgs {
 pub struct SleepThenExitArgs {
     /// Milliseconds to wait after answering before exiting with code 7.
     pub ms: u64,
+}
+
+fn default_steps() -> u64 {
+    5
 }
 
 fn text(value: impl Into<String>) -> CallToolResult {
@@ -174,7 +177,7 @@ impl TestServer {
         Parameters(args): Parameters<SlowArgs>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let steps = args.steps.unwrap_or(5);
+        let steps = args.steps;
         if args.ms > MAX_MS || steps > MAX_STEPS {
             return error(format!(
                 "slow takes at most {MAX_MS} ms and {MAX_STEPS} steps"
@@ -359,7 +362,7 @@ mod tests {
         assert_eq!(json_number(5.0).to_string(), "5");
         assert_eq!(json_number(-2.0).to_string(), "-2");
         assert_eq!(json_number(2.5).to_string(), "2.5");
-        assert_eq!(json_number(1e300).to_string(), "1e300");
+        assert_eq!(json_number(1e300).to_string(), "1e+300");
     }
 
     #[test]

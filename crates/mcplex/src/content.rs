@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(result.structured_content, Some(json!({"sum": 5})));
         let text = result.to_text();
         assert!(
-            text.starts_with("hello\n\n[image: image/png, 7 bytes]"),
+            text.starts_with("hello\n\n[image: image/png, 8 bytes]"),
             "{text}"
         );
         assert!(text.contains("[resource file:///a.txt]\nbody"), "{text}");
