@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the third-party MCP servers the tests talk to, pinned, into git-ignored folders of
+# this checkout: test-deps/node_modules (npm) and test-deps/.venv (PyPI). Never globally.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root/test-deps"
+
+if [[ ! -x node_modules/.bin/mcp-server-everything ]] || [[ package-lock.json -nt node_modules/.package-lock.json ]]; then
+  echo "== npm: installing pinned MCP servers into test-deps/node_modules"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+if [[ ! -x .venv/bin/mcp-server-time ]]; then
+  echo "== pip: installing pinned Python MCP servers into test-deps/.venv"
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+fi
+echo "== test dependencies ready"

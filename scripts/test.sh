@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs what the tests need, then runs them.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+scripts/install-test-deps.sh
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo test"
+# The test server binary is started by the integration tests.
+cargo build --quiet -p mcplex-testserver
+cargo test --workspace
