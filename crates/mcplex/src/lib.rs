@@ -35,3 +35,8 @@ pub use connection::{Era, ServerState};
 pub use content::{Content, ToolResult};
 pub use error::{Error, Result};
 pub use hub::{CallOptions, Hub, HubEvent, HubOptions, Progress, ServerStatus};
+
+/// The README's examples, compiled as doctests so they cannot rot.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
