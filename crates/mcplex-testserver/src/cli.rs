@@ -19,7 +19,7 @@ use rmcp::model::ProtocolVersion;
 /// Tools: echo, add, slow, image, pid, hang, fail, huge, flood, change_tools (toggles `extra`),
 /// write_stderr, sleep_then_exit.
 #[derive(Debug, Parser)]
-#[command(name = "mcplex-testserver", version, about, long_about)]
+#[command(name = "mcplex-testserver", version, about, long_about, after_long_help = AFTER_HELP)]
 pub struct Cli {
     // ----- transport -----
     /// Serve streamable HTTP on ADDR (e.g. 127.0.0.1:0) under the path /mcp instead of stdio.
@@ -136,9 +136,28 @@ pub struct Cli {
     pub http_fail: Option<u16>,
 
     /// HTTP: with `--http-fail`, let the first N requests to /mcp through before failing.
-    #[arg(long, value_name = "N", requires = "http_fail", default_value_t = 0, help_heading = "HTTP faults")]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "http_fail",
+        default_value_t = 0,
+        help_heading = "HTTP faults"
+    )]
     pub http_fail_after: u64,
 }
+
+const AFTER_HELP: &str = "\
+HTTP admin endpoints (same listener, never affected by failures):
+  POST /admin/fail?status=S[&count=N][&after=M]  answer S to requests to /mcp (after letting M
+                                                 through; N times, or until healed)
+  POST /admin/heal                               stop failing (also cancels --http-fail)
+  POST /admin/drop_sessions                      close every session: their ids now get 404
+
+Exit codes: 0 on stdin EOF or a client that left before the handshake, 1 on error, 2 on bad
+flags, 3 for --crash-after/--crash-on, 7 for the sleep_then_exit tool, CODE for
+--exit-at-startup.
+
+Logs go to stderr only; MCPLEX_TESTSERVER_LOG takes a tracing filter (default: error).";
 
 /// The protocol era(s) the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,8 +1,9 @@
 //! The raw JSON-RPC gate: decisions rmcp's server cannot be told to make.
 //!
-//! rmcp 3.9.0 answers `server/discover` itself before any handler hook (on stdio it is handled
-//! in the pre-initialize loop, where the `_meta` check comes first), a failed `initialize` ends
-//! the whole stdio session, and it answers every request. To behave like a handshake-only
+//! rmcp 3.9.0 validates `server/discover`'s `_meta` before the handler's `discover` hook runs (a
+//! bare discover gets -32602, never -32601), a failed `initialize` ends the whole stdio
+//! session, a notification before the lifecycle is chosen ends it too, and it answers every
+//! request (unknown methods with -32601). To behave like a handshake-only
 //! server, a stateless-only server, or one that ignores unknown methods, each incoming message
 //! is judged here on its raw `method` *before* rmcp parses it; the stdio transport and the HTTP
 //! middleware both ask this module. It knows nothing about transports or tools.
@@ -103,9 +104,11 @@ impl Gate {
         }
         match (self.era, method) {
             // Exactly what the Node reference servers send for a method they do not know.
-            (Era::Handshake, "server/discover") => {
-                Verdict::Reply(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "Method not found", None))
-            }
+            (Era::Handshake, "server/discover") => Verdict::Reply(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "Method not found",
+                None,
+            )),
             // What rmcp itself answers when a server supports no version with a handshake.
             (Era::Stateless, "initialize") => {
                 let requested = probe
@@ -175,7 +178,10 @@ mod tests {
         };
         assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND);
         assert_eq!(error.message, "Method not found");
-        assert_eq!(gate(Era::Handshake, false).judge(&probe(INIT)), Verdict::Pass);
+        assert_eq!(
+            gate(Era::Handshake, false).judge(&probe(INIT)),
+            Verdict::Pass
+        );
     }
 
     #[test]
@@ -184,8 +190,14 @@ mod tests {
             panic!("initialize must be answered with an error");
         };
         assert_eq!(error.code, ErrorCode::UNSUPPORTED_PROTOCOL_VERSION);
-        assert_eq!(gate(Era::Stateless, false).judge(&probe(DISCOVER)), Verdict::Pass);
-        assert_eq!(gate(Era::Stateless, false).judge(&probe(NOTE)), Verdict::Drop);
+        assert_eq!(
+            gate(Era::Stateless, false).judge(&probe(DISCOVER)),
+            Verdict::Pass
+        );
+        assert_eq!(
+            gate(Era::Stateless, false).judge(&probe(NOTE)),
+            Verdict::Drop
+        );
     }
 
     #[test]

@@ -229,7 +229,14 @@ async fn admin_heal(State(state): State<Arc<HttpState>>) -> Json<serde_json::Val
 async fn admin_drop_sessions(
     State(state): State<Arc<HttpState>>,
 ) -> Result<Json<serde_json::Value>, Infallible> {
-    let ids: Vec<_> = state.sessions.sessions.read().await.keys().cloned().collect();
+    let ids: Vec<_> = state
+        .sessions
+        .sessions
+        .read()
+        .await
+        .keys()
+        .cloned()
+        .collect();
     let mut dropped = 0_usize;
     for id in &ids {
         match state.sessions.close_session(id).await {

@@ -19,8 +19,8 @@ use rmcp::{
     handler::server::tool::{ToolCallContext, ToolRouter},
     model::{
         CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
-        ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
-        ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+        ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+        ServerConfig, SetLevelRequestParams, Tool,
     },
     service::RequestContext,
 };
@@ -78,10 +78,13 @@ impl TestServer {
     /// Whether a log message at `level` should reach this session's client.
     pub fn logs_at(&self, level: LoggingLevel, context: &RequestContext<RoleServer>) -> bool {
         // 2026-07-28 carries the level per request; the handshake era sets it per session.
-        let threshold = context.meta.log_level().or_else(|| match self.log_level.lock() {
-            Ok(level) => *level,
-            Err(poisoned) => *poisoned.into_inner(),
-        });
+        let threshold = context
+            .meta
+            .log_level()
+            .or_else(|| match self.log_level.lock() {
+                Ok(level) => *level,
+                Err(poisoned) => *poisoned.into_inner(),
+            });
         threshold.is_none_or(|threshold| severity(level) >= severity(threshold))
     }
 }
@@ -139,9 +142,7 @@ pub fn page(
             .strip_prefix("page-")
             .and_then(|offset| offset.parse::<usize>().ok())
             .filter(|offset| *offset <= total)
-            .ok_or_else(|| {
-                ErrorData::invalid_params(format!("invalid cursor `{cursor}`"), None)
-            })?,
+            .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor `{cursor}`"), None))?,
     };
     let end = start.saturating_add(size).min(total);
     let next = if repeat {
@@ -251,17 +252,16 @@ impl ServerHandler for TestServer {
         }
         self.shared.faults.before_call(&request.name);
         let cancelled = context.ct.clone();
-        let result = if request.name == EXTRA_TOOL
-            && !self.shared.extra_enabled.load(Ordering::SeqCst)
-        {
-            // Exactly what rmcp's router answers for a tool it does not have.
-            Err(ErrorData::invalid_params("tool not found", None))
-        } else {
-            self.shared
-                .router
-                .call(ToolCallContext::new(self, request, context))
-                .await
-        };
+        let result =
+            if request.name == EXTRA_TOOL && !self.shared.extra_enabled.load(Ordering::SeqCst) {
+                // Exactly what rmcp's router answers for a tool it does not have.
+                Err(ErrorData::invalid_params("tool not found", None))
+            } else {
+                self.shared
+                    .router
+                    .call(ToolCallContext::new(self, request, context))
+                    .await
+            };
         self.shared.faults.after_call(&cancelled).await;
         result
     }
@@ -290,7 +290,10 @@ mod tests {
     #[test]
     fn pages_walk_to_the_end() {
         assert_eq!(page(5, None, false, None), Ok((0..5, None)));
-        assert_eq!(page(5, Some(2), false, None), Ok((0..2, Some("page-2".into()))));
+        assert_eq!(
+            page(5, Some(2), false, None),
+            Ok((0..2, Some("page-2".into())))
+        );
         assert_eq!(
             page(5, Some(2), false, Some("page-2")),
             Ok((2..4, Some("page-4".into())))

@@ -121,9 +121,10 @@ impl Output {
         let answers_tool_call = self.unknown_id
             && match message {
                 ServerJsonRpcMessage::Response(response) => self.forget_tool_call(&response.id),
-                ServerJsonRpcMessage::Error(error) => {
-                    error.id.as_ref().is_some_and(|id| self.forget_tool_call(id))
-                }
+                ServerJsonRpcMessage::Error(error) => error
+                    .id
+                    .as_ref()
+                    .is_some_and(|id| self.forget_tool_call(id)),
                 _ => false,
             };
         let mut writer = self.writer.lock().await;
@@ -323,10 +324,7 @@ async fn judge_line(
 }
 
 async fn reply(output: &Output, error: ErrorData, id: Option<RequestId>) {
-    if let Err(send_error) = output
-        .send(&ServerJsonRpcMessage::error(error, id))
-        .await
-    {
+    if let Err(send_error) = output.send(&ServerJsonRpcMessage::error(error, id)).await {
         tracing::error!(%send_error, "cannot write an answer to stdout");
     }
 }

@@ -249,9 +249,7 @@ impl TestServer {
         )
     }
 
-    #[tool(
-        description = "Return one text block of `mb` MiB: a header line, then 'x' repeated."
-    )]
+    #[tool(description = "Return one text block of `mb` MiB: a header line, then 'x' repeated.")]
     async fn huge(&self, Parameters(args): Parameters<HugeArgs>) -> CallToolResult {
         if !(0.0..=MAX_HUGE_MB).contains(&args.mb) {
             return error(format!("mb must be between 0 and {MAX_HUGE_MB}"));
@@ -328,7 +326,10 @@ impl TestServer {
             line.push('\n');
         }
         let mut stderr = std::io::stderr().lock();
-        match stderr.write_all(line.as_bytes()).and_then(|()| stderr.flush()) {
+        match stderr
+            .write_all(line.as_bytes())
+            .and_then(|()| stderr.flush())
+        {
             Ok(()) => text(format!("wrote {} bytes to stderr", line.len())),
             Err(write_error) => error(format!("cannot write to stderr: {write_error}")),
         }
