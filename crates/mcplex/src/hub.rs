@@ -124,7 +124,7 @@ pub enum HubEvent {
 }
 
 /// What `mcplex servers` shows about one server.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServerStatus {
     /// The server's name.
@@ -134,19 +134,42 @@ pub struct ServerStatus {
     /// The command line or URL.
     pub target: String,
     /// Its state.
-    #[serde(flatten)]
     pub state: ServerState,
     /// The protocol era, when connected.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub era: Option<Era>,
     /// The protocol version, when connected.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// How many tools it exposes.
     pub tools: usize,
     /// The file it was configured in.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+}
+
+/// One flat JSON object per server, each key once: what `mcplex servers --json` prints.
+impl Serialize for ServerStatus {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("transport", &self.transport)?;
+        map.serialize_entry("target", &self.target)?;
+        map.serialize_entry("state", self.state.label())?;
+        if let ServerState::Pending { attempt } = &self.state {
+            map.serialize_entry("attempt", attempt)?;
+        }
+        map.serialize_entry("era", &self.era)?;
+        map.serialize_entry("version", &self.version)?;
+        map.serialize_entry("tools", &self.tools)?;
+        map.serialize_entry("error", &self.error())?;
+        if let ServerState::Failed { stderr_tail, .. } = &self.state {
+            map.serialize_entry("stderr_tail", stderr_tail)?;
+        }
+        map.serialize_entry("source", &self.source)?;
+        map.end()
+    }
 }
 
 impl ServerStatus {
@@ -204,7 +227,7 @@ impl Hub {
         }
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let shared = Shared {
-            ctx: TransportContext::new()?,
+            ctx: TransportContext::default(),
             eras: EraCache::open(options.era_cache.clone()),
             events: events.clone(),
             shutdown_grace: options.shutdown_grace,
@@ -398,9 +421,20 @@ impl Hub {
             .connections
             .iter()
             .any(|c| matches!(c.state(), ServerState::Pending { .. }));
-        if pending {
-            let deadline = options.timeout.unwrap_or(defaults::CALL_TIMEOUT);
-            let _ = tokio::time::timeout(deadline, self.wait_ready()).await;
+        let deadline = options.timeout.unwrap_or(defaults::CALL_TIMEOUT);
+        if pending
+            && tokio::time::timeout(deadline, self.wait_ready())
+                .await
+                .is_err()
+        {
+            // Still starting when the call's deadline ran out: say so, not "no such tool".
+            if let Some(server) = self.pending_owner(name) {
+                return Err(Error::Timeout {
+                    server,
+                    what: "waiting for the server to start".into(),
+                    after: deadline,
+                });
+            }
         }
         let catalog = self.catalog();
         match catalog.get(name) {
@@ -431,6 +465,21 @@ impl Hub {
                 })
             }
         }
+    }
+
+    /// The still-starting server a tool name would belong to, if any.
+    fn pending_owner(&self, name: &str) -> Option<String> {
+        self.inner
+            .connections
+            .iter()
+            .filter(|c| matches!(c.state(), ServerState::Pending { .. }))
+            .find(|c| {
+                name.starts_with(&format!(
+                    "mcp__{}__",
+                    crate::catalog::naming::sanitize(&c.spec.name)
+                ))
+            })
+            .map(|c| c.spec.name.clone())
     }
 
     /// Closes every server concurrently and reaps every child process.

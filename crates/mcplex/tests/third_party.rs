@@ -153,9 +153,15 @@ async fn memory_keeps_entities() {
         .await
         .unwrap();
     assert!(!created.is_error, "{created:?}");
-    let graph = hub.call("mcp__memory__read_graph", json!({})).await.unwrap();
+    let graph = hub
+        .call("mcp__memory__read_graph", json!({}))
+        .await
+        .unwrap();
     let text = text_of(&graph);
-    assert!(text.contains("mcplex") && text.contains("speaks MCP"), "{text}");
+    assert!(
+        text.contains("mcplex") && text.contains("speaks MCP"),
+        "{text}"
+    );
     hub.shutdown().await;
 }
 
@@ -253,7 +259,10 @@ async fn broken_servers_are_reported_within_their_startup_timeout_while_others_w
     match state("missing") {
         ServerState::Failed { error, .. } => {
             assert!(error.contains("not found"), "{error}");
-            assert!(error.contains("definitely-not-an-mcp-server-xyz"), "{error}");
+            assert!(
+                error.contains("definitely-not-an-mcp-server-xyz"),
+                "{error}"
+            );
         }
         other => panic!("{other:?}"),
     }

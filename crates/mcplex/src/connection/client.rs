@@ -16,24 +16,27 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::hub::Progress;
 
+/// Where the progress of one call goes: the caller's channel, if it asked for progress, and
+/// the call's deadline, which every notification extends.
+pub(crate) struct Route {
+    pub tx: Option<mpsc::UnboundedSender<Progress>>,
+    pub bump: Arc<Notify>,
+}
+
 /// Routes progress notifications to the call that owns the token.
 #[derive(Clone, Default)]
-pub(crate) struct ProgressRoutes(
-    Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>>>,
-);
+pub(crate) struct ProgressRoutes(Arc<Mutex<HashMap<ProgressToken, Route>>>);
 
 impl ProgressRoutes {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Route>> {
         match self.0.lock() {
             Ok(map) => map,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
 
-    pub(crate) fn add(&self, token: ProgressToken, tx: mpsc::UnboundedSender<Progress>) {
-        self.lock().insert(token, tx);
+    pub(crate) fn add(&self, token: ProgressToken, route: Route) {
+        self.lock().insert(token, route);
     }
 
     pub(crate) fn remove(&self, token: &ProgressToken) {
@@ -43,12 +46,15 @@ impl ProgressRoutes {
     fn deliver(&self, params: &ProgressNotificationParam) -> bool {
         let map = self.lock();
         match map.get(&params.progress_token) {
-            Some(tx) => {
-                let _ = tx.send(Progress {
-                    progress: params.progress,
-                    total: params.total,
-                    message: params.message.clone(),
-                });
+            Some(route) => {
+                route.bump.notify_one();
+                if let Some(tx) = &route.tx {
+                    let _ = tx.send(Progress {
+                        progress: params.progress,
+                        total: params.total,
+                        message: params.message.clone(),
+                    });
+                }
                 true
             }
             None => false,

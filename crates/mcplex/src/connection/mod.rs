@@ -217,42 +217,77 @@ impl Connection {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        // Progress from the server extends the deadline, up to an absolute cap.
-        let request_options = PeerRequestOptions::with_timeout(timeout)
-            .reset_timeout_on_progress()
-            .with_max_total_timeout(defaults::CALL_TIMEOUT_CAP.max(timeout));
-        let what = format!("tools/call `{tool}`");
+        // Our own deadline rather than rmcp's progress-timeout machinery (an async lock, a
+        // channel and two timers per call): one timer, reset by the progress routes we keep
+        // anyway, capped absolutely.
         let handle = live
             .peer
-            .send_cancellable_request(request, request_options)
-            .await
-            .map_err(|e| self.service_error(&live, &what, e))?;
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await;
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.service_error(&live, tool, e).await),
+        };
         let mut cancel_guard = CancelOnDrop {
             peer: Some(handle.peer.clone()),
             id: handle.id.clone(),
         };
         let token = handle.progress_token.clone();
-        if let Some(progress) = &options.progress {
-            live.progress.add(token.clone(), progress.clone());
-        }
-        let caller_cancel = options.cancel.clone().unwrap_or_default();
-        let outcome = tokio::select! {
-            response = handle.await_response() => {
-                // Answered, or timed out (rmcp already sent the cancellation).
-                cancel_guard.peer = None;
-                response.map_err(|e| self.service_error(&live, &what, e))
-            }
-            () = live.closed.cancelled() => {
-                cancel_guard.peer = None;
-                Err(self.lost_error(&live, &what).await)
-            }
-            () = caller_cancel.cancelled() => Err(Error::Cancelled(format!(
-                "{what} on server `{server}` was cancelled by the caller"
-            ))),
+        let mut response = handle.rx;
+        let bump = Arc::new(Notify::new());
+        live.progress.add(
+            token.clone(),
+            client::Route {
+                tx: options.progress.clone(),
+                bump: bump.clone(),
+            },
+        );
+        let _route = RouteGuard {
+            routes: &live.progress,
+            token,
         };
-        if options.progress.is_some() {
-            live.progress.remove(&token);
-        }
+        let cap = Instant::now() + defaults::CALL_TIMEOUT_CAP.max(timeout);
+        let sleep = tokio::time::sleep(timeout);
+        tokio::pin!(sleep);
+        let caller_cancel = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(caller_cancel);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                answer = &mut response => {
+                    cancel_guard.peer = None;
+                    break match answer {
+                        Ok(Ok(result)) => Ok(result),
+                        Ok(Err(e)) => Err(self.service_error(&live, tool, e).await),
+                        Err(_) => Err(self.lost_error(&live, tool).await),
+                    };
+                }
+                () = bump.notified() => {
+                    sleep.as_mut().reset((Instant::now() + timeout).min(cap));
+                }
+                () = &mut sleep => {
+                    // The guard stays armed: dropping it tells the server to stop.
+                    break Err(Error::Timeout {
+                        server: server.clone(),
+                        what: format!("tools/call `{tool}`"),
+                        after: if Instant::now() >= cap { defaults::CALL_TIMEOUT_CAP.max(timeout) } else { timeout },
+                    });
+                }
+                () = live.closed.cancelled() => {
+                    cancel_guard.peer = None;
+                    break Err(self.lost_error(&live, tool).await);
+                }
+                () = &mut caller_cancel => break Err(Error::Cancelled(format!(
+                    "tools/call `{tool}` on server `{server}` was cancelled by the caller"
+                ))),
+            }
+        };
+        drop(cancel_guard);
         match outcome? {
             ServerResult::CallToolResult(result) => {
                 let json = serde_json::to_value(&result).map_err(|e| Error::Protocol {
@@ -264,19 +299,27 @@ impl Connection {
             other => Err(Error::Protocol {
                 server: server.clone(),
                 message: format!(
-                    "answered {what} with something that is not a tool result ({})",
+                    "answered tools/call `{tool}` with something that is not a tool result ({})",
                     result_kind(&other)
                 ),
             }),
         }
     }
 
-    fn service_error(&self, live: &Live, what: &str, e: ServiceError) -> Error {
+    /// Maps an rmcp error; a transport error means the connection is gone, see `lost_error`.
+    async fn service_error(&self, live: &Live, tool: &str, e: ServiceError) -> Error {
+        if matches!(
+            e,
+            ServiceError::TransportClosed | ServiceError::TransportSend(_)
+        ) {
+            return self.lost_error(live, tool).await;
+        }
         let server = self.spec.name.clone();
+        let what = format!("tools/call `{tool}`");
         match e {
             ServiceError::Timeout { timeout } => Error::Timeout {
                 server,
-                what: what.to_string(),
+                what,
                 after: timeout,
             },
             ServiceError::McpError(data) => Error::Server {
@@ -284,19 +327,6 @@ impl Connection {
                 code: data.code.0,
                 message: data.message.to_string(),
             },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                Error::ConnectionLost {
-                    server,
-                    what: what.to_string(),
-                    reason: live
-                        .exit
-                        .as_ref()
-                        .and_then(|exit| exit.borrow().clone())
-                        .map(|info| info.to_string())
-                        .unwrap_or_else(|| "the connection closed".into()),
-                    stderr_tail: tail_of(live),
-                }
-            }
             other => Error::Protocol {
                 server,
                 message: format!("{what}: {other}"),
@@ -304,7 +334,8 @@ impl Connection {
         }
     }
 
-    async fn lost_error(&self, live: &Live, what: &str) -> Error {
+    async fn lost_error(&self, live: &Live, tool: &str) -> Error {
+        let what = format!("tools/call `{tool}`");
         let reason = match &live.exit {
             Some(exit) => wait_exit(exit.clone(), Duration::from_millis(100))
                 .await
@@ -312,12 +343,30 @@ impl Connection {
                 .unwrap_or_else(|| "the connection closed".into()),
             None => "the connection closed".into(),
         };
+        if let Some(stderr) = &live.stderr {
+            stderr.drained(STDERR_DRAIN).await;
+        }
         Error::ConnectionLost {
             server: self.spec.name.clone(),
-            what: what.to_string(),
+            what,
             reason,
             stderr_tail: tail_of(live),
         }
+    }
+}
+
+/// How long an error report waits for a dead server's last stderr lines to be read.
+const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
+/// Removes a call's progress route however the call ends.
+struct RouteGuard<'a> {
+    routes: &'a ProgressRoutes,
+    token: rmcp::model::ProgressToken,
+}
+
+impl Drop for RouteGuard<'_> {
+    fn drop(&mut self) {
+        self.routes.remove(&self.token);
     }
 }
 
@@ -397,6 +446,14 @@ struct Side {
 }
 
 impl Side {
+    /// The stderr tail once the pipe is drained (bounded: a grandchild may hold it open).
+    async fn drained_tail(&self) -> Vec<String> {
+        if let Some(process) = &self.process {
+            process.stderr().drained(STDERR_DRAIN).await;
+        }
+        self.stderr_tail()
+    }
+
     fn stderr_tail(&self) -> Vec<String> {
         self.process
             .as_ref()
@@ -481,7 +538,7 @@ impl Supervisor {
             Err(error) => {
                 let (error, mut stderr_tail) = split_tail(error);
                 if stderr_tail.is_empty() {
-                    stderr_tail = side.stderr_tail();
+                    stderr_tail = side.drained_tail().await;
                 }
                 self.publish(ServerState::Failed { error, stderr_tail });
                 close_session(running, side, self.shared.shutdown_grace).await;
@@ -546,7 +603,10 @@ impl Supervisor {
             let _ = tokio::time::timeout(Duration::from_secs(1), &mut waiting).await;
         }
         waiting.abort();
-        let tail = side.stderr_tail();
+        let tail = match lost {
+            Some(_) => side.drained_tail().await,
+            None => Vec::new(),
+        };
         side.stop(self.shared.shutdown_grace).await;
         match lost {
             None => self.publish(ServerState::Stopped),
@@ -735,7 +795,7 @@ async fn attempt(
                 Some(p) => wait_exit(p.exit_watch(), Duration::from_millis(200)).await,
                 None => None,
             };
-            let stderr_tail = side.stderr_tail();
+            let stderr_tail = side.drained_tail().await;
             side.stop(shared.shutdown_grace).await;
             let modern = late_discover.load(Ordering::Acquire)
                 || matches!(&failure, HandshakeFailure::Init(e) if refused_as_stateless(e));

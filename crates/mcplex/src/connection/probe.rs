@@ -70,10 +70,7 @@ where
             && matches!(request.request, ClientRequest::DiscoverRequest(_))
             && let Some(deadline) = self.deadline
         {
-            self.waiting = Some((
-                request.id.clone(),
-                Box::pin(tokio::time::sleep(deadline)),
-            ));
+            self.waiting = Some((request.id.clone(), Box::pin(tokio::time::sleep(deadline))));
         }
         self.inner.send(item)
     }

@@ -13,18 +13,21 @@ use crate::error::Error;
 
 pub(crate) use stdio::{ExitInfo, ProcessHandle};
 
-/// Shared per-hub transport resources: one pooled HTTP client for every HTTP server.
-#[derive(Clone)]
+/// Shared per-hub transport resources: one pooled HTTP client for every HTTP server, built on
+/// first use (setting up TLS costs milliseconds a stdio-only hub should not pay).
+#[derive(Clone, Default)]
 pub(crate) struct TransportContext {
-    pub http: reqwest::Client,
+    http: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
 }
 
 impl TransportContext {
-    /// Builds the shared resources; fails only if TLS cannot be initialised.
-    pub(crate) fn new() -> Result<Self, Error> {
-        Ok(Self {
-            http: http::pooled_client()?,
-        })
+    /// The shared HTTP client.
+    fn http(&self) -> Result<reqwest::Client, Error> {
+        if let Some(client) = self.http.get() {
+            return Ok(client.clone());
+        }
+        let client = http::pooled_client()?;
+        Ok(self.http.get_or_init(|| client).clone())
     }
 }
 
@@ -61,7 +64,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             &spec.name,
             url,
             headers,
-            ctx.http.clone(),
+            ctx.http()?,
         )?)),
         TransportSpec::InProcess(server) => {
             let (stream, server) = inproc::start(server);

@@ -43,12 +43,31 @@ impl std::fmt::Display for ExitInfo {
 }
 
 /// The last lines a server wrote to stderr, shared with whoever reports its errors.
-#[derive(Clone, Default)]
-pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+#[derive(Clone)]
+pub(crate) struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    /// Turns true when the reader reached end of file: the tail is complete.
+    eof: Arc<watch::Sender<bool>>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        Self {
+            lines: Arc::default(),
+            eof: Arc::new(watch::channel(false).0),
+        }
+    }
+}
 
 impl StderrTail {
+    /// Waits, at most `within`, until every line the server wrote has been read.
+    pub(crate) async fn drained(&self, within: Duration) {
+        let mut eof = self.eof.subscribe();
+        let _ = tokio::time::timeout(within, eof.wait_for(|done| *done)).await;
+    }
+
     fn push(&self, line: String) {
-        let mut lines = match self.0.lock() {
+        let mut lines = match self.lines.lock() {
             Ok(lines) => lines,
             Err(poisoned) => poisoned.into_inner(),
         };
@@ -60,7 +79,7 @@ impl StderrTail {
 
     /// A copy of the kept lines, oldest first.
     pub(crate) fn lines(&self) -> Vec<String> {
-        match self.0.lock() {
+        match self.lines.lock() {
             Ok(lines) => lines.iter().cloned().collect(),
             Err(poisoned) => poisoned.into_inner().iter().cloned().collect(),
         }
@@ -340,6 +359,7 @@ async fn read_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
             Err(_) => break,
         }
     }
+    tail.eof.send_replace(true);
 }
 
 /// Discards the rest of an over-long line chunk by chunk, without buffering it.
