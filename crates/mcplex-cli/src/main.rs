@@ -5,6 +5,7 @@ mod output;
 mod spinner;
 
 use std::io::{IsTerminal, Write};
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -200,7 +201,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             if *json {
                 output::print_json(&servers)?;
             } else {
-                output::print_servers(&servers);
+                output::print_servers(&servers)?;
             }
             Ok(())
         }
@@ -219,7 +220,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             if *json {
                 output::print_json(&tools)?;
             } else {
-                output::print_tools(&tools);
+                output::print_tools(&tools)?;
             }
             output::warn_unavailable(&hub.servers());
             Ok(())
@@ -234,15 +235,23 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             let mut options = CallOptions::default();
             if let Some(secs) = timeout {
                 let timeout = Duration::try_from_secs_f64(*secs)
+                    .ok()
+                    .filter(|t| !t.is_zero())
                     .context("--timeout must be a positive number of seconds")?;
                 options = options.with_timeout(timeout);
             }
-            let result = hub.call_with(name, arguments, options).await?;
+            let result = match hub.call_with(name, arguments, options).await {
+                Ok(result) => result,
+                Err(e) => {
+                    // The cause may be a server or a config file that could not be used.
+                    output::warn_unavailable(&hub.servers());
+                    return Err(e.into());
+                }
+            };
             if *json {
                 output::print_json(&result)?;
             } else {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", result.to_text());
+                output::print_text(&result.to_text())?;
             }
             if result.is_error {
                 eprintln!("mcplex: the tool `{name}` reported an error (isError: true)");

@@ -4,12 +4,25 @@ use std::io::Write;
 
 use mcplex::{ServerState, ServerStatus, Tool};
 
+/// Writes to stdout; a reader that went away (`mcplex tools | head -1`) is not an error.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Prints any serialisable value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
-    Ok(())
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    emit(&text)
+}
+
+/// Prints text and a newline on stdout.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
+    emit(&format!("{text}\n"))
 }
 
 fn one_line(text: &str, max: usize) -> String {
@@ -51,7 +64,7 @@ fn table(rows: &[Vec<String>]) -> String {
 }
 
 /// `mcplex servers` as a table.
-pub fn print_servers(servers: &[ServerStatus]) {
+pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
     let mut rows = vec![vec![
         "NAME".to_string(),
         "TRANSPORT".into(),
@@ -74,21 +87,22 @@ pub fn print_servers(servers: &[ServerStatus]) {
             s.error().map(|e| one_line(e, 100)).unwrap_or_default(),
         ]);
     }
-    print!("{}", table(&rows));
+    let mut text = table(&rows);
     for s in servers {
         if let ServerState::Failed { stderr_tail, .. } = &s.state
             && !stderr_tail.is_empty()
         {
-            println!("\n{} stderr (last lines):", s.name);
+            text.push_str(&format!("\n{} stderr (last lines):\n", s.name));
             for line in stderr_tail.iter().rev().take(5).rev() {
-                println!("  {line}");
+                text.push_str(&format!("  {line}\n"));
             }
         }
     }
+    emit(&text)
 }
 
 /// `mcplex tools` as a table.
-pub fn print_tools(tools: &[Tool]) {
+pub fn print_tools(tools: &[Tool]) -> anyhow::Result<()> {
     let mut rows = vec![vec!["TOOL".to_string(), "DESCRIPTION".into()]];
     for t in tools {
         rows.push(vec![
@@ -96,7 +110,7 @@ pub fn print_tools(tools: &[Tool]) {
             one_line(t.description.as_deref().unwrap_or(""), 80),
         ]);
     }
-    print!("{}", table(&rows));
+    emit(&table(&rows))
 }
 
 /// Says on stderr which servers' tools are missing and why.
