@@ -45,3 +45,25 @@ pub const MAX_STDIO_FRAME: usize = 64 * 1024 * 1024;
 
 /// How many stderr lines an error message quotes (the full tail is in `mcplex servers --json`).
 pub const ERROR_TAIL_LINES: usize = 8;
+
+/// Retries of a safe (read-only or idempotent) call after a transport failure.
+pub const MAX_RETRIES: u32 = 2;
+
+/// Largest tool result kept inline; the rest is spilled to a file. 100 KiB is about 25k tokens,
+/// already a large share of a model's context for one tool answer.
+pub const MAX_RESULT_BYTES: usize = 100 * 1024;
+
+/// First reconnect delay after a crash.
+pub const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+
+/// Longest reconnect delay.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Failed reconnects for this long disable the server (a human has to look).
+pub const BACKOFF_GIVE_UP: Duration = Duration::from_secs(600);
+
+/// Consecutive failed calls that open the circuit breaker.
+pub const BREAKER_THRESHOLD: u32 = 3;
+
+/// How long an open breaker waits before letting one probe call through.
+pub const BREAKER_COOL_DOWN: Duration = Duration::from_secs(30);

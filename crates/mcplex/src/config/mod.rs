@@ -13,7 +13,10 @@ mod expand;
 mod mcplex_toml;
 mod spec;
 
-pub use spec::{Dialect, InProcessFuture, InProcessServer, Origin, ServerSpec, TransportSpec};
+pub use spec::{
+    Backoff, Breaker, Dialect, InProcessFuture, InProcessServer, Origin, PolicyRules,
+    ServerOptions, ServerSpec, ToolFilter, TransportSpec,
+};
 
 use std::collections::BTreeMap;
 use std::io;
@@ -57,6 +60,8 @@ pub struct ConfigSet {
     pub problems: Vec<ConfigProblem>,
     /// Every file that was read, in merge order.
     pub files: Vec<PathBuf>,
+    /// Global permission rules (`[policy]`).
+    pub policy: PolicyRules,
 }
 
 /// One file or server entry that could not be used.

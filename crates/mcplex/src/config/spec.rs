@@ -29,8 +29,118 @@ pub struct ServerSpec {
     pub call_timeout: Duration,
     /// How long the `server/discover` probe may go unanswered before the handshake is tried.
     pub probe_timeout: Duration,
+    /// Resilience, result size, tool filters, scoping and side-effect overrides.
+    pub options: ServerOptions,
     /// Where this entry came from.
     pub origin: Origin,
+}
+
+/// Per-server options beyond how to reach it (`mcplex.toml` only; defaults elsewhere).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// Retries of a read-only or idempotent call after a transport failure (`max_retries`).
+    pub max_retries: u32,
+    /// Largest tool result kept inline, in bytes (`max_result_bytes`).
+    pub max_result_bytes: usize,
+    /// Reconnect delays after a crash or a lost session (`backoff`).
+    pub backoff: Backoff,
+    /// When to stop sending calls to a failing server (`breaker`).
+    pub breaker: Breaker,
+    /// How long a stdio server gets to exit after its stdin closes (`shutdown_grace`).
+    pub shutdown_grace: Duration,
+    /// Which of its tools are exposed and callable (`tools.allow` / `tools.deny`).
+    pub tools: ToolFilter,
+    /// The stages this server's tools are for; `None` means every stage (`stages`).
+    pub stages: Option<Vec<String>>,
+    /// The agents this server's tools are for; `None` means every agent (`agents`).
+    pub agents: Option<Vec<String>>,
+    /// Side effects declared per tool, overriding what its annotations say (`side_effects`):
+    /// raw tool name or glob → classes (`read`, `mutate`, `destructive`, `network`).
+    pub side_effects: BTreeMap<String, Vec<String>>,
+}
+
+/// Global permission rules (`[policy]` in mcplex.toml). Each entry is a tool-name glob
+/// (`mcp__github__*`, Claude-style) or a side-effect class written `effect:<class>`
+/// (`effect:mutate`). A call matching a `deny` entry is refused, else one matching `ask` needs
+/// approval, else it is allowed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PolicyRules {
+    /// Entries that allow without asking.
+    pub allow: Vec<String>,
+    /// Entries that need the harness's (or the user's) approval.
+    pub ask: Vec<String>,
+    /// Entries that are refused.
+    pub deny: Vec<String>,
+}
+
+/// Reconnect delays: `initial`, doubling with jitter up to `max`, giving up after `give_up`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Backoff {
+    /// First delay.
+    pub initial: Duration,
+    /// Longest delay.
+    pub max: Duration,
+    /// Total time of failed reconnects after which the server is disabled.
+    pub give_up: Duration,
+}
+
+/// The circuit breaker: `threshold` consecutive failed calls open it for `cool_down`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Breaker {
+    /// Consecutive failures (transport, timeout, server error) that open the breaker.
+    pub threshold: u32,
+    /// How long it stays open before one probe call may half-open it.
+    pub cool_down: Duration,
+}
+
+/// Glob lists on raw (`create_issue`) or exposed (`mcp__github__create_issue`) tool names.
+/// Empty `allow` allows everything; `deny` wins over `allow`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolFilter {
+    /// Globs of tools to expose; empty means all.
+    pub allow: Vec<String>,
+    /// Globs of tools to hide (and refuse to call).
+    pub deny: Vec<String>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_retries: defaults::MAX_RETRIES,
+            max_result_bytes: defaults::MAX_RESULT_BYTES,
+            backoff: Backoff::default(),
+            breaker: Breaker::default(),
+            shutdown_grace: defaults::SHUTDOWN_GRACE,
+            tools: ToolFilter::default(),
+            stages: None,
+            agents: None,
+            side_effects: BTreeMap::new(),
+        }
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            initial: defaults::BACKOFF_INITIAL,
+            max: defaults::BACKOFF_MAX,
+            give_up: defaults::BACKOFF_GIVE_UP,
+        }
+    }
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Self {
+            threshold: defaults::BREAKER_THRESHOLD,
+            cool_down: defaults::BREAKER_COOL_DOWN,
+        }
+    }
 }
 
 /// How a server is reached.
@@ -129,6 +239,7 @@ impl ServerSpec {
             startup_timeout: defaults::STARTUP_TIMEOUT,
             call_timeout: defaults::CALL_TIMEOUT,
             probe_timeout: defaults::PROBE_TIMEOUT,
+            options: ServerOptions::default(),
             origin: Origin::Code,
         }
     }
@@ -184,6 +295,12 @@ impl ServerSpec {
         if let TransportSpec::Stdio { env, .. } = &mut self.transport {
             env.insert(key.into(), value.into());
         }
+        self
+    }
+
+    /// Builder-style: set the per-server options.
+    pub fn with_options(mut self, options: ServerOptions) -> Self {
+        self.options = options;
         self
     }
 
