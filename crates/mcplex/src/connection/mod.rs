@@ -671,23 +671,35 @@ async fn connect(spec: &ServerSpec, shared: &Shared) -> Result<Session, Error> {
         },
         None => auto_lifecycle(),
     };
-    let result = attempt(spec, shared, lifecycle, deadline).await;
+    // The probe deadline also guards a cached stateless era: a server that changed to one
+    // ignoring `server/discover` must not cost the whole startup timeout.
+    let probe = Some(spec.probe_timeout);
+    let result = attempt(spec, shared, lifecycle, probe, deadline).await;
     let session = match result {
         Err(failure) if failure.modern && Instant::now() < deadline => {
             tracing::debug!(server = %spec.name, "the server turned out to be stateless-era; reconnecting with server/discover");
             let discover = ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             };
-            attempt(spec, shared, discover, deadline)
+            // Known to answer `server/discover`, only slowly: no probe deadline this time.
+            attempt(spec, shared, discover, None, deadline)
                 .await
                 .map_err(|f| f.error)?
         }
         Err(failure) if cached.is_some() && Instant::now() < deadline => {
             tracing::debug!(server = %spec.name, "cached era failed ({}); probing afresh", failure.error);
             shared.eras.forget(&signature);
-            attempt(spec, shared, auto_lifecycle(), deadline)
-                .await
-                .map_err(|f| f.error)?
+            match attempt(spec, shared, auto_lifecycle(), probe, deadline).await {
+                Err(failure) if failure.modern && Instant::now() < deadline => {
+                    let discover = ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    };
+                    attempt(spec, shared, discover, None, deadline)
+                        .await
+                        .map_err(|f| f.error)?
+                }
+                other => other.map_err(|f| f.error)?,
+            }
         }
         other => other.map_err(|f| f.error)?,
     };
@@ -730,6 +742,7 @@ async fn attempt(
     spec: &ServerSpec,
     shared: &Shared,
     lifecycle: ClientLifecycleMode,
+    probe_deadline: Option<Duration>,
     deadline: Instant,
 ) -> Result<Session, AttemptFailure> {
     let late_discover = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -742,7 +755,7 @@ async fn attempt(
     };
     let opened = transport::open(spec, &shared.ctx).await?;
     let probe_deadline =
-        matches!(lifecycle, ClientLifecycleMode::Auto { .. }).then_some(spec.probe_timeout);
+        probe_deadline.filter(|_| !matches!(lifecycle, ClientLifecycleMode::Initialize));
     let probe = (probe_deadline, late_discover.clone());
     let name = spec.name.as_str();
     let (handshake, side) = match opened {
