@@ -77,7 +77,8 @@ pub struct Cli {
     pub repeat_cursor: bool,
 
     /// Append one JSON line per `tools/call` received, before handling it:
-    /// `{"tool": NAME, "arguments": {...}}` (arguments is null when the client sent none).
+    /// `{"tool": NAME, "arguments": {...}}` (arguments is null when the client sent none);
+    /// and `{"cancelled": TOOL}` when the client cancels a running `hang` or `slow`.
     #[arg(long, value_name = "FILE", help_heading = "Tools")]
     pub call_log: Option<PathBuf>,
 

@@ -64,7 +64,8 @@ pub fn ignore_sigterm() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--call-log FILE`: one JSON line per `tools/call`, written before the call is handled.
+/// `--call-log FILE`: one JSON line per `tools/call`, written before the call is handled, and
+/// one `{"cancelled": TOOL}` line when `hang` or `slow` is cancelled by the client.
 #[derive(Debug)]
 pub struct CallLog {
     file: Mutex<File>,
@@ -87,6 +88,23 @@ impl CallLog {
         let mut line = call_log_line(tool, arguments);
         line.push('\n');
         // One write of the whole line on an O_APPEND file: lines never interleave.
+        let written = match self.file.lock() {
+            Ok(mut file) => file.write_all(line.as_bytes()).and_then(|()| file.flush()),
+            Err(poisoned) => {
+                let mut file = poisoned.into_inner();
+                file.write_all(line.as_bytes()).and_then(|()| file.flush())
+            }
+        };
+        if let Err(error) = written {
+            tracing::error!(%error, "cannot write the call log");
+        }
+    }
+}
+
+impl CallLog {
+    /// Records that the client cancelled a call of `tool` (tests prove cancellation arrived).
+    pub fn record_cancelled(&self, tool: &str) {
+        let line = format!("{}\n", serde_json::json!({ "cancelled": tool }));
         let written = match self.file.lock() {
             Ok(mut file) => file.write_all(line.as_bytes()).and_then(|()| file.flush()),
             Err(poisoned) => {

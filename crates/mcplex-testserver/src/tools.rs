@@ -190,7 +190,12 @@ impl TestServer {
             let due = start + Duration::from_millis(args.ms * step / steps);
             tokio::select! {
                 () = tokio::time::sleep_until(due) => {}
-                () = context.ct.cancelled() => return error("cancelled"),
+                () = context.ct.cancelled() => {
+                    if let Some(log) = &self.shared.call_log {
+                        log.record_cancelled("slow");
+                    }
+                    return error("cancelled");
+                }
             }
             if let Some(token) = &token {
                 let progress = ProgressNotificationParam::new(token.clone(), step as f64)
@@ -235,6 +240,9 @@ impl TestServer {
     #[tool(description = "Never answer; stops waiting when the call is cancelled.")]
     async fn hang(&self, cancelled: CancellationToken) -> CallToolResult {
         cancelled.cancelled().await;
+        if let Some(log) = &self.shared.call_log {
+            log.record_cancelled("hang");
+        }
         // rmcp drops the answer to a cancelled request; this only ends the task.
         error("cancelled")
     }
