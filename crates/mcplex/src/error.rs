@@ -51,6 +51,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// The server's circuit breaker is open: it failed too many calls in a row.
+    #[error("server `{server}`: {message}")]
+    CircuitOpen {
+        /// The server's name.
+        server: String,
+        /// How many failures, the last one, and when it is probed again.
+        message: String,
+    },
+
     /// The connection broke while the call was in flight.
     #[error(
         "server `{server}`: connection lost during {what}: {reason}{}",
@@ -124,6 +133,20 @@ pub enum Error {
         /// Its error.
         message: String,
     },
+}
+
+impl Error {
+    /// Whether this failure says something about the server's health (transport, timeout,
+    /// server error), as opposed to the caller's input or a tool's own `isError` answer.
+    pub(crate) fn counts_against_server(&self) -> bool {
+        matches!(
+            self,
+            Error::Timeout { .. }
+                | Error::ConnectionLost { .. }
+                | Error::Server { .. }
+                | Error::Protocol { .. }
+        )
+    }
 }
 
 /// The library's result type.

@@ -27,15 +27,16 @@ use crate::transport::TransportContext;
 pub struct HubOptions {
     /// Where the era cache lives; `None` keeps it in memory (tests, sandboxes).
     pub era_cache: Option<PathBuf>,
-    /// How long each stdio server gets to exit after its stdin closes.
-    pub shutdown_grace: Duration,
+    /// How long every stdio server gets to exit after its stdin closes; `None` uses each
+    /// server's own `shutdown_grace` option.
+    pub shutdown_grace: Option<Duration>,
 }
 
 impl Default for HubOptions {
     fn default() -> Self {
         Self {
             era_cache: EraCache::default_path(),
-            shutdown_grace: defaults::SHUTDOWN_GRACE,
+            shutdown_grace: None,
         }
     }
 }
@@ -51,7 +52,7 @@ impl HubOptions {
 
     /// Builder-style: set the shutdown grace period.
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
+        self.shutdown_grace = Some(grace);
         self
     }
 
@@ -72,6 +73,8 @@ pub struct CallOptions {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     /// Cancels the call (and tells the server) when cancelled.
     pub cancel: Option<CancellationToken>,
+    /// Fail at once when the server is reconnecting, instead of waiting for it.
+    pub fail_fast: bool,
 }
 
 impl CallOptions {
@@ -84,6 +87,12 @@ impl CallOptions {
     /// Builder-style: receive progress.
     pub fn with_progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
         self.progress = Some(tx);
+        self
+    }
+
+    /// Builder-style: fail at once when the server is not connected.
+    pub fn with_fail_fast(mut self, fail_fast: bool) -> Self {
+        self.fail_fast = fail_fast;
         self
     }
 
@@ -157,8 +166,22 @@ impl Serialize for ServerStatus {
         map.serialize_entry("transport", &self.transport)?;
         map.serialize_entry("target", &self.target)?;
         map.serialize_entry("state", self.state.label())?;
-        if let ServerState::Pending { attempt } = &self.state {
+        if let ServerState::Pending {
+            attempt,
+            next_retry_at,
+            ..
+        } = &self.state
+        {
             map.serialize_entry("attempt", attempt)?;
+            let retry_in_ms = next_retry_at.and_then(|at| {
+                at.duration_since(std::time::SystemTime::now())
+                    .ok()
+                    .map(|d| d.as_millis() as u64)
+            });
+            map.serialize_entry("retry_in_ms", &retry_in_ms)?;
+        }
+        if let ServerState::Connected { tools_version, .. } = &self.state {
+            map.serialize_entry("tools_version", tools_version)?;
         }
         map.serialize_entry("era", &self.era)?;
         map.serialize_entry("version", &self.version)?;
@@ -178,6 +201,11 @@ impl ServerStatus {
         match &self.state {
             ServerState::Failed { error, .. } => Some(error),
             ServerState::Disabled { reason } => Some(reason),
+            ServerState::NeedsAuth { message } => Some(message),
+            ServerState::Pending {
+                last_error: Some(error),
+                ..
+            } => Some(error),
             _ => None,
         }
     }
@@ -247,14 +275,11 @@ impl Hub {
         })
     }
 
-    /// Waits until no server is still connecting. Each server is bounded by its own startup
-    /// timeout. Fails if a `required` server failed.
+    /// Waits until every server's first connection attempt has settled. Each server is
+    /// bounded by its own startup timeout. Fails if a `required` server failed.
     pub async fn wait_ready(&self) -> Result<()> {
         for connection in &self.inner.connections {
-            let mut state = connection.state_watch();
-            let _ = state
-                .wait_for(|s| !matches!(s, ServerState::Pending { .. }))
-                .await;
+            connection.settled().await;
             if connection.spec.required
                 && let ServerState::Failed { error, .. } = connection.state()
             {
@@ -330,6 +355,7 @@ impl Hub {
                         era,
                         version,
                         tools,
+                        ..
                     } => (Some(*era), Some(version.clone()), *tools),
                     _ => (None, None, 0),
                 };
@@ -394,10 +420,10 @@ impl Hub {
             }
         };
         let tool = match self.catalog().get(name) {
-            Some(tool) => (tool.server.clone(), tool.raw_name.clone()),
+            Some(tool) => (tool.server.clone(), tool.raw_name.clone(), is_safe(tool)),
             None => self.lookup_after_startup(name, &options).await?,
         };
-        let (server, raw_name) = tool;
+        let (server, raw_name, safe) = tool;
         let Some(&index) = self.inner.by_name.get(&server) else {
             return Err(Error::UnknownTool {
                 name: name.to_string(),
@@ -405,7 +431,7 @@ impl Hub {
             });
         };
         self.inner.connections[index]
-            .call(&raw_name, arguments, &options)
+            .call(&raw_name, arguments, safe, &options)
             .await
     }
 
@@ -415,7 +441,7 @@ impl Hub {
         &self,
         name: &str,
         options: &CallOptions,
-    ) -> Result<(String, String)> {
+    ) -> Result<(String, String, bool)> {
         let pending = self
             .inner
             .connections
@@ -438,7 +464,7 @@ impl Hub {
         }
         let catalog = self.catalog();
         match catalog.get(name) {
-            Some(tool) => Ok((tool.server.clone(), tool.raw_name.clone())),
+            Some(tool) => Ok((tool.server.clone(), tool.raw_name.clone(), is_safe(tool))),
             None => {
                 // A known server that is down deserves a better answer than "no such tool".
                 if let Some(rest) = name.strip_prefix("mcp__")
@@ -454,6 +480,7 @@ impl Hub {
                             reason: match state {
                                 ServerState::Failed { error, .. } => error,
                                 ServerState::Disabled { reason } => reason,
+                                ServerState::NeedsAuth { message } => message,
                                 _ => "not connected".into(),
                             },
                         });
@@ -486,6 +513,12 @@ impl Hub {
     pub async fn shutdown(&self) {
         futures::future::join_all(self.inner.connections.iter().map(Connection::shutdown)).await;
     }
+}
+
+/// A tool whose call may be sent again after a lost connection: the server says it is
+/// read-only or idempotent.
+fn is_safe(tool: &Tool) -> bool {
+    tool.annotations.read_only_hint == Some(true) || tool.annotations.idempotent_hint == Some(true)
 }
 
 fn json_kind(value: &Value) -> &'static str {
