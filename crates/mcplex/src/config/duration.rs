@@ -1,6 +1,7 @@
-//! Timeouts as people write them in `mcplex.toml`: `"500ms"`, `"30s"`, `"2m"`, or whole seconds.
+//! Durations as people write them in `mcplex.toml` (timeouts, backoff delays, grace periods):
+//! `"500ms"`, `"30s"`, `"10m"`, or whole seconds.
 //!
-//! Only the three units a timeout needs; anything else is refused with an example, because a
+//! Only the three units these need; anything else is refused with an example, because a
 //! silently misread timeout (`"30"` as milliseconds?) is worse than an error.
 
 use std::time::Duration;
@@ -13,11 +14,11 @@ use super::entry::kind_name;
 /// What a duration must look like, appended to every refusal.
 const EXPECTED: &str = "write a positive number with a unit, like \"500ms\", \"30s\" or \"2m\", or a whole number of seconds like 120";
 
-/// Longest timeout accepted. A day is already absurd for a tool call; the cap keeps
+/// Longest duration accepted. A day is already absurd for a tool call; the cap keeps
 /// `Instant + timeout` from overflowing wherever the value is used.
 const MAX: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Reads a timeout (a TOML value, already turned into JSON); the error says what to write.
+/// Reads a duration (a TOML value, already turned into JSON); the error says what to write.
 pub(crate) fn parse(value: &Value) -> Result<Duration, String> {
     let duration = parse_any(value)?;
     if duration > MAX {
@@ -31,7 +32,7 @@ pub(crate) fn parse(value: &Value) -> Result<Duration, String> {
 fn parse_any(value: &Value) -> Result<Duration, String> {
     match value {
         Value::Number(number) => match number.as_u64() {
-            Some(0) | None => Err(format!("{number} is not a usable timeout: {EXPECTED}")),
+            Some(0) | None => Err(format!("{number} is not a usable duration: {EXPECTED}")),
             Some(secs) => Ok(Duration::from_secs(secs)),
         },
         Value::String(text) => parse_str(text),
@@ -63,7 +64,7 @@ fn parse_str(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("\"{text}\" is not a duration: {EXPECTED}"))?;
     match Duration::try_from_secs_f64(amount * scale) {
         Ok(duration) if !duration.is_zero() => Ok(duration),
-        _ => Err(format!("\"{text}\" is not a usable timeout: {EXPECTED}")),
+        _ => Err(format!("\"{text}\" is not a usable duration: {EXPECTED}")),
     }
 }
 
@@ -80,6 +81,7 @@ mod tests {
         assert_eq!(parse(&s("500ms")), Ok(Duration::from_millis(500)));
         assert_eq!(parse(&s("30s")), Ok(Duration::from_secs(30)));
         assert_eq!(parse(&s("2m")), Ok(Duration::from_secs(120)));
+        assert_eq!(parse(&s("10m")), Ok(Duration::from_secs(600)));
         assert_eq!(parse(&s("1.5s")), Ok(Duration::from_millis(1500)));
         assert_eq!(parse(&s(" 3 s ")), Ok(Duration::from_secs(3)));
         assert_eq!(parse(&Value::from(120)), Ok(Duration::from_secs(120)));

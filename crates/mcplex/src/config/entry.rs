@@ -14,7 +14,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::expand::{self, ExpandError};
-use super::{ConfigError, Dialect, ServerSpec, TransportSpec};
+use super::options::{Invalid, OptionsOverlay};
+use super::{ConfigError, Dialect, PolicyRules, ServerSpec, TransportSpec};
 
 /// The accepted `type` values, as listed in error messages.
 pub(crate) const VALID_TYPES: &str = "\"stdio\" (the default), \"http\" (also \"streamable-http\"), \"sse\", \"ws\" (also \"websocket\")";
@@ -36,8 +37,11 @@ pub(crate) struct Context<'a> {
 pub(crate) struct FileEntries {
     /// Each entry under its name, usable or not.
     pub entries: Vec<(String, Result<Entry, ConfigError>)>,
-    /// Problems outside any named entry (unknown top-level key, empty name); the file still loads.
+    /// Problems outside any named entry (unknown top-level key, empty name, a bad `[policy]`
+    /// entry); the file still loads.
     pub problems: Vec<ConfigError>,
+    /// The file's `[policy]` rules (`mcplex.toml` only), its bad entries left out.
+    pub policy: PolicyRules,
 }
 
 /// One usable entry.
@@ -61,18 +65,24 @@ pub(crate) struct Overlay {
     pub call_timeout: Option<Duration>,
     /// `probe_timeout`.
     pub probe_timeout: Option<Duration>,
+    /// `max_retries`, `backoff`, `tools` and the rest of [`ServerSpec::options`].
+    pub options: OptionsOverlay,
 }
 
 impl Overlay {
-    /// Sets on `spec` every option this overlay holds, leaving the others as they are.
-    pub fn apply(self, spec: &mut ServerSpec) {
+    /// Sets on `spec` every option this overlay holds, leaving the others as they are. An
+    /// overlay that does not fit the server (`backoff.initial` above its `backoff.max`) is
+    /// refused whole and changes nothing.
+    pub fn apply(self, spec: &mut ServerSpec) -> Result<(), Invalid> {
         let Overlay {
             enabled,
             required,
             startup_timeout,
             call_timeout,
             probe_timeout,
+            options,
         } = self;
+        options.apply(&mut spec.options)?;
         if let Some(enabled) = enabled {
             spec.enabled = enabled;
         }
@@ -88,6 +98,7 @@ impl Overlay {
         if let Some(timeout) = probe_timeout {
             spec.probe_timeout = timeout;
         }
+        Ok(())
     }
 }
 

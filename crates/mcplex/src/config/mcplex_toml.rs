@@ -3,17 +3,20 @@
 //! Strict, unlike the other tools' files: this file is ours, so a key we do not know is a typo
 //! and is refused with the nearest valid key suggested. A server table with no `type`, `command`
 //! or `url` is an overlay: it adjusts the options of a server an earlier file defines, which is
-//! how `mcplex.toml` says what `.mcp.json` cannot (timeouts, `required`, `enabled`).
+//! how `mcplex.toml` says what `.mcp.json` cannot (timeouts, `required`, `enabled`, retries,
+//! tool filters, side effects; see `options.rs` for those and for `[policy]`).
 
 use serde_json::{Map, Value};
 
 use super::entry::{Context, Entry, Fields, FileEntries, Overlay, RawTransport};
+use super::options::{self, RawOptions};
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
 /// Valid top-level keys.
 const TOP_KEYS: &[&str] = &["servers", "policy"];
 
-/// Valid keys of a `[servers.NAME]` table: transport, options, then the reserved ones.
+/// Valid keys of a `[servers.NAME]` table: transport, then options (from `max_retries` on,
+/// read by `options.rs`).
 const SERVER_KEYS: &[&str] = &[
     "type",
     "command",
@@ -29,28 +32,16 @@ const SERVER_KEYS: &[&str] = &[
     "probe_timeout",
     "max_retries",
     "max_result_bytes",
+    "shutdown_grace",
+    "backoff",
+    "breaker",
     "tools",
     "stages",
     "agents",
     "side_effects",
-    "backoff",
-    "breaker",
 ];
 
-/// Keys accepted now and read by later work (retries, result limits, tool filters, scoping,
-/// side-effect overrides, supervision); their content is kept uninterpreted.
-const RESERVED_KEYS: &[&str] = &[
-    "max_retries",
-    "max_result_bytes",
-    "tools",
-    "stages",
-    "agents",
-    "side_effects",
-    "backoff",
-    "breaker",
-];
-
-/// Reads one `mcplex.toml`: its server definitions and overlays, in name order.
+/// Reads one `mcplex.toml`: its server definitions and overlays in name order, and its policy.
 pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigError> {
     let mut root: toml::Table = text
         .parse()
@@ -66,7 +57,9 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
     match root.remove("policy") {
         None => {}
         Some(toml::Value::Table(policy)) => {
-            tracing::debug!(file = %cx.file.display(), keys = ?policy.keys().collect::<Vec<_>>(), "[policy] is kept for later work, not applied yet");
+            let (rules, problems) = options::policy(table_to_json(policy), cx);
+            file.policy = rules;
+            file.problems.extend(problems);
         }
         Some(other) => file.problems.push(ConfigError::InvalidValue {
             file: cx.file.to_path_buf(),
@@ -175,11 +168,8 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
         startup_timeout,
         call_timeout,
         probe_timeout,
-        reserved,
+        options: raw_options,
     } = raw;
-    if !reserved.is_empty() {
-        tracing::debug!(server = %name, file = %cx.file.display(), keys = ?reserved.keys().collect::<Vec<_>>(), "options kept for later work, not applied yet");
-    }
     let options = Overlay {
         enabled: enabled.map(|v| fields.boolean("enabled", v)).transpose()?,
         required: required
@@ -194,6 +184,7 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
         probe_timeout: probe_timeout
             .map(|v| fields.duration("probe_timeout", &v))
             .transpose()?,
+        options: options::read(raw_options, cx, name)?,
     };
 
     if !transport.defines_server() {
@@ -201,7 +192,7 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
             return Err(fields.invalid(
                 Some(field),
                 format!(
-                    "this table has no type, command or url, so it only adjusts options (enabled, required, timeouts) of a server defined in an earlier file: to change {field}, define the whole server here with its command or url"
+                    "this table has no type, command or url, so it only adjusts options (enabled, required, timeouts, retries, tools, ...) of a server defined in an earlier file: to change {field}, define the whole server here with its command or url"
                 ),
             ));
         }
@@ -210,7 +201,9 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
 
     let transport = fields.transport(transport)?;
     let mut spec = ServerSpec::new(name, transport);
-    options.apply(&mut spec);
+    options
+        .apply(&mut spec)
+        .map_err(|invalid| fields.invalid(Some(&invalid.field), invalid.message))?;
     spec.origin = Origin::File {
         path: cx.file.to_path_buf(),
         dialect: Dialect::Mcplex,
@@ -226,8 +219,8 @@ struct RawServer {
     startup_timeout: Option<Value>,
     call_timeout: Option<Value>,
     probe_timeout: Option<Value>,
-    /// [`RESERVED_KEYS`] present in the table, uninterpreted.
-    reserved: Map<String, Value>,
+    /// `max_retries`, `backoff`, `tools` and the other per-server options.
+    options: RawOptions,
 }
 
 impl RawServer {
@@ -240,10 +233,7 @@ impl RawServer {
         let startup_timeout = take("startup_timeout");
         let call_timeout = take("call_timeout");
         let probe_timeout = take("probe_timeout");
-        let reserved = RESERVED_KEYS
-            .iter()
-            .filter_map(|key| Some(((*key).to_owned(), map.remove(*key)?)))
-            .collect();
+        let options = RawOptions::take(map);
         RawServer {
             transport,
             enabled,
@@ -251,7 +241,7 @@ impl RawServer {
             startup_timeout,
             call_timeout,
             probe_timeout,
-            reserved,
+            options,
         }
     }
 }
@@ -281,12 +271,17 @@ fn to_json(value: toml::Value) -> Value {
 
 /// The valid key closest to `key`, when it is close enough to be a typo. Case, `-` and `_` are
 /// ignored first, so `startupTimeout` and `startup-timeout` find `startup_timeout`.
-fn nearest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
+pub(super) fn nearest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
     let wanted = normalise(key);
-    // Two edits catch most typos; long keys allow a third of their length, and a one-letter
-    // key gets one edit so that it does not match everything short.
+    // Two edits catch most typos; long keys allow a third of their length, rounded up so that
+    // `max_retry` finds `max_retries`, and a one-letter key gets one edit so that it does not
+    // match everything short.
     let length = wanted.chars().count();
-    let limit = (length / 3).max(2).min(length.saturating_sub(1)).max(1);
+    let limit = length
+        .div_ceil(3)
+        .max(2)
+        .min(length.saturating_sub(1))
+        .max(1);
     valid
         .iter()
         .map(|candidate| (distance(&wanted, &normalise(candidate)), *candidate))
@@ -350,6 +345,8 @@ mod tests {
         assert_eq!(nearest("call-timeout", SERVER_KEYS), Some("call_timeout"));
         assert_eq!(nearest("enable", SERVER_KEYS), Some("enabled"));
         assert_eq!(nearest("sever", TOP_KEYS), Some("servers"));
+        assert_eq!(nearest("max_retry", SERVER_KEYS), Some("max_retries"));
+        assert_eq!(nearest("whatever", SERVER_KEYS), None);
         assert_eq!(nearest("zzzzzz", SERVER_KEYS), None);
     }
 
@@ -359,8 +356,7 @@ mod tests {
             .iter()
             .map(|key| ((*key).to_owned(), Value::from(1)))
             .collect();
-        let raw = RawServer::take(&mut map);
+        let _ = RawServer::take(&mut map);
         assert!(map.is_empty(), "left over: {map:?}");
-        assert_eq!(raw.reserved.len(), RESERVED_KEYS.len());
     }
 }

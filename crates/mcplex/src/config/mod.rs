@@ -3,7 +3,8 @@
 //! Knows nothing of connections or the hub. Every problem is a value naming the file, the
 //! server and the field; one bad entry never stops the others. Files are read in a fixed order
 //! (see `discover.rs`) and merged per server name, the later file winning; `mcplex.toml` may
-//! also hold overlays that adjust the options of a server another file defines.
+//! also hold overlays that adjust the options of a server another file defines, and `[policy]`
+//! rules, which add up across files in merge order.
 
 mod claude;
 mod discover;
@@ -11,6 +12,8 @@ mod duration;
 mod entry;
 mod expand;
 mod mcplex_toml;
+mod options;
+mod size;
 mod spec;
 
 pub use spec::{
@@ -328,6 +331,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         for error in file.problems {
             set.problem(error);
         }
+        set.add_policy(file.policy);
         for (name, entry) in file.entries {
             merge(&mut set, &mut merged, path, name, entry);
         }
@@ -353,10 +357,22 @@ fn merge(
             merged.insert(name, Some(spec));
         }
         Ok(Entry::Adjust(overlay)) => match merged.get_mut(&name) {
-            Some(Some(spec)) => {
-                tracing::debug!(server = %name, file = %file.display(), "overlay adjusts options");
-                overlay.apply(spec);
-            }
+            Some(Some(spec)) => match overlay.apply(spec) {
+                Ok(()) => {
+                    tracing::debug!(server = %name, file = %file.display(), "overlay adjusts options");
+                }
+                // Refused whole, and like any bad entry it hides the earlier definition: it is
+                // what the user wrote last for this server.
+                Err(invalid) => {
+                    merged.insert(name.clone(), None);
+                    set.problem(ConfigError::InvalidValue {
+                        file: file.to_path_buf(),
+                        server: Some(name),
+                        field: Some(invalid.field),
+                        message: invalid.message,
+                    });
+                }
+            },
             Some(None) => {
                 tracing::debug!(server = %name, file = %file.display(), "overlay ignored: the server's latest entry has a problem");
             }
@@ -375,6 +391,15 @@ fn merge(
 }
 
 impl ConfigSet {
+    /// Appends one file's rules: later files add rules, none replaces another's (at evaluation
+    /// deny beats ask beats allow, whichever file each came from).
+    fn add_policy(&mut self, rules: PolicyRules) {
+        let PolicyRules { allow, ask, deny } = rules;
+        self.policy.allow.extend(allow);
+        self.policy.ask.extend(ask);
+        self.policy.deny.extend(deny);
+    }
+
     fn problem(&mut self, error: ConfigError) {
         tracing::debug!(error = %error, "config problem");
         self.problems.push(ConfigProblem {

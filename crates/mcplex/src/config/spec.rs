@@ -393,6 +393,8 @@ impl fmt::Debug for ServerSpec {
             .field("required", &self.required)
             .field("startup_timeout", &self.startup_timeout)
             .field("call_timeout", &self.call_timeout)
+            .field("probe_timeout", &self.probe_timeout)
+            .field("options", &self.options)
             .field("origin", &self.origin)
             .finish()
     }
