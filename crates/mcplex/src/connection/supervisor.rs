@@ -225,6 +225,13 @@ impl Supervisor {
         };
         self.publish(connected(tools.len(), tools_version));
 
+        let listener = (era == super::Era::Stateless).then(|| {
+            tokio::spawn(listen_for_tool_changes(
+                peer.clone(),
+                self.spec.name.clone(),
+                tools_changed.clone(),
+            ))
+        });
         let service_token = running.cancellation_token();
         let mut waiting = tokio::spawn(running.waiting());
         let mut exit_watch = exit.clone();
@@ -302,6 +309,9 @@ impl Supervisor {
             }
         };
         closed.cancel();
+        if let Some(listener) = listener {
+            listener.abort();
+        }
         self.set_live(None);
         service_token.cancel();
         if !waiting.is_finished() {
@@ -327,6 +337,46 @@ impl Supervisor {
         };
         side.stop(self.grace()).await;
         outcome
+    }
+}
+
+/// The stateless era sends no notification without a subscription: when the server can
+/// announce tool-list changes, subscribe and forward them to the supervisor.
+async fn listen_for_tool_changes(
+    peer: rmcp::service::Peer<rmcp::RoleClient>,
+    server: String,
+    tools_changed: Arc<tokio::sync::Notify>,
+) {
+    let announces = peer
+        .peer_info()
+        .and_then(|info| {
+            info.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+        })
+        .unwrap_or(false);
+    if !announces {
+        return;
+    }
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .build();
+    let mut subscription = match peer.listen(filter).await {
+        Ok(subscription) => subscription,
+        Err(e) => {
+            tracing::debug!(server = %server, "cannot subscribe to tool-list changes: {e}");
+            return;
+        }
+    };
+    loop {
+        match subscription.next().await {
+            Ok(Some(rmcp::model::ServerNotification::ToolListChangedNotification(_))) => {
+                tools_changed.notify_one();
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return,
+        }
     }
 }
 
