@@ -26,15 +26,22 @@ pub mod content;
 pub mod defaults;
 pub mod demo;
 mod error;
+pub mod handler;
 mod hub;
+pub mod policy;
+pub mod result;
+pub mod schema;
 mod transport;
 
+pub use catalog::scope::Scope;
 pub use catalog::{Tool, ToolAnnotations};
 pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};
 pub use connection::{Era, ServerState};
 pub use content::{Content, ToolResult};
 pub use error::{Error, Result};
+pub use handler::{Builtin, HandlerRegistry, ToolSource};
 pub use hub::{CallOptions, Hub, HubEvent, HubOptions, Progress, ServerStatus};
+pub use policy::{Approver, Decision, Policy, SideEffect, SideEffects};
 
 /// The README's examples, compiled as doctests so they cannot rot.
 #[doc = include_str!("../../../README.md")]

@@ -1,7 +1,9 @@
 //! Tool records and the table that routes an exposed name to `(server, raw tool name)`.
 //! Routing is a lookup, never a parse. Knows nothing of connections or transports.
 
+pub mod filter;
 pub mod naming;
+pub mod scope;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,0 +1,85 @@
+//! Tool schemas: argument validation before a call goes on the wire (`validate`) and the tool
+//! set rendered for model providers (`export`). Knows nothing of connections: it works on
+//! schemas and [`Tool`] records.
+
+pub mod export;
+pub mod validate;
+
+use serde_json::Value;
+
+use crate::catalog::Tool;
+
+pub use export::{Export, ExportedTool, Provider, drop_null_optionals, export};
+pub use validate::{ArgumentProblem, SchemaError, Validator, ValidatorCache, describe};
+
+/// Prepares a call's arguments (an object; `{}` for none) for `tool`: `null`s the model sent
+/// for optional properties that do not take `null` are dropped (what an OpenAI strict export
+/// leads to), then the rest is validated against the input schema. A schema that does not
+/// compile lets the call through unvalidated.
+pub fn check_call(
+    cache: &ValidatorCache,
+    tool: &Tool,
+    arguments: &mut Value,
+) -> Result<(), Vec<ArgumentProblem>> {
+    drop_null_optionals(&tool.input_schema, arguments);
+    cache.check_arguments(&tool.server, &tool.raw_name, &tool.input_schema, arguments)
+}
+
+/// Problems of a result's `structuredContent` against `tool`'s output schema (empty when it
+/// has none or they match): for logs and warnings, never a reason to fail the call.
+pub fn check_output(
+    cache: &ValidatorCache,
+    tool: &Tool,
+    structured: &Value,
+) -> Vec<ArgumentProblem> {
+    match &tool.output_schema {
+        Some(schema) => cache.check_output(&tool.server, &tool.raw_name, schema, structured),
+        None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn check_call_drops_strict_nulls_then_validates() {
+        let cache = ValidatorCache::new();
+        let tool = Tool::local(
+            "read",
+            json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "tail": {"type": "integer"}},
+                "required": ["path"]
+            }),
+        );
+        let mut args = json!({"path": "/a", "tail": null});
+        assert!(check_call(&cache, &tool, &mut args).is_ok());
+        assert_eq!(args, json!({"path": "/a"}));
+
+        let mut args = json!({"path": null, "tail": "3"});
+        let problems: Vec<String> = check_call(&cache, &tool, &mut args)
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "/path: expected a string, got null",
+                "/tail: expected an integer, got \"3\" (send the number itself, not a string)",
+            ]
+        );
+    }
+
+    #[test]
+    fn check_output_only_when_declared() {
+        let cache = ValidatorCache::new();
+        let tool = Tool::local("sum", json!({"type": "object"}));
+        assert!(check_output(&cache, &tool, &json!({"x": 1})).is_empty());
+        let tool = tool.with_output_schema(json!({"type": "object", "required": ["sum"]}));
+        assert_eq!(check_output(&cache, &tool, &json!({"x": 1})).len(), 1);
+    }
+}
