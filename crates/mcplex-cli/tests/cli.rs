@@ -322,9 +322,10 @@ fn tools_of_one_server_as_json() {
 #[test]
 fn tools_server_filter_hides_other_servers() {
     let sandbox = Sandbox::new();
+    // Different arguments: identical servers would be started once (see the dedup tests).
     sandbox.mcp_json(json!({
         "one": testserver_entry(&[]),
-        "two": testserver_entry(&[]),
+        "two": testserver_entry(&["--stderr-lines", "1"]),
     }));
     let run = sandbox.run(&["tools", "--server", "two"]);
     assert_code(&run, 0);

@@ -125,6 +125,14 @@ pub enum Error {
         name: String,
     },
 
+    /// The permission policy refused the call (it never reached the server).
+    #[error("{0}")]
+    Denied(crate::policy::Refusal),
+
+    /// The permission rules are invalid.
+    #[error("invalid policy: {0}")]
+    Policy(String),
+
     /// A required server failed to start.
     #[error("required server `{server}` failed to start: {message}")]
     RequiredServerFailed {

@@ -12,17 +12,23 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::filter::NameFilter;
+use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, CatalogSnapshot, Tool};
-use crate::config::{ConfigProblem, ConfigSet, Origin, ServerSpec};
+use crate::config::{ConfigProblem, ConfigSet, Origin, PolicyRules, ServerSpec};
 use crate::connection::era::EraCache;
 use crate::connection::{Connection, Era, ServerState, Shared};
 use crate::content::ToolResult;
 use crate::defaults;
 use crate::error::{Error, Result};
+use crate::handler::{self, Dropped, HandlerRegistry, SourcedTool, ToolOrigin};
+use crate::policy::{Approver, DenyAll, EffectOverrides, Policy, SideEffects};
+use crate::result::{self, Spill};
+use crate::schema::{self, validate::ValidatorCache};
 use crate::transport::TransportContext;
 
 /// How a hub behaves beyond each server's own spec.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct HubOptions {
     /// Where the era cache lives; `None` keeps it in memory (tests, sandboxes).
@@ -30,6 +36,25 @@ pub struct HubOptions {
     /// How long every stdio server gets to exit after its stdin closes; `None` uses each
     /// server's own `shutdown_grace` option.
     pub shutdown_grace: Option<Duration>,
+    /// Permission rules of the harness, added to the config's `[policy]`.
+    pub policy: PolicyRules,
+    /// Who decides `ask` calls; without one they are refused.
+    pub approver: Arc<dyn Approver>,
+    /// Built-in tools and custom handlers (refreshed by the harness before starting).
+    pub registry: Arc<HandlerRegistry>,
+    /// Where truncated results are spilled in full.
+    pub spill: Spill,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("era_cache", &self.era_cache)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("policy", &self.policy)
+            .field("local_tools", &self.registry.entries().len())
+            .finish()
+    }
 }
 
 impl Default for HubOptions {
@@ -37,6 +62,10 @@ impl Default for HubOptions {
         Self {
             era_cache: EraCache::default_path(),
             shutdown_grace: None,
+            policy: PolicyRules::default(),
+            approver: Arc::new(DenyAll),
+            registry: Arc::new(HandlerRegistry::new()),
+            spill: Spill::in_temp_dir(),
         }
     }
 }
@@ -53,6 +82,30 @@ impl HubOptions {
     /// Builder-style: set the shutdown grace period.
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = Some(grace);
+        self
+    }
+
+    /// Builder-style: add permission rules (to those of the config).
+    pub fn with_policy(mut self, rules: PolicyRules) -> Self {
+        self.policy = rules;
+        self
+    }
+
+    /// Builder-style: who approves `ask` calls.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Builder-style: built-in tools and custom handlers, shown with and routed like MCP tools.
+    pub fn with_registry(mut self, registry: HandlerRegistry) -> Self {
+        self.registry = Arc::new(registry);
+        self
+    }
+
+    /// Builder-style: where truncated results are spilled.
+    pub fn with_spill(mut self, spill: Spill) -> Self {
+        self.spill = spill;
         self
     }
 
@@ -215,8 +268,20 @@ struct Inner {
     connections: Vec<Connection>,
     by_name: HashMap<String, usize>,
     problems: Vec<ConfigProblem>,
+    /// Servers not started because another has the same signature: (name, kept).
+    duplicates: Vec<(ServerSpec, String)>,
     catalog: RwLock<(u64, CatalogSnapshot)>,
+    /// Tools shadowed by a same-named tool of higher precedence, at the last rebuild.
+    shadowed: RwLock<Vec<Dropped>>,
     events: broadcast::Sender<HubEvent>,
+    /// Per connection: its tool filter and side-effect overrides.
+    filters: Vec<NameFilter>,
+    effects: Vec<EffectOverrides>,
+    policy: Policy,
+    approver: Arc<dyn Approver>,
+    registry: Arc<HandlerRegistry>,
+    validators: ValidatorCache,
+    spill: Spill,
 }
 
 /// Many MCP servers as one tool set. Cheap to clone; all clones share the servers.
@@ -236,7 +301,12 @@ impl Hub {
     }
 
     /// Starts the servers of a loaded config; its problems are listed in [`Hub::servers`].
-    pub fn from_config(config: ConfigSet, options: HubOptions) -> Result<Self> {
+    pub fn from_config(config: ConfigSet, mut options: HubOptions) -> Result<Self> {
+        let mut rules = config.policy;
+        rules.allow.extend(options.policy.allow.drain(..));
+        rules.ask.extend(options.policy.ask.drain(..));
+        rules.deny.extend(options.policy.deny.drain(..));
+        options.policy = rules;
         Self::start_with_problems(config.servers, config.problems, options)
     }
 
@@ -245,13 +315,52 @@ impl Hub {
         problems: Vec<ConfigProblem>,
         options: HubOptions,
     ) -> Result<Self> {
-        let mut by_name = HashMap::new();
-        for (i, spec) in specs.iter().enumerate() {
-            if by_name.insert(spec.name.clone(), i).is_some() {
+        let mut names = std::collections::HashSet::new();
+        for spec in &specs {
+            if !names.insert(spec.name.clone()) {
                 return Err(Error::DuplicateServer {
                     name: spec.name.clone(),
                 });
             }
+        }
+        // The same server configured twice (same command and args, or same URL) is started
+        // once: the first in config order keeps it, the others are listed as duplicates.
+        let mut by_signature: HashMap<String, String> = HashMap::new();
+        let mut duplicates = Vec::new();
+        let mut unique = Vec::new();
+        for spec in specs {
+            match by_signature.get(&spec.signature()) {
+                Some(kept) if spec.enabled => {
+                    tracing::warn!(server = %spec.name, kept = %kept, "same server configured twice; starting it once");
+                    duplicates.push((spec, kept.clone()));
+                }
+                _ => {
+                    if spec.enabled {
+                        by_signature.insert(spec.signature(), spec.name.clone());
+                    }
+                    unique.push(spec);
+                }
+            }
+        }
+        let specs = unique;
+        let by_name: HashMap<String, usize> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), i))
+            .collect();
+        let policy =
+            Policy::from_rules(&options.policy).map_err(|e| Error::Policy(e.to_string()))?;
+        let mut filters = Vec::new();
+        let mut effects = Vec::new();
+        for spec in &specs {
+            filters.push(NameFilter::new(&spec.options.tools));
+            effects.push(match EffectOverrides::new(&spec.options.side_effects) {
+                Ok(overrides) => overrides,
+                Err(e) => {
+                    tracing::warn!(server = %spec.name, "side_effects ignored: {e}");
+                    EffectOverrides::default()
+                }
+            });
         }
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let shared = Shared {
@@ -269,8 +378,17 @@ impl Hub {
                 connections,
                 by_name,
                 problems,
+                duplicates,
                 catalog: RwLock::new((u64::MAX, Arc::new(Catalog::default()))),
+                shadowed: RwLock::new(Vec::new()),
                 events,
+                filters,
+                effects,
+                policy,
+                approver: options.approver,
+                registry: options.registry,
+                validators: ValidatorCache::default(),
+                spill: options.spill,
             }),
         })
     }
@@ -319,11 +437,42 @@ impl Hub {
             .iter()
             .filter_map(|c| c.tools().map(|t| (c.spec.name.as_str(), t)))
             .collect();
-        let catalog = Arc::new(Catalog::build(
+        let mcp = Catalog::mcp_tools(
             tool_lists
                 .iter()
                 .map(|(name, tools)| (*name, tools.as_slice())),
-        ));
+        );
+        let inner = &self.inner;
+        let visible = mcp.into_iter().filter(|tool| {
+            inner
+                .by_name
+                .get(&tool.server)
+                .is_none_or(|&i| inner.filters[i].allows(&tool.raw_name, &tool.name))
+        });
+        let sourced = inner
+            .registry
+            .entries()
+            .iter()
+            .cloned()
+            .chain(visible.map(|tool| {
+                // Compile once per schema version: an invalid schema is logged now, and the tool
+                // stays listed (its calls go unvalidated).
+                let _ = inner
+                    .validators
+                    .input(&tool.server, &tool.raw_name, &tool.input_schema);
+                SourcedTool {
+                    origin: ToolOrigin::Mcp {
+                        server: tool.server.clone(),
+                    },
+                    tool,
+                }
+            }));
+        let merged = handler::merge(sourced);
+        match self.inner.shadowed.write() {
+            Ok(mut shadowed) => *shadowed = merged.dropped,
+            Err(poisoned) => *poisoned.into_inner() = merged.dropped,
+        }
+        let catalog = Arc::new(Catalog::from_sourced(merged.tools));
         let mut cached = match self.inner.catalog.write() {
             Ok(c) => c,
             Err(poisoned) => poisoned.into_inner(),
@@ -335,6 +484,30 @@ impl Hub {
     /// The tools of every connected server, sorted by exposed name.
     pub fn tools(&self) -> Vec<Tool> {
         self.catalog().tools().to_vec()
+    }
+
+    /// The tools a stage and agent may use: local tools, and the tools of every connected
+    /// server whose `stages` and `agents` admit the scope.
+    pub fn tools_for(&self, scope: &Scope) -> Vec<Tool> {
+        let catalog = self.catalog();
+        catalog
+            .tools()
+            .iter()
+            .filter(|tool| match self.inner.by_name.get(&tool.server) {
+                Some(&i) => scope.admits_server(&self.inner.connections[i].spec.options),
+                None => true,
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Tools left out because a same-named tool of higher precedence (a built-in over an MCP
+    /// tool) took the name, with the reason.
+    pub fn shadowed(&self) -> Vec<Dropped> {
+        match self.inner.shadowed.read() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// The tool exposed as `name`, if it exists now.
@@ -375,6 +548,25 @@ impl Hub {
                 }
             })
             .collect();
+        for (spec, kept) in &self.inner.duplicates {
+            out.push(ServerStatus {
+                name: spec.name.clone(),
+                transport: spec.transport.kind().into(),
+                target: spec.transport.to_string(),
+                state: ServerState::Disabled {
+                    reason: format!(
+                        "the same server as `{kept}` (same command and args, or URL): started once, as `{kept}`"
+                    ),
+                },
+                era: None,
+                version: None,
+                tools: 0,
+                source: match &spec.origin {
+                    Origin::File { path, .. } => Some(path.display().to_string()),
+                    _ => None,
+                },
+            });
+        }
         for problem in &self.inner.problems {
             out.push(ServerStatus {
                 name: problem
@@ -419,20 +611,79 @@ impl Hub {
                 });
             }
         };
-        let tool = match self.catalog().get(name) {
-            Some(tool) => (tool.server.clone(), tool.raw_name.clone(), is_safe(tool)),
+        let found = self
+            .catalog()
+            .get_with_origin(name)
+            .map(|(tool, origin)| (tool.clone(), origin.clone()));
+        let (tool, origin) = match found {
+            Some(found) => found,
             None => self.lookup_after_startup(name, &options).await?,
         };
-        let (server, raw_name, safe) = tool;
-        let Some(&index) = self.inner.by_name.get(&server) else {
-            return Err(Error::UnknownTool {
-                name: name.to_string(),
-                suggestion: None,
-            });
+        let inner = &self.inner;
+        let index = match &origin {
+            ToolOrigin::Mcp { server } => inner.by_name.get(server).copied(),
+            _ => None,
         };
-        self.inner.connections[index]
-            .call(&raw_name, arguments, safe, &options)
-            .await
+        let mut arguments = Value::Object(arguments.unwrap_or_default());
+
+        // Policy: a denied call never reaches the server.
+        if !inner.policy.is_allow_all() {
+            let effects = match index {
+                Some(i) => inner.effects[i].effects_of(&tool),
+                None => SideEffects::from_annotations(&tool.annotations),
+            };
+            inner
+                .policy
+                .enforce(&tool, effects, &arguments, inner.approver.as_ref())
+                .await
+                .map_err(Error::Denied)?;
+        }
+        // Validation: the server never sees arguments its own schema rejects.
+        schema::check_call(&inner.validators, &tool, &mut arguments).map_err(|problems| {
+            Error::InvalidArguments {
+                tool: tool.name.clone(),
+                message: schema::validate::describe(&problems),
+            }
+        })?;
+
+        let (result, max_bytes) = match index {
+            Some(i) => {
+                let Value::Object(map) = arguments else {
+                    return Err(Error::InvalidArguments {
+                        tool: tool.name.clone(),
+                        message: "arguments must be a JSON object".into(),
+                    });
+                };
+                let connection = &inner.connections[i];
+                let result = connection
+                    .call(&tool.raw_name, Some(map), is_safe(&tool), &options)
+                    .await?;
+                (result, connection.spec.options.max_result_bytes)
+            }
+            None => {
+                let Some(resolved) = inner.registry.resolve(&tool.name) else {
+                    return Err(Error::UnknownTool {
+                        name: name.to_string(),
+                        suggestion: None,
+                    });
+                };
+                (
+                    resolved.call(arguments, &options).await?,
+                    defaults::MAX_RESULT_BYTES,
+                )
+            }
+        };
+        if let Some(structured) = &result.structured_content {
+            let problems = schema::check_output(&inner.validators, &tool, structured);
+            if !problems.is_empty() {
+                tracing::warn!(
+                    tool = %tool.name,
+                    "structuredContent does not match the tool's outputSchema: {}",
+                    schema::validate::describe(&problems)
+                );
+            }
+        }
+        Ok(result::truncate(result, max_bytes, &tool.name, Some(&inner.spill)).result)
     }
 
     /// A name not found may belong to a server that is still starting: wait for startup to
@@ -441,7 +692,7 @@ impl Hub {
         &self,
         name: &str,
         options: &CallOptions,
-    ) -> Result<(String, String, bool)> {
+    ) -> Result<(Tool, ToolOrigin)> {
         let pending = self
             .inner
             .connections
@@ -463,8 +714,8 @@ impl Hub {
             }
         }
         let catalog = self.catalog();
-        match catalog.get(name) {
-            Some(tool) => Ok((tool.server.clone(), tool.raw_name.clone(), is_safe(tool))),
+        match catalog.get_with_origin(name) {
+            Some((tool, origin)) => Ok((tool.clone(), origin.clone())),
             None => {
                 // A known server that is down deserves a better answer than "no such tool".
                 if let Some(rest) = name.strip_prefix("mcp__")

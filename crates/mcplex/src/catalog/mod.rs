@@ -97,18 +97,20 @@ impl ServerTool {
     }
 }
 
-/// Every exposed tool, sorted by name, with the lookup table.
+/// Every exposed tool in listing order (local tools first, then MCP tools, each by name),
+/// where each comes from, and the lookup table.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     tools: Vec<Tool>,
+    origins: Vec<crate::handler::ToolOrigin>,
     by_name: HashMap<String, usize>,
 }
 
 impl Catalog {
-    /// Names and indexes the tools of every server given.
-    pub(crate) fn build<'a>(
+    /// Names the tools of every server given, sorted by exposed name.
+    pub(crate) fn mcp_tools<'a>(
         servers: impl IntoIterator<Item = (&'a str, &'a [ServerTool])>,
-    ) -> Self {
+    ) -> Vec<Tool> {
         let entries: Vec<(&str, &ServerTool)> = servers
             .into_iter()
             .flat_map(|(server, tools)| tools.iter().map(move |t| (server, t)))
@@ -133,12 +135,50 @@ impl Catalog {
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+
+    /// Names and indexes the tools of every server given (MCP tools only).
+    #[cfg(test)]
+    pub(crate) fn build<'a>(
+        servers: impl IntoIterator<Item = (&'a str, &'a [ServerTool])>,
+    ) -> Self {
+        Self::from_sourced(Self::mcp_tools(servers).into_iter().map(|tool| {
+            crate::handler::SourcedTool {
+                origin: crate::handler::ToolOrigin::Mcp {
+                    server: tool.server.clone(),
+                },
+                tool,
+            }
+        }))
+    }
+
+    /// Indexes an already merged list, keeping its order.
+    pub(crate) fn from_sourced(
+        tools: impl IntoIterator<Item = crate::handler::SourcedTool>,
+    ) -> Self {
+        let (tools, origins): (Vec<Tool>, Vec<_>) =
+            tools.into_iter().map(|s| (s.tool, s.origin)).unzip();
         let by_name = tools
             .iter()
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
-        Catalog { tools, by_name }
+        Catalog {
+            tools,
+            origins,
+            by_name,
+        }
+    }
+
+    /// The tool exposed as `name` and where it comes from.
+    pub(crate) fn get_with_origin(
+        &self,
+        name: &str,
+    ) -> Option<(&Tool, &crate::handler::ToolOrigin)> {
+        self.by_name
+            .get(name)
+            .map(|&i| (&self.tools[i], &self.origins[i]))
     }
 
     /// The tool exposed as `name`.
