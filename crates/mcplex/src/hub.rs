@@ -303,9 +303,9 @@ impl Hub {
     /// Starts the servers of a loaded config; its problems are listed in [`Hub::servers`].
     pub fn from_config(config: ConfigSet, mut options: HubOptions) -> Result<Self> {
         let mut rules = config.policy;
-        rules.allow.extend(options.policy.allow.drain(..));
-        rules.ask.extend(options.policy.ask.drain(..));
-        rules.deny.extend(options.policy.deny.drain(..));
+        rules.allow.append(&mut options.policy.allow);
+        rules.ask.append(&mut options.policy.ask);
+        rules.deny.append(&mut options.policy.deny);
         options.policy = rules;
         Self::start_with_problems(config.servers, config.problems, options)
     }
