@@ -36,6 +36,11 @@ struct Cli {
     #[arg(long, global = true)]
     no_cache: bool,
 
+    /// Approve every call a policy `ask` rule would ask about (without a terminal, such calls
+    /// are refused unless this is given).
+    #[arg(long, short = 'y', global = true)]
+    yes: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -56,6 +61,10 @@ enum Command {
         /// Print JSON (name, server, description, schemas) instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print the tool set as a model provider wants it: anthropic, openai, openai-strict,
+        /// gemini.
+        #[arg(long, value_name = "PROVIDER")]
+        format: Option<String>,
     },
     /// Call a tool: `mcplex call mcp__demo__echo '{"text":"hi"}'`.
     Call {
@@ -113,7 +122,7 @@ async fn run(cli: Cli) -> ExitCode {
     } else {
         config
     };
-    let mut options = HubOptions::default();
+    let mut options = HubOptions::default().with_approver(approver(cli.yes));
     if cli.no_cache {
         options = options.with_era_cache(None);
     }
@@ -174,6 +183,36 @@ async fn interrupted() {
     }
 }
 
+/// Who approves calls a policy `ask` rule matches: everyone with `--yes`, the person at the
+/// terminal when there is one, nobody otherwise.
+fn approver(yes: bool) -> std::sync::Arc<dyn mcplex::Approver> {
+    use mcplex::policy::{Approval, ApprovalRequest, ApproveAll, DenyAll};
+    if yes {
+        return std::sync::Arc::new(ApproveAll);
+    }
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return std::sync::Arc::new(DenyAll);
+    }
+    std::sync::Arc::new(|request: ApprovalRequest| async move {
+        let question = format!(
+            "mcplex: call `{}` ({}; policy rule `{}`) with {}? [y/N] ",
+            request.tool.name, request.effects, request.rule, request.arguments
+        );
+        let answer = tokio::task::spawn_blocking(move || {
+            eprint!("{question}");
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        })
+        .await;
+        match answer {
+            Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => Approval::Approve,
+            _ => Approval::Deny {
+                reason: Some("not approved at the terminal".into()),
+            },
+        }
+    })
+}
+
 enum Failure {
     /// The tool answered with `isError: true`; already printed.
     ToolError,
@@ -205,7 +244,16 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Tools { server, json } => {
+        Command::Tools {
+            server,
+            json,
+            format,
+        } => {
+            let provider = format
+                .as_deref()
+                .map(str::parse::<mcplex::schema::export::Provider>)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             startup(hub).await?;
             let tools: Vec<_> = hub
                 .tools()
@@ -217,7 +265,10 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             {
                 return Err(anyhow::anyhow!("no server named `{s}` (see `mcplex servers`)").into());
             }
-            if *json {
+            if let Some(provider) = provider {
+                let export = mcplex::schema::export::export(&tools, provider);
+                output::print_json(&export.definitions())?;
+            } else if *json {
                 output::print_json(&tools)?;
             } else {
                 output::print_tools(&tools)?;

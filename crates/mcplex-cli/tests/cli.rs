@@ -788,3 +788,55 @@ fn a_closed_stdout_pipe_does_not_panic() {
         assert_ne!(output.status.code(), Some(101), "{stderr}");
     }
 }
+
+// ----- tool surface -----
+
+#[test]
+fn tools_export_for_each_provider() {
+    let sandbox = Sandbox::new();
+    sandbox.mcp_json(json!({ "ts": testserver_entry(&[]) }));
+    for provider in ["anthropic", "openai", "openai-strict", "gemini"] {
+        let run = sandbox.run(&["tools", "--format", provider]);
+        assert_code(&run, 0);
+        let tools: Vec<Value> = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{provider}: not JSON ({e}): {run:#?}"));
+        assert!(tools.len() >= 10, "{provider}: {}", tools.len());
+        let echo = match provider {
+            "anthropic" => tools.iter().find(|t| t["name"] == "mcp__ts__echo").cloned(),
+            "gemini" => tools.iter().find(|t| t["name"] == "mcp__ts__echo").cloned(),
+            _ => tools
+                .iter()
+                .find(|t| t["function"]["name"] == "mcp__ts__echo")
+                .cloned(),
+        };
+        assert!(echo.is_some(), "{provider}: no echo in {}", run.stdout);
+    }
+    let run = sandbox.run(&["tools", "--format", "cobol"]);
+    assert_code(&run, 2);
+    assert!(run.stderr.contains("openai-strict"), "{run:#?}");
+}
+
+#[test]
+fn ask_rules_refuse_without_a_terminal_unless_yes() {
+    let sandbox = Sandbox::new();
+    let server = testserver();
+    sandbox.write(
+        "mcplex.toml",
+        &format!(
+            "[servers.ts]\ncommand = {}\n\n[policy]\nask = [\"mcp__ts__add\"]\ndeny = [\"mcp__ts__fail\"]\n",
+            toml_str(&server)
+        ),
+    );
+    let run = sandbox.run(&["call", "mcp__ts__add", r#"{"a":1,"b":2}"#]);
+    assert_code(&run, 2);
+    assert!(run.stderr.contains("needs approval"), "{run:#?}");
+    let run = sandbox.run(&["--yes", "call", "mcp__ts__add", r#"{"a":1,"b":2}"#]);
+    assert_code(&run, 0);
+    assert_eq!(run.stdout.trim(), "3");
+    let run = sandbox.run(&["--yes", "call", "mcp__ts__fail", "{}"]);
+    assert_code(&run, 2);
+    assert!(
+        run.stderr.contains("denied by policy rule `mcp__ts__fail`"),
+        "{run:#?}"
+    );
+}
