@@ -18,6 +18,10 @@ pub struct ToolResult {
     /// The tool reported failure.
     #[serde(rename = "isError")]
     pub is_error: bool,
+    /// Where `structuredContent` does not match the tool's `outputSchema` (the result is
+    /// returned anyway; the server is at fault, not the caller).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output_problems: Vec<String>,
 }
 
 /// One content block of a result.
@@ -184,6 +188,7 @@ impl ToolResult {
                 .get("isError")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            output_problems: Vec::new(),
         }
     }
 
@@ -193,6 +198,7 @@ impl ToolResult {
             content: vec![Content::Text { text: text.into() }],
             structured_content: None,
             is_error: false,
+            output_problems: Vec::new(),
         }
     }
 

@@ -164,6 +164,7 @@ impl IntoToolResult for Value {
             content: vec![Content::Text { text }],
             structured_content: structured,
             is_error: false,
+            output_problems: Vec::new(),
         }
     }
 }
@@ -199,6 +200,7 @@ pub fn error_result(message: impl Into<String>) -> ToolResult {
         }],
         structured_content: None,
         is_error: true,
+        output_problems: Vec::new(),
     }
 }
 

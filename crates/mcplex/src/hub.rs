@@ -673,6 +673,7 @@ impl Hub {
                 )
             }
         };
+        let mut result = result;
         if let Some(structured) = &result.structured_content {
             let problems = schema::check_output(&inner.validators, &tool, structured);
             if !problems.is_empty() {
@@ -681,6 +682,7 @@ impl Hub {
                     "structuredContent does not match the tool's outputSchema: {}",
                     schema::validate::describe(&problems)
                 );
+                result.output_problems = problems.iter().map(ToString::to_string).collect();
             }
         }
         Ok(result::truncate(result, max_bytes, &tool.name, Some(&inner.spill)).result)

@@ -185,6 +185,7 @@ pub fn truncate(
         content,
         structured_content,
         is_error,
+        output_problems,
     } = result;
     let mut budget = max_bytes;
     let mut cut = 0usize;
@@ -255,6 +256,7 @@ pub fn truncate(
             content: out,
             structured_content,
             is_error,
+            output_problems,
         },
         cut_bytes: cut,
         spilled_to,
