@@ -258,7 +258,7 @@ fn normal_exit_leaves_no_child_or_grandchild() {
     let sandbox = Sandbox::new();
     sandbox.mcp_json(json!({
         "one": sandbox.forking_server(&[]),
-        "two": sandbox.forking_server(&[]),
+        "two": sandbox.forking_server(&["--stderr-lines", "1"]),
     }));
     // `-` makes mcplex wait for its arguments on stdin while the servers start: a gate.
     let mut mcplex = sandbox.spawn(&["call", "mcp__one__echo", "-"]);

@@ -22,6 +22,7 @@ use crate::content::ToolResult;
 use crate::defaults;
 use crate::error::{Error, Result};
 use crate::handler::{self, Dropped, HandlerRegistry, SourcedTool, ToolOrigin};
+use crate::host::Host;
 use crate::policy::{Approver, DenyAll, EffectOverrides, Policy, SideEffects};
 use crate::result::{self, Spill};
 use crate::schema::{self, validate::ValidatorCache};
@@ -44,6 +45,9 @@ pub struct HubOptions {
     pub registry: Arc<HandlerRegistry>,
     /// Where truncated results are spilled in full.
     pub spill: Spill,
+    /// Answers to server→client requests (roots, sampling, elicitation); by default none is
+    /// offered.
+    pub host: Host,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -66,6 +70,7 @@ impl Default for HubOptions {
             approver: Arc::new(DenyAll),
             registry: Arc::new(HandlerRegistry::new()),
             spill: Spill::in_temp_dir(),
+            host: Host::default(),
         }
     }
 }
@@ -106,6 +111,12 @@ impl HubOptions {
     /// Builder-style: where truncated results are spilled.
     pub fn with_spill(mut self, spill: Spill) -> Self {
         self.spill = spill;
+        self
+    }
+
+    /// Builder-style: the harness's answers to server→client requests.
+    pub fn with_host(mut self, host: Host) -> Self {
+        self.host = host;
         self
     }
 
@@ -368,6 +379,7 @@ impl Hub {
             eras: EraCache::open(options.era_cache.clone()),
             events: events.clone(),
             shutdown_grace: options.shutdown_grace,
+            host: options.host.clone(),
         };
         let connections = specs
             .into_iter()
@@ -391,6 +403,11 @@ impl Hub {
                 spill: options.spill,
             }),
         })
+    }
+
+    /// Every server's connection, in config order (resources.rs sends through them).
+    pub(crate) fn connections(&self) -> &[Connection] {
+        &self.inner.connections
     }
 
     /// Waits until every server's first connection attempt has settled. Each server is
@@ -435,7 +452,7 @@ impl Hub {
             .inner
             .connections
             .iter()
-            .filter_map(|c| c.tools().map(|t| (c.spec.name.as_str(), t)))
+            .filter_map(|c| c.routable_tools().map(|t| (c.spec.name.as_str(), t)))
             .collect();
         let mcp = Catalog::mcp_tools(
             tool_lists
@@ -481,9 +498,22 @@ impl Hub {
         catalog
     }
 
-    /// The tools of every connected server, sorted by exposed name.
+    /// Whether `tool` is listed now: local, or its server connected with its breaker closed.
+    fn listed(&self, tool: &Tool) -> bool {
+        match self.inner.by_name.get(&tool.server) {
+            Some(&i) => self.inner.connections[i].listed(),
+            None => true,
+        }
+    }
+
+    /// The tool set: local tools first, then the tools of every connected server, by name.
     pub fn tools(&self) -> Vec<Tool> {
-        self.catalog().tools().to_vec()
+        self.catalog()
+            .tools()
+            .iter()
+            .filter(|t| self.listed(t))
+            .cloned()
+            .collect()
     }
 
     /// The tools a stage and agent may use: local tools, and the tools of every connected
@@ -493,6 +523,7 @@ impl Hub {
         catalog
             .tools()
             .iter()
+            .filter(|tool| self.listed(tool))
             .filter(|tool| match self.inner.by_name.get(&tool.server) {
                 Some(&i) => scope.admits_server(&self.inner.connections[i].spec.options),
                 None => true,
@@ -510,9 +541,9 @@ impl Hub {
         }
     }
 
-    /// The tool exposed as `name`, if it exists now.
+    /// The tool exposed as `name`, if it is listed now.
     pub fn tool(&self, name: &str) -> Option<Tool> {
-        self.catalog().get(name).cloned()
+        self.catalog().get(name).filter(|t| self.listed(t)).cloned()
     }
 
     /// Every configured server with its state, plus config entries that could not be used.

@@ -94,12 +94,20 @@ async fn filesystem_reads_back_what_the_test_wrote_and_writes_what_we_ask() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(root.join("note.txt"), "written by the test\n").unwrap();
-    let hub = hub(vec![ServerSpec::stdio(
-        "fs",
-        support::npm_bin("mcp-server-filesystem").to_string_lossy(),
-        [root.to_string_lossy().to_string()],
-    )])
-    .await;
+    // server-filesystem serves the client's roots when the client offers them (the project
+    // directory by default): the project here is the temp dir.
+    let hub = Hub::start(
+        vec![ServerSpec::stdio(
+            "fs",
+            support::npm_bin("mcp-server-filesystem").to_string_lossy(),
+            [root.to_string_lossy().to_string()],
+        )],
+        HubOptions::ephemeral()
+            .with_shutdown_grace(Duration::from_millis(200))
+            .with_host(mcplex::host::Host::default().with_project_dir(&root)),
+    )
+    .unwrap();
+    hub.wait_ready().await.unwrap();
     let read = hub
         .call(
             "mcp__fs__read_text_file",

@@ -44,6 +44,7 @@ impl Connection {
         let spare = (retries > 0).then(|| arguments.clone());
         let mut arguments = Some(arguments);
         let mut attempt = 0;
+        let mut failed_session: Option<Arc<Live>> = None;
         loop {
             if let Admission::Open { .. } = self.breaker.admit() {
                 return Err(Error::CircuitOpen {
@@ -51,29 +52,36 @@ impl Connection {
                     message: self.breaker.describe(),
                 });
             }
-            let live = self.live_or_wait(deadline, options).await?;
+            let live = self
+                .live_or_wait(deadline, options, failed_session.as_ref())
+                .await?;
             let args = match arguments.take() {
                 Some(args) => args,
                 None => spare.clone().flatten(),
             };
             let result = self.call_once(&live, tool, args, options, timeout).await;
+            // A lost session is the supervisor's to repair (it reconnects); the breaker counts
+            // failures of a server that is up.
+            let session_lost = matches!(result, Err(Error::ConnectionLost { .. })) && live.ended();
             match &result {
                 Ok(_) => self.breaker.record_success(),
-                Err(e) if e.counts_against_server() => {
+                Err(e) if e.counts_against_server() && !session_lost => {
                     if self.breaker.record_failure(&e.to_string()) {
                         tracing::warn!(server = %self.spec.name, "circuit breaker opened: {}", self.breaker.describe());
-                        // The catalog withholds this server's tools from now on.
+                        // The listing withholds this server's tools from now on.
                         self.generation.fetch_add(1, Ordering::AcqRel);
                     }
                 }
                 Err(_) => {}
             }
             match result {
+                // Only a safe call, only once the session is gone, and only on a new session.
                 Err(Error::ConnectionLost { .. })
-                    if attempt < retries && Instant::now() < deadline =>
+                    if session_lost && attempt < retries && Instant::now() < deadline =>
                 {
                     attempt += 1;
-                    tracing::debug!(server = %self.spec.name, tool, attempt, "retrying a safe call after a lost connection");
+                    failed_session = Some(live);
+                    tracing::debug!(server = %self.spec.name, tool, attempt, "retrying a safe call on a new session");
                 }
                 other => return other,
             }
@@ -86,19 +94,23 @@ impl Connection {
         &self,
         deadline: Instant,
         options: &CallOptions,
+        not: Option<&Arc<Live>>,
     ) -> Result<Arc<Live>, Error> {
         loop {
-            if let Some(live) = self.live() {
+            let mut watch = self.state_watch();
+            watch.mark_unchanged();
+            if let Some(live) = self.live()
+                && !not.is_some_and(|old| Arc::ptr_eq(old, &live))
+            {
                 return Ok(live);
             }
             let state = self.state();
             let waiting = matches!(state, ServerState::Pending { .. })
-                || matches!(state, ServerState::Connected { .. });
+                || matches!(state, ServerState::Connected { .. })
+                || not.is_some();
             if !waiting || options.fail_fast {
                 return Err(self.unavailable(state));
             }
-            let mut watch = self.state_watch();
-            watch.mark_unchanged();
             if tokio::time::timeout_at(deadline, watch.changed())
                 .await
                 .is_err()
@@ -232,13 +244,23 @@ impl Connection {
         }
     }
 
-    /// Maps an rmcp error; a transport error means the connection is gone, see `lost_error`.
+    /// Maps an rmcp error. A closed transport means the session is gone (see `lost_error`);
+    /// a failed send on a live session (an HTTP 5xx) keeps the transport's own words.
     async fn service_error(&self, live: &Live, tool: &str, e: ServiceError) -> Error {
-        if matches!(
-            e,
-            ServiceError::TransportClosed | ServiceError::TransportSend(_)
-        ) {
-            return self.lost_error(live, tool).await;
+        match e {
+            ServiceError::TransportClosed => return self.lost_error(live, tool).await,
+            ServiceError::TransportSend(error) => {
+                if live.ended() {
+                    return self.lost_error(live, tool).await;
+                }
+                return Error::ConnectionLost {
+                    server: self.spec.name.clone(),
+                    what: format!("tools/call `{tool}`"),
+                    reason: innermost_message(&error),
+                    stderr_tail: Vec::new(),
+                };
+            }
+            _ => {}
         }
         let server = self.spec.name.clone();
         let what = format!("tools/call `{tool}`");
@@ -279,6 +301,15 @@ impl Connection {
             stderr_tail: tail_of(live),
         }
     }
+}
+
+/// The message at the end of an error's source chain, without the transport's type names.
+fn innermost_message(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
 }
 
 /// Removes a call's progress route however the call ends.

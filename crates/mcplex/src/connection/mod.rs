@@ -112,6 +112,17 @@ struct Live {
     stderr: Option<crate::transport::stdio::StderrTail>,
 }
 
+impl Live {
+    /// Whether this session is over: closed by the supervisor, or its process has exited.
+    fn ended(&self) -> bool {
+        self.closed.is_cancelled()
+            || self
+                .exit
+                .as_ref()
+                .is_some_and(|exit| exit.borrow().is_some())
+    }
+}
+
 /// One server's connection: a handle on its supervisor task.
 pub(crate) struct Connection {
     pub(crate) spec: Arc<ServerSpec>,
@@ -119,6 +130,9 @@ pub(crate) struct Connection {
     /// Turns true once the first connection attempt has settled (success or failure).
     settled: watch::Receiver<bool>,
     live: Arc<RwLock<Option<Arc<Live>>>>,
+    /// The tools of the last session while the server reconnects: calls still route to it
+    /// (and wait), though the listing hides them.
+    known: Arc<RwLock<Option<Arc<Vec<ServerTool>>>>>,
     generation: Arc<AtomicU64>,
     breaker: Arc<Breaker>,
     shutdown: CancellationToken,
@@ -133,6 +147,8 @@ pub(crate) struct Shared {
     pub events: broadcast::Sender<HubEvent>,
     /// Overrides every server's own `shutdown_grace` when set.
     pub shutdown_grace: Option<Duration>,
+    /// The harness's callbacks for server→client requests.
+    pub host: crate::host::Host,
 }
 
 impl Connection {
@@ -149,6 +165,7 @@ impl Connection {
         let (state_tx, state_rx) = watch::channel(initial);
         let (settled_tx, settled_rx) = watch::channel(!spec.enabled);
         let live = Arc::new(RwLock::new(None));
+        let known = Arc::new(RwLock::new(None));
         let generation = Arc::new(AtomicU64::new(0));
         let breaker = Arc::new(Breaker::new(spec.options.breaker));
         let shutdown = CancellationToken::new();
@@ -159,6 +176,7 @@ impl Connection {
                 state: state_tx,
                 settled: settled_tx,
                 live: live.clone(),
+                known: known.clone(),
                 generation: generation.clone(),
                 breaker: breaker.clone(),
                 shutdown: shutdown.clone(),
@@ -170,6 +188,7 @@ impl Connection {
             state: state_rx,
             settled: settled_rx,
             live,
+            known,
             generation,
             breaker,
             shutdown,
@@ -205,12 +224,26 @@ impl Connection {
         }
     }
 
-    /// The tools of the live session; none while not connected or while the breaker is open.
-    pub(crate) fn tools(&self) -> Option<Arc<Vec<ServerTool>>> {
-        if self.breaker.is_open() {
-            return None;
+    /// The tools calls are routed by: the live session's, or the last session's while the
+    /// server reconnects or its breaker is open (the call then waits or says why).
+    pub(crate) fn routable_tools(&self) -> Option<Arc<Vec<ServerTool>>> {
+        match self.live() {
+            Some(live) => Some(live.tools.clone()),
+            None => match self.known.read() {
+                Ok(known) => known.clone(),
+                Err(poisoned) => poisoned.into_inner().clone(),
+            },
         }
-        self.live().map(|live| live.tools.clone())
+    }
+
+    /// Whether this server's tools are listed now: connected and the breaker closed.
+    pub(crate) fn listed(&self) -> bool {
+        !self.breaker.is_open() && self.live().is_some()
+    }
+
+    /// The live session's peer, while connected: resources and prompts go straight to it.
+    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.live().map(|live| live.peer.clone())
     }
 
     /// Stops the supervisor: closes the session and reaps the process.

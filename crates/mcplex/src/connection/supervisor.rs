@@ -34,6 +34,7 @@ pub(super) struct Supervisor {
     pub state: watch::Sender<ServerState>,
     pub settled: watch::Sender<bool>,
     pub live: Arc<RwLock<Option<Arc<Live>>>>,
+    pub known: Arc<RwLock<Option<Arc<Vec<ServerTool>>>>>,
     pub generation: Arc<AtomicU64>,
     pub breaker: Arc<Breaker>,
     pub shutdown: CancellationToken,
@@ -65,11 +66,28 @@ impl Supervisor {
     }
 
     fn set_live(&self, live: Option<Arc<Live>>) {
+        if let Some(live) = &live {
+            self.set_known(Some(live.tools.clone()));
+        }
         match self.live.write() {
             Ok(mut slot) => *slot = live,
             Err(poisoned) => *poisoned.into_inner() = live,
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn set_known(&self, tools: Option<Arc<Vec<ServerTool>>>) {
+        match self.known.write() {
+            Ok(mut slot) => *slot = tools,
+            Err(poisoned) => *poisoned.into_inner() = tools,
+        }
+    }
+
+    /// Publishes a state the supervisor will not leave: calls stop routing to the server.
+    fn finish(&self, state: ServerState) {
+        self.set_known(None);
+        self.set_live(None);
+        self.publish(state);
     }
 
     fn grace(&self) -> Duration {
@@ -96,7 +114,7 @@ impl Supervisor {
             let connected = tokio::select! {
                 result = handshake::connect(&self.spec, &self.shared) => result,
                 () = self.shutdown.cancelled() => {
-                    self.publish(ServerState::Stopped);
+                    self.finish(ServerState::Stopped);
                     return;
                 }
             };
@@ -106,7 +124,7 @@ impl Supervisor {
             };
             match outcome {
                 Outcome::Shutdown => {
-                    self.publish(ServerState::Stopped);
+                    self.finish(ServerState::Stopped);
                     return;
                 }
                 Outcome::Lost { reason } => {
@@ -120,7 +138,7 @@ impl Supervisor {
                     let (error, stderr_tail) = split_tail(failure.error);
                     if auth {
                         tracing::warn!(server = %name, "{error}");
-                        self.publish(ServerState::NeedsAuth {
+                        self.finish(ServerState::NeedsAuth {
                             message: format!(
                                 "{error}; run `mcplex auth login {name}` (or give a token in its `headers`)"
                             ),
@@ -129,7 +147,7 @@ impl Supervisor {
                     }
                     if !ever_connected {
                         tracing::warn!(server = %name, "{error}");
-                        self.publish(ServerState::Failed { error, stderr_tail });
+                        self.finish(ServerState::Failed { error, stderr_tail });
                         return;
                     }
                     tracing::debug!(server = %name, attempt, "reconnect failed: {error}");
@@ -144,7 +162,7 @@ impl Supervisor {
                     last_error.as_deref().unwrap_or("unknown")
                 );
                 tracing::warn!(server = %name, "{reason}");
-                self.publish(ServerState::Disabled { reason });
+                self.finish(ServerState::Disabled { reason });
                 return;
             }
             let delay = backoff_delay(&backoff, attempt);
@@ -157,7 +175,7 @@ impl Supervisor {
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
                 () = self.shutdown.cancelled() => {
-                    self.publish(ServerState::Stopped);
+                    self.finish(ServerState::Stopped);
                     return;
                 }
             }
@@ -212,8 +230,13 @@ impl Supervisor {
         };
         let mut tools_version: u64 = 1;
         let mut tools = Arc::new(tools);
-        // A fresh session starts with a closed breaker: the handshake was its probe.
+        // A fresh session starts with a closed breaker: the handshake was its probe. A signal
+        // left from the last session's failures is stale.
         self.breaker.close();
+        {
+            use futures::FutureExt;
+            let _ = self.breaker.opened.notified().now_or_never();
+        }
         self.set_live(Some(make_live(tools.clone())));
         *ever_connected = true;
         tracing::info!(server = %self.spec.name, %era, %version, tools = tools.len(), "connected");
@@ -268,8 +291,10 @@ impl Supervisor {
                     }
                 }
                 () = self.breaker.opened.notified() => {
-                    self.publish(ServerState::Disabled { reason: self.breaker.describe() });
-                    probe_at = self.breaker.probe_due();
+                    if self.breaker.is_open() {
+                        self.publish(ServerState::Disabled { reason: self.breaker.describe() });
+                        probe_at = self.breaker.probe_due();
+                    }
                 }
                 () = async {
                     match probe_at {
