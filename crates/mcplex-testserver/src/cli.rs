@@ -1,7 +1,7 @@
 //! Command-line flags of `mcplex-testserver`.
 //!
 //! Owns parsing and validation only: every flag becomes a plain value here and the modules
-//! that implement the behaviour (`server`, `tools`, `faults`, `gate`, `stdio`, `http`) read
+//! that implement the behaviour (`server`, `tools`, `faults`, `gate`, `stdio`, `http`, `ws`) read
 //! them. Nothing in this module does I/O.
 
 use std::{net::SocketAddr, path::PathBuf};
@@ -12,8 +12,8 @@ use rmcp::model::ProtocolVersion;
 /// A real MCP server (rmcp server side) with fault knobs, for mcplex's integration tests and
 /// benchmarks.
 ///
-/// Speaks newline-delimited JSON-RPC on stdin/stdout by default (logs only on stderr), or
-/// streamable HTTP under `/mcp` with `--http ADDR`. Every knob below is a real behaviour of this
+/// Speaks newline-delimited JSON-RPC on stdin/stdout by default (logs only on stderr),
+/// streamable HTTP under `/mcp` with `--http ADDR`, or WebSocket under `/mcp` with `--ws ADDR`. Every knob below is a real behaviour of this
 /// process, not a mock.
 ///
 /// Tools: echo, add, slow, image, pid, hang, fail, huge, flood, change_tools (toggles `extra`),
@@ -26,6 +26,17 @@ pub struct Cli {
     /// After binding, prints exactly one line to stdout: `listening on http://ADDR/mcp`.
     #[arg(long, value_name = "ADDR", help_heading = "Transport")]
     pub http: Option<SocketAddr>,
+
+    /// Serve MCP over WebSocket on ADDR (loopback only, e.g. 127.0.0.1:0) under the path /mcp
+    /// with the `mcp` subprotocol instead of stdio. After binding, prints exactly one line to
+    /// stdout: `listening on ws://ADDR/mcp`.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "http",
+        help_heading = "Transport"
+    )]
+    pub ws: Option<SocketAddr>,
 
     /// Allow `--http` to bind a non-loopback address (refused otherwise) and accept any Host
     /// header.
@@ -106,7 +117,7 @@ pub struct Cli {
     pub ignore_sigterm: bool,
 
     /// Keep running after stdin closes (like server-everything) until signalled.
-    #[arg(long, conflicts_with = "http", help_heading = "Process faults")]
+    #[arg(long, conflicts_with_all = ["http", "ws"], help_heading = "Process faults")]
     pub ignore_stdin_eof: bool,
 
     /// Write N numbered lines `testserver stderr line I` to stderr at startup.
@@ -121,12 +132,12 @@ pub struct Cli {
     // ----- stdio wire faults -----
     /// stdio: print junk to stdout: at startup a non-JSON line, a JSON line that is not JSON-RPC
     /// and a partial line whose newline comes later; before every response the first two again.
-    #[arg(long, conflicts_with = "http", help_heading = "stdio wire faults")]
+    #[arg(long, conflicts_with_all = ["http", "ws"], help_heading = "stdio wire faults")]
     pub garbage: bool,
 
     /// stdio: before each `tools/call` response, also send a response with an id that was never
     /// issued (`{"jsonrpc":"2.0","id":999999,"result":{}}`).
-    #[arg(long, conflicts_with = "http", help_heading = "stdio wire faults")]
+    #[arg(long, conflicts_with_all = ["http", "ws"], help_heading = "stdio wire faults")]
     pub unknown_id: bool,
 
     // ----- HTTP faults -----

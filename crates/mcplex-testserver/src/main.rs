@@ -2,7 +2,8 @@
 //! integration tests and benchmarks. Run `mcplex-testserver --help` for every flag.
 //!
 //! This file wires the pieces: flags (`cli`) → startup faults (`faults`) → the handler
-//! (`server`, `tools`) on a transport (`stdio` or `http`), with the raw-message `gate` in front.
+//! (`server`, `tools`) on a transport (`stdio`, `http` or `ws`), with the raw-message `gate` in
+//! front.
 
 mod cli;
 mod faults;
@@ -11,6 +12,7 @@ mod http;
 mod server;
 mod stdio;
 mod tools;
+mod ws;
 
 use std::{
     process::ExitCode,
@@ -108,6 +110,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             },
         )
         .await;
+    }
+
+    if let Some(addr) = cli.ws {
+        return ws::serve(shared, ws::WsOptions { addr, gate }).await;
     }
 
     let transport = StdioTransport::start(StdioOptions {

@@ -199,6 +199,7 @@ async fn attempt(
         server: spec.name.clone(),
         progress: progress.clone(),
         tools_changed: tools_changed.clone(),
+        host: shared.host.clone(),
     };
     let opened = transport::open(spec, &shared.ctx).await?;
     let probe_deadline =
@@ -213,7 +214,53 @@ async fn attempt(
                 server_task: None,
             },
         ),
-        Opened::Http(transport) => (
+        Opened::Http(transport) => {
+            let fallback_handler = HubClient {
+                server: handler.server.clone(),
+                progress: handler.progress.clone(),
+                tools_changed: handler.tools_changed.clone(),
+                host: handler.host.clone(),
+            };
+            let first =
+                handshake(handler, transport, lifecycle, probe.clone(), name, deadline).await;
+            // The spec's backwards compatibility: a POST answered 400/404/405 means an old
+            // HTTP+SSE server; retry as one on the same URL. If that fails too, the streamable
+            // HTTP error is the one reported.
+            let legacy = match &first {
+                Err(HandshakeFailure::Init(e)) => transport::sse::refused_as_legacy(e),
+                _ => None,
+            };
+            let now = Instant::now();
+            match legacy {
+                Some(status) if now < deadline => {
+                    tracing::debug!(server = %name, status, "streamable HTTP refused; trying legacy HTTP+SSE on the same URL");
+                    match transport::open_legacy_sse(spec, &shared.ctx, deadline - now).await {
+                        Ok(sse) => (
+                            handshake(
+                                fallback_handler,
+                                sse,
+                                ClientLifecycleMode::Initialize,
+                                probe,
+                                name,
+                                deadline,
+                            )
+                            .await,
+                            Side::default(),
+                        ),
+                        Err(e) => {
+                            tracing::debug!(server = %name, "legacy HTTP+SSE fallback failed: {e}");
+                            (first, Side::default())
+                        }
+                    }
+                }
+                _ => (first, Side::default()),
+            }
+        }
+        Opened::Sse(transport) => (
+            handshake(handler, transport, lifecycle, probe, name, deadline).await,
+            Side::default(),
+        ),
+        Opened::Ws(transport) => (
             handshake(handler, transport, lifecycle, probe, name, deadline).await,
             Side::default(),
         ),

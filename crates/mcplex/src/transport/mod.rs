@@ -6,7 +6,13 @@
 
 pub(crate) mod http;
 pub(crate) mod inproc;
+pub(crate) mod sse;
 pub(crate) mod stdio;
+pub(crate) mod ws;
+
+use std::collections::BTreeMap;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::{ServerSpec, TransportSpec};
 use crate::error::Error;
@@ -40,6 +46,10 @@ pub(crate) enum Opened {
     },
     /// Streamable HTTP.
     Http(http::HttpTransport),
+    /// Legacy HTTP+SSE (2024-11-05), its `endpoint` event already received.
+    Sse(sse::SseTransport),
+    /// WebSocket, upgraded with the `mcp` subprotocol.
+    Ws(ws::WsTransport),
     /// An in-memory duplex to a server task in this process.
     InProcess {
         stream: tokio::io::DuplexStream,
@@ -70,13 +80,67 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             let (stream, server) = inproc::start(server);
             Ok(Opened::InProcess { stream, server })
         }
-        TransportSpec::Sse { .. } | TransportSpec::Ws { .. } => Err(Error::Connect {
+        TransportSpec::Sse { url, headers } => Ok(Opened::Sse(
+            sse::connect(&spec.name, url, headers, ctx.http()?, spec.startup_timeout).await?,
+        )),
+        TransportSpec::Ws { url, headers } => Ok(Opened::Ws(
+            ws::connect(&spec.name, url, headers, spec.startup_timeout).await?,
+        )),
+    }
+}
+
+/// Legacy HTTP+SSE on a streamable HTTP spec's URL and headers, for a server that refused the
+/// streamable handshake as an old server does (see [`sse::refused_as_legacy`]).
+pub(crate) async fn open_legacy_sse(
+    spec: &ServerSpec,
+    ctx: &TransportContext,
+    within: std::time::Duration,
+) -> Result<sse::SseTransport, Error> {
+    match &spec.transport {
+        TransportSpec::Http { url, headers } => {
+            sse::connect(&spec.name, url, headers, ctx.http()?, within).await
+        }
+        other => Err(Error::Connect {
             server: spec.name.clone(),
             message: format!(
-                "transport type `{}` is not supported yet; use `stdio` or `http` (streamable HTTP)",
-                spec.transport.kind()
+                "a `{}` server has no legacy HTTP+SSE fallback",
+                other.kind()
             ),
             stderr_tail: Vec::new(),
         }),
     }
+}
+
+/// The configured headers as an HTTP header map; fails on a name or value that is not valid
+/// HTTP, or on a name in `reserved` (headers the transport itself manages).
+pub(crate) fn header_map(
+    server: &str,
+    headers: &BTreeMap<String, String>,
+    reserved: &[&str],
+) -> Result<HeaderMap, Error> {
+    let bad = |message: String| Error::Connect {
+        server: server.to_string(),
+        message,
+        stderr_tail: Vec::new(),
+    };
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            bad(format!(
+                "header name `{name}` is not a valid HTTP header name"
+            ))
+        })?;
+        if reserved.contains(&header_name.as_str()) {
+            return Err(bad(format!(
+                "header `{name}` is managed by the protocol and cannot be set in the config"
+            )));
+        }
+        let header_value = HeaderValue::from_str(value).map_err(|_| {
+            bad(format!(
+                "header `{name}` has a value that is not valid in HTTP (control characters?)"
+            ))
+        })?;
+        map.insert(header_name, header_value);
+    }
+    Ok(map)
 }
