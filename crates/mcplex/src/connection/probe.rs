@@ -1,7 +1,9 @@
 //! The era probe's deadline. rmcp's `Auto` lifecycle sends `server/discover` and waits 10 s
 //! for a legacy server that ignores unknown methods; this transport wrapper answers an
 //! unanswered probe itself with "method not found" after our short deadline, so rmcp falls
-//! back to `initialize` on the same connection at once. A late real answer is dropped.
+//! back to `initialize` on the same connection at once. A late real answer is dropped. A
+//! probe answered with something other than a discover result (a legacy server that answers
+//! every method with `{}`) is treated as "method not found" too.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -82,7 +84,23 @@ where
                     tokio::select! {
                         message = self.inner.receive() => {
                             if message.as_ref().and_then(response_id) == Some(id) {
+                                let id = id.clone();
                                 self.waiting = None;
+                                if let Some(JsonRpcMessage::Response(response)) = &message
+                                    && !matches!(response.result, ServerResult::DiscoverResult(_))
+                                {
+                                    // A handshake-era server that answers every method with
+                                    // an empty result: as good as "method not found".
+                                    tracing::debug!(server = %self.server, "server/discover answered with something else; trying the initialize handshake");
+                                    return Some(ServerJsonRpcMessage::error(
+                                        ErrorData::new(
+                                            ErrorCode::METHOD_NOT_FOUND,
+                                            "server/discover answered with a result that is not a discover result",
+                                            None,
+                                        ),
+                                        Some(id),
+                                    ));
+                                }
                             }
                             message
                         }
