@@ -471,25 +471,26 @@ impl Hub {
             .entries()
             .iter()
             .cloned()
-            .chain(visible.map(|tool| {
-                // Compile once per schema version: an invalid schema is logged now, and the tool
-                // stays listed (its calls go unvalidated).
-                let _ = inner
-                    .validators
-                    .input(&tool.server, &tool.raw_name, &tool.input_schema);
-                SourcedTool {
-                    origin: ToolOrigin::Mcp {
-                        server: tool.server.clone(),
-                    },
-                    tool,
-                }
+            .chain(visible.map(|tool| SourcedTool {
+                origin: ToolOrigin::Mcp {
+                    server: tool.server.clone(),
+                },
+                tool,
             }));
         let merged = handler::merge(sourced);
         match self.inner.shadowed.write() {
             Ok(mut shadowed) => *shadowed = merged.dropped,
             Err(poisoned) => *poisoned.into_inner() = merged.dropped,
         }
-        let catalog = Arc::new(Catalog::from_sourced(merged.tools));
+        let mut catalog = Catalog::from_sourced(merged.tools);
+        // Compiled once per schema version: an invalid schema is logged now, and the tool
+        // stays listed (its calls go unvalidated).
+        catalog.attach_validators(|tool| {
+            inner
+                .validators
+                .input(&tool.server, &tool.raw_name, &tool.input_schema)
+        });
+        let catalog = Arc::new(catalog);
         let mut cached = match self.inner.catalog.write() {
             Ok(c) => c,
             Err(poisoned) => poisoned.into_inner(),
@@ -642,13 +643,15 @@ impl Hub {
                 });
             }
         };
-        let found = self
-            .catalog()
-            .get_with_origin(name)
-            .map(|(tool, origin)| (tool.clone(), origin.clone()));
-        let (tool, origin) = match found {
+        // Borrowed from the catalog snapshot: no per-call copy of the tool and its schemas.
+        let catalog = self.catalog();
+        let looked_up;
+        let (tool, origin) = match catalog.get_with_origin(name) {
             Some(found) => found,
-            None => self.lookup_after_startup(name, &options).await?,
+            None => {
+                looked_up = self.lookup_after_startup(name, &options).await?;
+                (&looked_up.0, &looked_up.1)
+            }
         };
         let inner = &self.inner;
         let index = match &origin {
@@ -670,11 +673,19 @@ impl Hub {
                 .map_err(Error::Denied)?;
         }
         // Validation: the server never sees arguments its own schema rejects.
-        schema::check_call(&inner.validators, &tool, &mut arguments).map_err(|problems| {
-            Error::InvalidArguments {
-                tool: tool.name.clone(),
-                message: schema::validate::describe(&problems),
+        let checked = match catalog.validator(&tool.name) {
+            Some(compiled) => {
+                schema::export::drop_null_optionals(&tool.input_schema, &mut arguments);
+                match compiled.as_ref() {
+                    Ok(validator) => validator.validate(&arguments),
+                    Err(_) => Ok(()),
+                }
             }
+            None => schema::check_call(&inner.validators, tool, &mut arguments),
+        };
+        checked.map_err(|problems| Error::InvalidArguments {
+            tool: tool.name.clone(),
+            message: schema::validate::describe(&problems),
         })?;
 
         let (result, max_bytes) = match index {

@@ -103,6 +103,8 @@ impl ServerTool {
 pub(crate) struct Catalog {
     tools: Vec<Tool>,
     origins: Vec<crate::handler::ToolOrigin>,
+    /// Each tool's compiled input schema, resolved once per catalog rather than per call.
+    validators: Vec<Option<crate::schema::validate::Compiled>>,
     by_name: HashMap<String, usize>,
 }
 
@@ -164,11 +166,28 @@ impl Catalog {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
+        let validators = vec![None; tools.len()];
         Catalog {
             tools,
             origins,
+            validators,
             by_name,
         }
+    }
+
+    /// Resolves every tool's compiled input schema (through the hub's validator cache).
+    pub(crate) fn attach_validators(
+        &mut self,
+        compile: impl Fn(&Tool) -> crate::schema::validate::Compiled,
+    ) {
+        self.validators = self.tools.iter().map(|t| Some(compile(t))).collect();
+    }
+
+    /// The compiled input schema of the tool exposed as `name`, when attached.
+    pub(crate) fn validator(&self, name: &str) -> Option<&crate::schema::validate::Compiled> {
+        self.by_name
+            .get(name)
+            .and_then(|&i| self.validators[i].as_ref())
     }
 
     /// The tool exposed as `name` and where it comes from.
