@@ -663,12 +663,12 @@ impl Hub {
         // Policy: a denied call never reaches the server.
         if !inner.policy.is_allow_all() {
             let effects = match index {
-                Some(i) => inner.effects[i].effects_of(&tool),
+                Some(i) => inner.effects[i].effects_of(tool),
                 None => SideEffects::from_annotations(&tool.annotations),
             };
             inner
                 .policy
-                .enforce(&tool, effects, &arguments, inner.approver.as_ref())
+                .enforce(tool, effects, &arguments, inner.approver.as_ref())
                 .await
                 .map_err(Error::Denied)?;
         }
@@ -698,7 +698,7 @@ impl Hub {
                 };
                 let connection = &inner.connections[i];
                 let result = connection
-                    .call(&tool.raw_name, Some(map), is_safe(&tool), &options)
+                    .call(&tool.raw_name, Some(map), is_safe(tool), &options)
                     .await?;
                 (result, connection.spec.options.max_result_bytes)
             }
@@ -717,7 +717,7 @@ impl Hub {
         };
         let mut result = result;
         if let Some(structured) = &result.structured_content {
-            let problems = schema::check_output(&inner.validators, &tool, structured);
+            let problems = schema::check_output(&inner.validators, tool, structured);
             if !problems.is_empty() {
                 tracing::warn!(
                     tool = %tool.name,
