@@ -826,3 +826,58 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+/// A hub is itself a tool source: its MCP servers' tools behind one name, so one hub (or a
+/// harness's own registry) can take another's servers as a source like any other.
+impl handler::ToolSource for Hub {
+    fn name(&self) -> &str {
+        "mcp"
+    }
+
+    fn kind(&self) -> handler::SourceKind {
+        handler::SourceKind::Mcp
+    }
+
+    fn tools(&self) -> futures::future::BoxFuture<'_, Result<Vec<Tool>>> {
+        Box::pin(async move {
+            Ok(self
+                .tools()
+                .into_iter()
+                .filter(|t| self.inner.by_name.contains_key(&t.server))
+                .collect())
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        options: &'a CallOptions,
+    ) -> futures::future::BoxFuture<'a, Result<ToolResult>> {
+        Box::pin(self.call_with(name, arguments, options.clone()))
+    }
+
+    fn health(&self) -> handler::Health {
+        let states: Vec<ServerState> = self
+            .inner
+            .connections
+            .iter()
+            .map(Connection::state)
+            .collect();
+        let connected = states
+            .iter()
+            .filter(|s| matches!(s, ServerState::Connected { .. }))
+            .count();
+        if connected == states.len() {
+            handler::Health::Ready
+        } else if connected == 0 {
+            handler::Health::Unavailable {
+                reason: "no MCP server is connected".into(),
+            }
+        } else {
+            handler::Health::Degraded {
+                reason: format!("{connected} of {} MCP servers connected", states.len()),
+            }
+        }
+    }
+}

@@ -317,3 +317,28 @@ async fn the_same_server_configured_twice_is_started_once() {
     assert!(hub.tools().iter().all(|t| t.server != "second"));
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn mcp_servers_are_a_tool_source_like_any_other() {
+    use mcplex::ToolSource;
+    // One hub's MCP servers handed to another harness's registry as a custom source.
+    let upstream = started(vec![testserver("up", &[])], options()).await;
+    assert!(matches!(upstream.health(), mcplex::handler::Health::Ready));
+    let listed = ToolSource::tools(&upstream).await.unwrap();
+    assert!(listed.iter().any(|t| t.name == "mcp__up__echo"));
+
+    let mut registry = HandlerRegistry::new();
+    registry.register_source(Arc::new(upstream.clone()));
+    let failures = registry.refresh().await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let hub = started(vec![], options().with_registry(registry)).await;
+    let names: Vec<String> = hub.tools().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"mcp__up__echo".to_string()), "{names:?}");
+    let result = hub
+        .call("mcp__up__echo", json!({"text": "through two hubs"}))
+        .await
+        .unwrap();
+    assert_eq!(result.to_text(), "through two hubs");
+    hub.shutdown().await;
+    upstream.shutdown().await;
+}
