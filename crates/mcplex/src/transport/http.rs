@@ -45,34 +45,15 @@ pub(crate) fn connect(
     headers: &BTreeMap<String, String>,
     client: reqwest::Client,
 ) -> Result<HttpTransport, Error> {
-    let bad = |message: String| Error::Connect {
-        server: server.to_string(),
-        message,
-        stderr_tail: Vec::new(),
-    };
-    let mut custom_headers = HashMap::new();
-    for (name, value) in headers {
-        let header_name =
-            reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                bad(format!(
-                    "header name `{name}` is not a valid HTTP header name"
-                ))
-            })?;
-        if matches!(
-            header_name.as_str(),
-            "accept" | "mcp-session-id" | "last-event-id"
-        ) {
-            return Err(bad(format!(
-                "header `{name}` is managed by the protocol and cannot be set in the config"
-            )));
-        }
-        let header_value = reqwest::header::HeaderValue::from_str(value).map_err(|_| {
-            bad(format!(
-                "header `{name}` has a value that is not valid in HTTP (control characters?)"
-            ))
-        })?;
-        custom_headers.insert(header_name, header_value);
-    }
+    // rmcp manages these itself and refuses them as custom headers.
+    let custom_headers: HashMap<_, _> = super::header_map(
+        server,
+        headers,
+        &["accept", "mcp-session-id", "last-event-id"],
+    )?
+    .into_iter()
+    .filter_map(|(name, value)| name.map(|name| (name, value)))
+    .collect();
     let mut retry = ExponentialBackoff::default();
     retry.max_times = Some(SSE_RECONNECT_TRIES);
     retry.base_duration = SSE_RECONNECT_BASE;
