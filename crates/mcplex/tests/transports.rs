@@ -7,8 +7,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
@@ -69,27 +67,9 @@ fn everything_sse() -> support::ServerProcess {
 
 /// Our test server over WebSocket on 127.0.0.1, with its URL.
 fn testserver_ws(args: &[&str]) -> support::ServerProcess {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(support::testserver())
-        .args(["--ws", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("start test server");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read listening line");
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line from test server: {line:?}"))
-        .to_string();
-    assert!(url.starts_with("ws://127.0.0.1:"), "{url}");
-    support::ServerProcess { child, url }
+    let server = support::testserver_listening("--ws", args);
+    assert!(server.url.starts_with("ws://127.0.0.1:"), "{}", server.url);
+    server
 }
 
 /// No retry of a "safe" call after a lost connection: the test measures the failure itself,

@@ -108,9 +108,15 @@ impl Drop for ServerProcess {
 
 /// Starts the test server over streamable HTTP on 127.0.0.1 and returns it with its URL.
 pub fn testserver_http(args: &[&str]) -> ServerProcess {
+    testserver_listening("--http", args)
+}
+
+/// Starts the test server in a listening mode (`--http`, `--ws`) on 127.0.0.1 and returns
+/// it with the URL it prints once bound.
+pub fn testserver_listening(mode: &str, args: &[&str]) -> ServerProcess {
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(testserver())
-        .args(["--http", "127.0.0.1:0"])
+        .args([mode, "127.0.0.1:0"])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
