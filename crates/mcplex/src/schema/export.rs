@@ -664,6 +664,33 @@ fn at(path: &str) -> String {
 }
 
 impl Strict<'_> {
+    /// Inlines the schema `reference` points at, merged with the keywords beside `$ref`,
+    /// guarding against a reference that leads back to itself while it is being inlined.
+    fn inline(
+        &mut self,
+        target: Option<Value>,
+        map: &Map<String, Value>,
+        reference: &str,
+        depth: usize,
+        path: &str,
+    ) -> Result<Value, String> {
+        let Some(Value::Object(mut merged)) = target else {
+            return Err(format!(
+                "{} refers to a schema that accepts any value",
+                at(path)
+            ));
+        };
+        for (k, v) in map {
+            if k != "$ref" {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        self.inlining.push(reference.to_string());
+        let result = self.node(&Value::Object(merged), depth, path);
+        self.inlining.pop();
+        result
+    }
+
     fn node(&mut self, node: &Value, depth: usize, path: &str) -> Result<Value, String> {
         let Value::Object(map) = node else {
             return Err(format!("{} accepts any value", at(path)));
@@ -747,24 +774,8 @@ impl Strict<'_> {
                     && siblings
                     && !self.inlining.iter().any(|r| r == reference) =>
             {
-                let mut merged = match self.defs.get(&name) {
-                    Some(Value::Object(target)) => target.clone(),
-                    _ => {
-                        return Err(format!(
-                            "{} refers to a schema that accepts any value",
-                            at(path)
-                        ));
-                    }
-                };
-                for (k, v) in map {
-                    if k != "$ref" {
-                        merged.insert(k.clone(), v.clone());
-                    }
-                }
-                self.inlining.push(reference.to_string());
-                let result = self.node(&Value::Object(merged), depth, path);
-                self.inlining.pop();
-                return result;
+                let target = self.defs.get(&name).cloned();
+                return self.inline(target, map, reference, depth, path);
             }
             Some(name) if self.defs.contains_key(&name) => {
                 out.insert("$ref".into(), format!("#/$defs/{name}").into());
@@ -787,24 +798,7 @@ impl Strict<'_> {
                         at(path)
                     ));
                 };
-                let mut merged = match target {
-                    Value::Object(t) => t,
-                    _ => {
-                        return Err(format!(
-                            "{} refers to a schema that accepts any value",
-                            at(path)
-                        ));
-                    }
-                };
-                for (k, v) in map {
-                    if k != "$ref" {
-                        merged.insert(k.clone(), v.clone());
-                    }
-                }
-                self.inlining.push(reference.to_string());
-                let result = self.node(&Value::Object(merged), depth, path);
-                self.inlining.pop();
-                return result;
+                return self.inline(Some(target), map, reference, depth, path);
             }
         }
         Ok(Value::Object(out))
