@@ -1,13 +1,15 @@
 //! Command-line flags of `mcplex-testserver`.
 //!
 //! Owns parsing and validation only: every flag becomes a plain value here and the modules
-//! that implement the behaviour (`server`, `tools`, `faults`, `gate`, `stdio`, `http`, `ws`) read
-//! them. Nothing in this module does I/O.
+//! that implement the behaviour (`server`, `tools`, `faults`, `gate`, `stdio`, `http`, `ws`,
+//! `oauth`) read them. Nothing in this module does I/O.
 
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, ValueEnum};
 use rmcp::model::ProtocolVersion;
+
+use crate::oauth::{DEFAULT_TOKEN_TTL_SECS, PresetClient};
 
 /// A real MCP server (rmcp server side) with fault knobs, for mcplex's integration tests and
 /// benchmarks.
@@ -156,6 +158,43 @@ pub struct Cli {
         help_heading = "HTTP faults"
     )]
     pub http_fail_after: u64,
+
+    // ----- OAuth -----
+    /// HTTP: make the same listener an OAuth 2.1 authorization server (issuer `http://ADDR`,
+    /// metadata, dynamic registration, code flow with PKCE S256, refresh rotation,
+    /// client_credentials) and require `Authorization: Bearer` with a live access token on
+    /// every request to /mcp (else 401 with `WWW-Authenticate: Bearer resource_metadata=...`).
+    /// Consent is automatic: /authorize redirects with a code at once.
+    #[arg(
+        long,
+        requires = "http",
+        conflicts_with = "allow_remote",
+        help_heading = "OAuth"
+    )]
+    pub oauth: bool,
+
+    /// With `--oauth`: access tokens expire SECS seconds after they are issued (refresh tokens
+    /// do not expire).
+    #[arg(
+        long,
+        value_name = "SECS",
+        requires = "oauth",
+        default_value_t = DEFAULT_TOKEN_TTL_SECS,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "OAuth"
+    )]
+    pub token_ttl: u64,
+
+    /// With `--oauth`: a pre-registered confidential client that may use the client_credentials
+    /// grant, authenticating with client_secret_basic or client_secret_post. Repeatable.
+    #[arg(
+        long = "oauth-client",
+        value_name = "ID:SECRET",
+        requires = "oauth",
+        value_parser = parse_preset_client,
+        help_heading = "OAuth"
+    )]
+    pub oauth_clients: Vec<PresetClient>,
 }
 
 const AFTER_HELP: &str = "\
@@ -164,6 +203,21 @@ HTTP admin endpoints (same listener, never affected by failures):
                                                  through; N times, or until healed)
   POST /admin/heal                               stop failing (also cancels --http-fail)
   POST /admin/drop_sessions                      close every session: their ids now get 404
+
+With --oauth, on the same listener (the admin endpoints are never protected):
+  GET  /.well-known/oauth-protected-resource[/mcp]  RFC 9728 resource metadata
+  GET  /.well-known/oauth-authorization-server      RFC 8414 metadata (also at
+                                                    /.well-known/openid-configuration)
+  POST /register                                    RFC 7591 dynamic client registration
+  GET  /authorize                                   code flow: PKCE S256 and resource required
+  POST /token                                       authorization_code, refresh_token (rotated),
+                                                    client_credentials
+  POST /admin/oauth/revoke                          revoke every access and refresh token
+  POST /admin/oauth/expire                          expire every access token (refresh stays)
+  GET  /admin/oauth/stats                           counters: registrations, authorizations,
+                                                    code_exchanges, refreshes,
+                                                    client_credentials, rejected (401s on /mcp),
+                                                    last_scope, last_resource
 
 Exit codes: 0 on stdin EOF or a client that left before the handshake, 1 on error, 2 on bad
 flags, 3 for --crash-after/--crash-on, 7 for the sleep_then_exit tool, CODE for
@@ -213,6 +267,16 @@ fn parse_status(value: &str) -> Result<u16, String> {
     Ok(status)
 }
 
+fn parse_preset_client(value: &str) -> Result<PresetClient, String> {
+    match value.split_once(':') {
+        Some((id, secret)) if !id.is_empty() && !secret.is_empty() => Ok(PresetClient {
+            id: id.to_owned(),
+            secret: secret.to_owned(),
+        }),
+        _ => Err(format!("`{value}` is not ID:SECRET")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +296,31 @@ mod tests {
         assert_eq!(parse_status("401"), Ok(401));
         assert!(parse_status("99").is_err());
         assert!(parse_status("x").is_err());
+    }
+
+    #[test]
+    fn preset_clients_are_id_colon_secret() {
+        assert_eq!(
+            parse_preset_client("ci:s3:cret"),
+            Ok(PresetClient {
+                id: "ci".to_owned(),
+                secret: "s3:cret".to_owned()
+            })
+        );
+        assert!(parse_preset_client("ci").is_err());
+        assert!(parse_preset_client(":secret").is_err());
+        assert!(parse_preset_client("ci:").is_err());
+    }
+
+    #[test]
+    fn oauth_needs_http() {
+        assert!(Cli::try_parse_from(["t", "--oauth"]).is_err());
+        assert!(Cli::try_parse_from(["t", "--http", "127.0.0.1:0", "--token-ttl", "5"]).is_err());
+        let cli = Cli::try_parse_from(["t", "--http", "127.0.0.1:0", "--oauth"]);
+        assert_eq!(
+            cli.ok().map(|cli| cli.token_ttl),
+            Some(DEFAULT_TOKEN_TTL_SECS)
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The streamable HTTP face: rmcp's `StreamableHttpService` under `/mcp`, served by axum.
 //!
-//! Owns binding (loopback only unless `--allow-remote`), the `listening on …` line, the fault
-//! middleware in front of `/mcp` (the HTTP failure switch, then the gate) and the admin
-//! endpoints that flip the switch at run time. MCP semantics stay in rmcp and `server`.
+//! Owns binding (loopback only unless `--allow-remote`), the `listening on …` line, the
+//! middleware in front of `/mcp` (with `--oauth` the bearer check of `oauth` first, then the
+//! HTTP failure switch, then the gate) and the admin endpoints that flip the switch at run time.
+//! MCP semantics stay in rmcp and `server`; OAuth stays in `oauth`.
 
 use std::{
     convert::Infallible,
@@ -33,6 +34,7 @@ use serde::Deserialize;
 use crate::{
     faults::HttpFailure,
     gate::{Gate, Probe, Verdict},
+    oauth::{self, AuthorizationServer, OAuthOptions},
     server::{Shared, TestServer},
 };
 
@@ -40,7 +42,7 @@ use crate::{
 const MAX_GATED_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// How to serve HTTP.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
     pub allow_remote: bool,
@@ -48,6 +50,9 @@ pub struct HttpOptions {
     pub json_response: bool,
     pub gate: Gate,
     pub failure: HttpFailure,
+    /// `--oauth`: guard `/mcp` with bearer tokens from an authorization server on the same
+    /// listener.
+    pub oauth: Option<OAuthOptions>,
 }
 
 /// State of the middleware and the admin endpoints.
@@ -105,16 +110,24 @@ pub async fn serve(shared: Arc<Shared>, options: HttpOptions) -> anyhow::Result<
         sessions,
         resource_metadata: format!("http://{local}/.well-known/oauth-protected-resource/mcp"),
     });
-    let app = Router::new()
+    let mut mcp = Router::new()
         .route_service("/mcp", service)
-        .layer(middleware::from_fn_with_state(state.clone(), guard))
-        .merge(
-            Router::new()
-                .route("/admin/fail", post(admin_fail))
-                .route("/admin/heal", post(admin_heal))
-                .route("/admin/drop_sessions", post(admin_drop_sessions))
-                .with_state(state),
-        );
+        .layer(middleware::from_fn_with_state(state.clone(), guard));
+    let mut app = Router::new()
+        .route("/admin/fail", post(admin_fail))
+        .route("/admin/heal", post(admin_heal))
+        .route("/admin/drop_sessions", post(admin_drop_sessions))
+        .with_state(state);
+    if let Some(oauth) = options.oauth {
+        let authority = Arc::new(AuthorizationServer::new(&format!("http://{local}"), oauth));
+        // The outermost layer runs first: the bearer check comes before the failure switch.
+        mcp = mcp.layer(middleware::from_fn_with_state(
+            authority.clone(),
+            oauth::protect,
+        ));
+        app = app.merge(oauth::routes(authority));
+    }
+    let app = mcp.merge(app);
 
     {
         let mut stdout = std::io::stdout().lock();

@@ -3,12 +3,13 @@
 //!
 //! This file wires the pieces: flags (`cli`) → startup faults (`faults`) → the handler
 //! (`server`, `tools`) on a transport (`stdio`, `http` or `ws`), with the raw-message `gate` in
-//! front.
+//! front and, over HTTP with `--oauth`, the authorization server of `oauth`.
 
 mod cli;
 mod faults;
 mod gate;
 mod http;
+mod oauth;
 mod server;
 mod stdio;
 mod tools;
@@ -17,6 +18,7 @@ mod ws;
 use std::{
     process::ExitCode,
     sync::{Arc, atomic::AtomicBool},
+    time::Duration,
 };
 
 use clap::Parser;
@@ -107,6 +109,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 json_response: cli.json_response,
                 gate,
                 failure,
+                oauth: cli.oauth.then(|| oauth::OAuthOptions {
+                    token_ttl: Duration::from_secs(cli.token_ttl),
+                    clients: cli.oauth_clients,
+                }),
             },
         )
         .await;
