@@ -17,6 +17,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use std::sync::Arc;
+
+use mcplex::auth::HeadlessAuthorizer;
+use mcplex::config::{AuthSpec, OAuthSpec};
 use mcplex::host::{ElicitationKind, ElicitationReply, ElicitationRequest, SamplingReply};
 use mcplex::{Host, Hub, HubOptions, ServerSpec, ServerState, Tool};
 use serde_json::{Map, Value, json};
@@ -95,14 +99,52 @@ async fn run() -> anyhow::Result<()> {
     let spec = ServerSpec::http(SERVER, invocation.url.clone())
         .with_startup_timeout(STARTUP_TIMEOUT)
         .with_call_timeout(CALL_TIMEOUT)
-        .with_required(true);
+        .with_required(true)
+        .with_auth(AuthSpec::oauth(oauth(
+            &invocation.scenario,
+            invocation.context.as_ref(),
+        )));
+    let authorizer = HeadlessAuthorizer::new()
+        .map_err(|e| anyhow::anyhow!("cannot set up the authorizer: {e}"))?;
     let options = HubOptions::ephemeral()
         .with_shutdown_grace(SHUTDOWN_GRACE)
-        .with_host(host());
+        .with_host(host())
+        .with_authorizer(Arc::new(authorizer));
     let hub = Hub::start(vec![spec], options)?;
     let outcome = exercise(&hub, &invocation.scenario, invocation.context.as_ref()).await;
     hub.shutdown().await;
     outcome
+}
+
+/// This client's metadata document, as the suite's CIMD scenario expects it (a harness
+/// would host its own).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The OAuth settings a user would configure for the scenario: the credentials the suite hands
+/// over (`client_id` with `client_secret` or `private_key_pem`), the client-credentials grant
+/// for its `client-credentials-*` scenarios, and a metadata-document URL for the rest.
+fn oauth(scenario: &str, context: Option<&Value>) -> OAuthSpec {
+    let text = |key: &str| {
+        context
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let client_id = text("client_id");
+    let secret = text("client_secret");
+    let key = text("private_key_pem");
+    match (client_id, scenario.starts_with("auth/client-credentials")) {
+        (Some(id), true) => match key {
+            Some(pem) => OAuthSpec::client_credentials_jwt(
+                id,
+                pem,
+                text("signing_algorithm").unwrap_or_else(|| "ES256".into()),
+            ),
+            None => OAuthSpec::client_credentials(id, secret.unwrap_or_default()),
+        },
+        (Some(id), false) => OAuthSpec::preregistered(id, secret),
+        (None, _) => OAuthSpec::default().with_client_metadata_url(CLIENT_METADATA_URL),
+    }
 }
 
 /// The host a test harness would be: it accepts every form with the schema's defaults (the

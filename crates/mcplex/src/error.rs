@@ -29,6 +29,16 @@ pub enum Error {
         stderr_tail: Vec<String>,
     },
 
+    /// OAuth failed for a server: discovery, registration, the authorization, the token
+    /// store, or the server refused every token.
+    #[error("server `{server}`: authorization failed: {message}")]
+    Auth {
+        /// The server's name.
+        server: String,
+        /// What went wrong and what to do.
+        message: String,
+    },
+
     /// Something did not answer in time.
     #[error("server `{server}`: {what} timed out after {}", fmt_duration(*after))]
     Timeout {

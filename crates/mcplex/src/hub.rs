@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{AuthContext, Authorizer, TokenStore};
 use crate::catalog::filter::NameFilter;
 use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, CatalogSnapshot, Tool};
@@ -48,6 +49,11 @@ pub struct HubOptions {
     /// Answers to server→client requests (roots, sampling, elicitation); by default none is
     /// offered.
     pub host: Host,
+    /// Where OAuth tokens live (the user's token file by default, memory when ephemeral).
+    pub token_store: TokenStore,
+    /// Runs an OAuth authorization inside the hub when a server needs one; without one such a
+    /// server ends `NeedsAuth` with the command to run.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -57,6 +63,8 @@ impl std::fmt::Debug for HubOptions {
             .field("shutdown_grace", &self.shutdown_grace)
             .field("policy", &self.policy)
             .field("local_tools", &self.registry.entries().len())
+            .field("token_store", &self.token_store)
+            .field("authorizer", &self.authorizer.is_some())
             .finish()
     }
 }
@@ -71,17 +79,32 @@ impl Default for HubOptions {
             registry: Arc::new(HandlerRegistry::new()),
             spill: Spill::in_temp_dir(),
             host: Host::default(),
+            token_store: TokenStore::user_default(),
+            authorizer: None,
         }
     }
 }
 
 impl HubOptions {
-    /// Options with the era cache kept in memory only.
+    /// Options with the era cache and the OAuth tokens kept in memory only.
     pub fn ephemeral() -> Self {
         Self {
             era_cache: None,
+            token_store: TokenStore::memory(),
             ..Self::default()
         }
+    }
+
+    /// Builder-style: where OAuth tokens are kept.
+    pub fn with_token_store(mut self, store: TokenStore) -> Self {
+        self.token_store = store;
+        self
+    }
+
+    /// Builder-style: run OAuth authorizations inside the hub with `authorizer`.
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
     }
 
     /// Builder-style: set the shutdown grace period.
@@ -375,7 +398,10 @@ impl Hub {
         }
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let shared = Shared {
-            ctx: TransportContext::default(),
+            ctx: TransportContext::new(AuthContext::new(
+                options.token_store.clone(),
+                options.authorizer.clone(),
+            )),
             eras: EraCache::open(options.era_cache.clone()),
             events: events.clone(),
             shutdown_grace: options.shutdown_grace,

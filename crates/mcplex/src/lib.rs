@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
 pub mod catalog;
 pub mod config;
 mod connection;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::auth::RawAuth;
 use super::entry::{Context, Entry, Fields, FileEntries, RawTransport};
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
@@ -170,10 +171,19 @@ fn server(name: &str, value: Value, cx: &Context<'_>) -> Result<Entry, ConfigErr
 
     let RawServer {
         transport,
+        auth,
         disabled,
     } = raw;
     let transport = fields.transport(transport)?;
-    let mut spec = ServerSpec::new(name, transport);
+    let auth = if matches!(transport, super::TransportSpec::Stdio { .. }) {
+        for field in auth.present() {
+            tracing::debug!(server = %name, file = %cx.file.display(), field, "field ignored: does not apply to a stdio server");
+        }
+        super::AuthSpec::default()
+    } else {
+        fields.auth(auth, false)?
+    };
+    let mut spec = ServerSpec::new(name, transport).with_auth(auth);
     if let Some(disabled) = disabled {
         spec.enabled = !fields.boolean("disabled", disabled)?;
     }
@@ -187,6 +197,7 @@ fn server(name: &str, value: Value, cx: &Context<'_>) -> Result<Entry, ConfigErr
 /// The keys of a Claude entry that mean something to us.
 struct RawServer {
     transport: RawTransport,
+    auth: RawAuth,
     disabled: Option<Value>,
 }
 
@@ -194,6 +205,7 @@ impl RawServer {
     fn take(map: &mut Map<String, Value>) -> Self {
         RawServer {
             transport: RawTransport::take(map),
+            auth: RawAuth::take(map),
             disabled: map.remove("disabled").filter(|value| !value.is_null()),
         }
     }

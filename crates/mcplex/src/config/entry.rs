@@ -45,6 +45,8 @@ pub(crate) struct FileEntries {
 }
 
 /// One usable entry.
+// A config holds a handful of entries, each moved once: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Entry {
     /// A whole server: replaces any earlier entry of that name.
     Define(ServerSpec),
@@ -289,8 +291,22 @@ impl<'a> Fields<'a> {
         super::duration::parse(value).map_err(|message| self.invalid(Some(field), message))
     }
 
+    /// The entry's name.
+    pub fn server(&self) -> &str {
+        self.server
+    }
+
+    /// `path` as written in the config file: relative paths are relative to the file's folder.
+    pub fn relative_to_file(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            return path.to_path_buf();
+        }
+        let base = self.cx.file.parent().unwrap_or(Path::new(""));
+        base.join(path)
+    }
+
     /// A string with `${VAR}` references expanded.
-    fn expanded(&self, field: &str, value: Value) -> Result<String, ConfigError> {
+    pub fn expanded(&self, field: &str, value: Value) -> Result<String, ConfigError> {
         let text = self.string(field, value)?;
         self.expand(field, &text)
     }
@@ -550,11 +566,7 @@ impl<'a> Fields<'a> {
         } else {
             PathBuf::from(&text)
         };
-        if path.is_absolute() {
-            return Ok(path);
-        }
-        let base = self.cx.file.parent().unwrap_or(Path::new(""));
-        Ok(base.join(path))
+        Ok(self.relative_to_file(&path))
     }
 }
 

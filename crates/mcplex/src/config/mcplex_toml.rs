@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+use super::auth::RawAuth;
 use super::entry::{Context, Entry, Fields, FileEntries, Overlay, RawTransport};
 use super::options::{self, RawOptions};
 use super::{ConfigError, Dialect, Origin, ServerSpec};
@@ -25,6 +26,8 @@ const SERVER_KEYS: &[&str] = &[
     "cwd",
     "url",
     "headers",
+    "headers_helper",
+    "oauth",
     "enabled",
     "required",
     "startup_timeout",
@@ -163,6 +166,7 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
 
     let RawServer {
         transport,
+        auth,
         enabled,
         required,
         startup_timeout,
@@ -188,7 +192,8 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
     };
 
     if !transport.defines_server() {
-        if let Some(field) = transport.detail_fields().first() {
+        let detail = transport.detail_fields().first().copied();
+        if let Some(field) = detail.or_else(|| auth.present().first().copied()) {
             return Err(fields.invalid(
                 Some(field),
                 format!(
@@ -200,7 +205,16 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
     }
 
     let transport = fields.transport(transport)?;
-    let mut spec = ServerSpec::new(name, transport);
+    if matches!(transport, super::TransportSpec::Stdio { .. })
+        && let Some(field) = auth.present().first()
+    {
+        return Err(fields.invalid(
+            Some(field),
+            "does not apply to a stdio server: remove it, or set type = \"http\" for a remote server",
+        ));
+    }
+    let auth = fields.auth(auth, true)?;
+    let mut spec = ServerSpec::new(name, transport).with_auth(auth);
     options
         .apply(&mut spec)
         .map_err(|invalid| fields.invalid(Some(&invalid.field), invalid.message))?;
@@ -214,6 +228,7 @@ fn server(name: &str, value: toml::Value, cx: &Context<'_>) -> Result<Entry, Con
 /// A `[servers.NAME]` table as written, field by field.
 struct RawServer {
     transport: RawTransport,
+    auth: RawAuth,
     enabled: Option<Value>,
     required: Option<Value>,
     startup_timeout: Option<Value>,
@@ -227,6 +242,7 @@ impl RawServer {
     /// Moves every known key out of `map`; what is left is unknown.
     fn take(map: &mut Map<String, Value>) -> Self {
         let transport = RawTransport::take(map);
+        let auth = RawAuth::take(map);
         let mut take = |key: &str| map.remove(key).filter(|value| !value.is_null());
         let enabled = take("enabled");
         let required = take("required");
@@ -236,6 +252,7 @@ impl RawServer {
         let options = RawOptions::take(map);
         RawServer {
             transport,
+            auth,
             enabled,
             required,
             startup_timeout,

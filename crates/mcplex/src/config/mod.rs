@@ -6,6 +6,7 @@
 //! also hold overlays that adjust the options of a server another file defines, and `[policy]`
 //! rules, which add up across files in merge order.
 
+mod auth;
 mod claude;
 mod discover;
 mod duration;
@@ -17,8 +18,8 @@ mod size;
 mod spec;
 
 pub use spec::{
-    Backoff, Breaker, Dialect, InProcessFuture, InProcessServer, Origin, PolicyRules,
-    ServerOptions, ServerSpec, ToolFilter, TransportSpec,
+    AuthSpec, Backoff, Breaker, Dialect, InProcessFuture, InProcessServer, OAuthGrant, OAuthSpec,
+    Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, ToolFilter, TransportSpec,
 };
 
 use std::collections::BTreeMap;

@@ -31,8 +31,187 @@ pub struct ServerSpec {
     pub probe_timeout: Duration,
     /// Resilience, result size, tool filters, scoping and side-effect overrides.
     pub options: ServerOptions,
+    /// How a remote server is authenticated to: `headersHelper` and `oauth`.
+    pub auth: AuthSpec,
     /// Where this entry came from.
     pub origin: Origin,
+}
+
+/// How mcplex authenticates to a remote server, beyond static `headers`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthSpec {
+    /// A shell command whose stdout, a JSON object of strings, supplies headers; run before
+    /// every connection attempt so short-lived tokens stay fresh (`headersHelper`).
+    pub headers_helper: Option<String>,
+    /// OAuth 2.1 client settings (`oauth`); every field is optional, and a server that answers
+    /// 401 gets the discovery-driven defaults.
+    pub oauth: OAuthSpec,
+}
+
+/// OAuth 2.1 client settings of one server.
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OAuthSpec {
+    /// A client id registered out of band (`clientId`); else a Client ID Metadata Document,
+    /// else dynamic registration.
+    pub client_id: Option<String>,
+    /// The secret of that client (`clientSecret`), for confidential clients.
+    pub client_secret: Option<String>,
+    /// Scopes to request (`scopes`); empty: the challenge's, else the resource's
+    /// `scopes_supported`, else none.
+    pub scopes: Vec<String>,
+    /// A fixed port for the loopback redirect listener (`callbackPort`), for authorization
+    /// servers that register exact redirect URIs; else any free port.
+    pub callback_port: Option<u16>,
+    /// HTTPS URL of this client's metadata document (`clientMetadataUrl`, SEP-991).
+    pub client_metadata_url: Option<String>,
+    /// Which grant obtains tokens (`grant`).
+    pub grant: OAuthGrant,
+}
+
+/// The OAuth grant a server's tokens come from.
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthGrant {
+    /// A person authorizes in a browser (`mcplex auth login`); tokens are refreshed after.
+    #[default]
+    AuthorizationCode,
+    /// Machine-to-machine: `client_credentials` with the client secret (basic or post, as the
+    /// authorization server supports), or a signed JWT (`private_key_jwt`).
+    ClientCredentials {
+        /// A PEM private key signing the client assertion; `None`: the client secret is used.
+        private_key: Option<PrivateKey>,
+    },
+}
+
+/// The key of a `private_key_jwt` client.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PrivateKey {
+    /// The PEM text (`privateKey`, or read from `privateKeyFile`).
+    pub pem: String,
+    /// The JWS algorithm (`signingAlgorithm`): RS256, RS384, RS512, ES256 or ES384.
+    pub algorithm: String,
+}
+
+impl AuthSpec {
+    /// Authentication by OAuth with `oauth`'s settings.
+    pub fn oauth(oauth: OAuthSpec) -> Self {
+        Self {
+            headers_helper: None,
+            oauth,
+        }
+    }
+
+    /// Builder-style: headers from a helper command's output.
+    pub fn with_headers_helper(mut self, command: impl Into<String>) -> Self {
+        self.headers_helper = Some(command.into());
+        self
+    }
+}
+
+impl OAuthSpec {
+    /// A client registered out of band (`secret` for a confidential one).
+    pub fn preregistered(client_id: impl Into<String>, secret: Option<String>) -> Self {
+        Self {
+            client_id: Some(client_id.into()),
+            client_secret: secret,
+            ..Self::default()
+        }
+    }
+
+    /// The client-credentials grant with a client secret.
+    pub fn client_credentials(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+        Self {
+            client_id: Some(client_id.into()),
+            client_secret: Some(secret.into()),
+            grant: OAuthGrant::ClientCredentials { private_key: None },
+            ..Self::default()
+        }
+    }
+
+    /// The client-credentials grant with a `private_key_jwt` assertion signed by `pem`.
+    pub fn client_credentials_jwt(
+        client_id: impl Into<String>,
+        pem: impl Into<String>,
+        algorithm: impl Into<String>,
+    ) -> Self {
+        Self {
+            client_id: Some(client_id.into()),
+            grant: OAuthGrant::ClientCredentials {
+                private_key: Some(PrivateKey {
+                    pem: pem.into(),
+                    algorithm: algorithm.into(),
+                }),
+            },
+            ..Self::default()
+        }
+    }
+
+    /// Builder-style: the scopes to request.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Builder-style: this client's metadata document URL (SEP-991).
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Builder-style: a fixed loopback port for the redirect.
+    pub fn with_callback_port(mut self, port: u16) -> Self {
+        self.callback_port = Some(port);
+        self
+    }
+}
+
+impl fmt::Debug for OAuthSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthSpec")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("grant", &self.grant)
+            .finish()
+    }
+}
+
+impl fmt::Debug for OAuthGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OAuthGrant::AuthorizationCode => f.write_str("AuthorizationCode"),
+            OAuthGrant::ClientCredentials { private_key } => f
+                .debug_struct("ClientCredentials")
+                .field(
+                    "private_key",
+                    &private_key
+                        .as_ref()
+                        .map(|key| format!("<redacted {}>", key.algorithm)),
+                )
+                .finish(),
+        }
+    }
+}
+
+impl fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrivateKey")
+            .field("pem", &"<redacted>")
+            .field("algorithm", &self.algorithm)
+            .finish()
+    }
 }
 
 /// Per-server options beyond how to reach it (`mcplex.toml` only; defaults elsewhere).
@@ -240,6 +419,7 @@ impl ServerSpec {
             call_timeout: defaults::CALL_TIMEOUT,
             probe_timeout: defaults::PROBE_TIMEOUT,
             options: ServerOptions::default(),
+            auth: AuthSpec::default(),
             origin: Origin::Code,
         }
     }
@@ -301,6 +481,12 @@ impl ServerSpec {
     /// Builder-style: set the per-server options.
     pub fn with_options(mut self, options: ServerOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Builder-style: set how a remote server is authenticated to.
+    pub fn with_auth(mut self, auth: AuthSpec) -> Self {
+        self.auth = auth;
         self
     }
 
@@ -395,6 +581,7 @@ impl fmt::Debug for ServerSpec {
             .field("call_timeout", &self.call_timeout)
             .field("probe_timeout", &self.probe_timeout)
             .field("options", &self.options)
+            .field("auth", &self.auth)
             .field("origin", &self.origin)
             .finish()
     }

@@ -9,10 +9,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+use crate::auth::http_client::AuthorizingClient;
 use crate::error::Error;
 
 /// The rmcp transport type we use for streamable HTTP.
-pub(crate) type HttpTransport = StreamableHttpClientTransport<reqwest::Client>;
+pub(crate) type HttpTransport = StreamableHttpClientTransport<AuthorizingClient>;
 
 /// rmcp retries a broken SSE stream forever by default; a few tries, then the call fails and
 /// the supervisor decides.
@@ -43,7 +44,7 @@ pub(crate) fn connect(
     server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
-    client: reqwest::Client,
+    client: AuthorizingClient,
 ) -> Result<HttpTransport, Error> {
     // rmcp manages these itself and refuses them as custom headers.
     let custom_headers: HashMap<_, _> = super::header_map(

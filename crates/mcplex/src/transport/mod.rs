@@ -4,6 +4,7 @@
 //! `open` turns a [`TransportSpec`] into an [`Opened`] transport plus whatever side handles it
 //! needs (a child process to reap, an in-process server task to stop).
 
+mod headers_helper;
 pub(crate) mod http;
 pub(crate) mod inproc;
 pub(crate) mod sse;
@@ -21,12 +22,22 @@ pub(crate) use stdio::{ExitInfo, ProcessHandle};
 
 /// Shared per-hub transport resources: one pooled HTTP client for every HTTP server, built on
 /// first use (setting up TLS costs milliseconds a stdio-only hub should not pay).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct TransportContext {
     http: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
+    /// Token store, authorizer and each server's OAuth state.
+    auth: crate::auth::AuthContext,
 }
 
 impl TransportContext {
+    /// A context whose OAuth tokens live in `auth`'s store.
+    pub fn new(auth: crate::auth::AuthContext) -> Self {
+        Self {
+            http: Default::default(),
+            auth,
+        }
+    }
+
     /// The shared HTTP client.
     fn http(&self) -> Result<reqwest::Client, Error> {
         if let Some(client) = self.http.get() {
@@ -70,22 +81,32 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
                 stdio::spawn(&spec.name, command, args, env, cwd.as_deref())?;
             Ok(Opened::Stdio { transport, process })
         }
-        TransportSpec::Http { url, headers } => Ok(Opened::Http(http::connect(
-            &spec.name,
-            url,
-            headers,
-            ctx.http()?,
-        )?)),
+        TransportSpec::Http { url, headers } => {
+            let headers = with_helper_headers(spec, headers).await?;
+            // A static or helper-made Authorization header is the user's choice of credentials.
+            let oauth = (!crate::auth::has_authorization_header(&headers))
+                .then(|| ctx.auth.server(spec, url));
+            let client = crate::auth::http_client::AuthorizingClient::new(ctx.http()?, oauth);
+            Ok(Opened::Http(http::connect(
+                &spec.name, url, &headers, client,
+            )?))
+        }
         TransportSpec::InProcess(server) => {
             let (stream, server) = inproc::start(server);
             Ok(Opened::InProcess { stream, server })
         }
-        TransportSpec::Sse { url, headers } => Ok(Opened::Sse(
-            sse::connect(&spec.name, url, headers, ctx.http()?, spec.startup_timeout).await?,
-        )),
-        TransportSpec::Ws { url, headers } => Ok(Opened::Ws(
-            ws::connect(&spec.name, url, headers, spec.startup_timeout).await?,
-        )),
+        TransportSpec::Sse { url, headers } => {
+            let headers = with_helper_headers(spec, headers).await?;
+            Ok(Opened::Sse(
+                sse::connect(&spec.name, url, &headers, ctx.http()?, spec.startup_timeout).await?,
+            ))
+        }
+        TransportSpec::Ws { url, headers } => {
+            let headers = with_helper_headers(spec, headers).await?;
+            Ok(Opened::Ws(
+                ws::connect(&spec.name, url, &headers, spec.startup_timeout).await?,
+            ))
+        }
     }
 }
 
@@ -98,7 +119,8 @@ pub(crate) async fn open_legacy_sse(
 ) -> Result<sse::SseTransport, Error> {
     match &spec.transport {
         TransportSpec::Http { url, headers } => {
-            sse::connect(&spec.name, url, headers, ctx.http()?, within).await
+            let headers = with_helper_headers(spec, headers).await?;
+            sse::connect(&spec.name, url, &headers, ctx.http()?, within).await
         }
         other => Err(Error::Connect {
             server: spec.name.clone(),
@@ -109,6 +131,24 @@ pub(crate) async fn open_legacy_sse(
             stderr_tail: Vec::new(),
         }),
     }
+}
+
+/// The static headers, with what the server's `headersHelper` prints on top (the helper wins:
+/// it exists to supply fresh values).
+async fn with_helper_headers(
+    spec: &ServerSpec,
+    headers: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, Error> {
+    let Some(command) = &spec.auth.headers_helper else {
+        return Ok(headers.clone());
+    };
+    let mut merged = headers.clone();
+    let produced = headers_helper::run(&spec.name, command, spec.startup_timeout).await?;
+    for (name, value) in produced {
+        merged.retain(|existing, _| !existing.eq_ignore_ascii_case(&name));
+        merged.insert(name, value);
+    }
+    Ok(merged)
 }
 
 /// The configured headers as an HTTP header map; fails on a name or value that is not valid
