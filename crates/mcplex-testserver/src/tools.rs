@@ -2,7 +2,8 @@
 //!
 //! Each tool is a real behaviour a client must cope with: plain and structured results,
 //! progress, cancellation, images, errors, huge payloads, notification floods, a changing tool
-//! list, stderr output and a process that exits. Knows nothing about transports or fault flags.
+//! list, stderr output, a process that exits and input asked for mid-call (2026-07-28
+//! multi round-trip requests). Knows nothing about transports or fault flags.
 
 #![allow(deprecated)] // Logging is SEP-2577-deprecated in rmcp, yet part of the handshake era.
 
@@ -10,10 +11,13 @@ use std::{sync::atomic::Ordering, time::Duration};
 
 use rmcp::{
     RoleServer,
-    handler::server::{tool::schema_for_output, wrapper::Parameters},
+    handler::server::{
+        tool::{InputResponses, RequestState, schema_for_output},
+        wrapper::Parameters,
+    },
     model::{
-        CallToolResult, ContentBlock, LoggingLevel, LoggingMessageNotificationParam,
-        ProgressNotificationParam,
+        CallToolResponse, CallToolResult, ContentBlock, InputRequests, InputRequiredResult,
+        LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
     },
     service::RequestContext,
     tool, tool_router,
@@ -42,6 +46,8 @@ const MAX_HUGE_MB: f64 = 1024.0;
 const MIN_EXIT_DELAY_MS: u64 = 20;
 /// Exit code of `sleep_then_exit`.
 const SLEEP_THEN_EXIT_CODE: i32 = 7;
+/// Upper bound for `ask` rounds.
+const MAX_ASK_ROUNDS: u64 = 1000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EchoArgs {
@@ -110,8 +116,106 @@ pub struct SleepThenExitArgs {
     pub ms: u64,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AskArgs {
+    /// How many rounds of input to ask for before answering (default 1, at most 1000).
+    #[serde(default = "default_rounds")]
+    pub rounds: u64,
+}
+
+/// What `ask` carries from one round to the next in `requestState`. A test server trusts its
+/// client; a real one must seal it (rmcp's `RequestStateCodec`) or keep it server-side.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct AskState {
+    /// The round whose answers the next call brings (0 before the first).
+    round: u64,
+    /// What the client answered so far, one line each.
+    answers: Vec<String>,
+}
+
 fn default_steps() -> u64 {
     5
+}
+
+fn default_rounds() -> u64 {
+    1
+}
+
+/// The keys `ask` asks for in `round`: a name, a model's reply and the roots in the first,
+/// a name in each later one.
+fn ask_keys(round: u64) -> &'static [&'static str] {
+    if round == 1 {
+        &["name", "reply", "roots"]
+    } else {
+        &["name"]
+    }
+}
+
+/// The input requests of `ask`'s `round` of `rounds`.
+fn ask_requests(round: u64, rounds: u64) -> Result<InputRequests, serde_json::Error> {
+    let mut requests = serde_json::json!({
+        "name": {
+            "method": "elicitation/create",
+            "params": {
+                "message": format!("Round {round} of {rounds}: what is your name?"),
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "description": "Your name"}},
+                    "required": ["name"]
+                }
+            }
+        }
+    });
+    if round == 1 {
+        requests["reply"] = serde_json::json!({
+            "method": "sampling/createMessage",
+            "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
+                "maxTokens": 50
+            }
+        });
+        requests["roots"] = serde_json::json!({"method": "roots/list"});
+    }
+    serde_json::from_value(requests)
+}
+
+/// One line for the client's answer to `key`: the name given (or the elicitation's action),
+/// the model's text and name, or the root URIs.
+fn ask_answer(key: &str, answer: &serde_json::Value) -> String {
+    let shown = match key {
+        "name" => match answer["action"].as_str() {
+            Some("accept") => answer["content"]["name"]
+                .as_str()
+                .map_or_else(|| answer["content"].to_string(), str::to_owned),
+            Some(action) => format!("({action})"),
+            None => answer.to_string(),
+        },
+        "reply" => {
+            let content = &answer["content"];
+            let block = if content.is_array() {
+                &content[0]
+            } else {
+                content
+            };
+            format!(
+                "{} (model {})",
+                block["text"].as_str().unwrap_or_default(),
+                answer["model"].as_str().unwrap_or_default()
+            )
+        }
+        "roots" => answer["roots"]
+            .as_array()
+            .map(|roots| {
+                roots
+                    .iter()
+                    .filter_map(|root| root["uri"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default(),
+        _ => answer.to_string(),
+    };
+    format!("{key}: {shown}")
 }
 
 fn text(value: impl Into<String>) -> CallToolResult {
@@ -344,6 +448,57 @@ impl TestServer {
     }
 
     #[tool(
+        description = "Ask the client for input `rounds` times (default 1, at most 1000) by answering with input_required results (2026-07-28 multi round-trip requests; a handshake-era client gets an error instead): the first round asks for a name (elicitation), a model's reply to \"Say hello\" (sampling) and the roots, each later round for a name again, and the answers so far travel in requestState. Then answers with one line per answer received, `key: answer`.",
+        annotations(read_only_hint = true)
+    )]
+    async fn ask(
+        &self,
+        Parameters(args): Parameters<AskArgs>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+    ) -> CallToolResponse {
+        if !(1..=MAX_ASK_ROUNDS).contains(&args.rounds) {
+            return error(format!("rounds must be between 1 and {MAX_ASK_ROUNDS}")).into();
+        }
+        let mut state = match state.as_deref().map(serde_json::from_str::<AskState>) {
+            None => AskState::default(),
+            Some(Ok(state)) => state,
+            Some(Err(parse_error)) => {
+                return error(format!(
+                    "requestState did not come back as sent: {parse_error}"
+                ))
+                .into();
+            }
+        };
+        if state.round > 0 {
+            let responses = responses.unwrap_or_default();
+            for key in ask_keys(state.round) {
+                match responses.get(*key) {
+                    Some(answer) => state.answers.push(ask_answer(key, answer)),
+                    None => {
+                        return error(format!("round {}: no answer for `{key}`", state.round))
+                            .into();
+                    }
+                }
+            }
+        }
+        if state.round == args.rounds {
+            return text(state.answers.join("\n")).into();
+        }
+        state.round += 1;
+        let requests = match ask_requests(state.round, args.rounds) {
+            Ok(requests) => requests,
+            Err(build_error) => {
+                return error(format!("cannot build the requests: {build_error}")).into();
+            }
+        };
+        match serde_json::to_string(&state) {
+            Ok(state) => InputRequiredResult::new(Some(requests), Some(state)).into(),
+            Err(encode_error) => error(format!("cannot encode the state: {encode_error}")).into(),
+        }
+    }
+
+    #[tool(
         description = "Answer \"exiting\", then exit the process with code 7 after `ms` milliseconds (a crash while idle)."
     )]
     async fn sleep_then_exit(
@@ -384,6 +539,17 @@ mod tests {
     }
 
     #[test]
+    fn ask_requests_are_valid_input_requests() {
+        let first = ask_requests(1, 2).map(|r| r.into_keys().collect::<Vec<_>>());
+        assert_eq!(
+            first.ok(),
+            Some(vec!["name".into(), "reply".into(), "roots".into()])
+        );
+        let later = ask_requests(2, 2).map(|r| r.into_keys().collect::<Vec<_>>());
+        assert_eq!(later.ok(), Some(vec!["name".to_string()]));
+    }
+
+    #[test]
     fn every_tool_is_routed() {
         let names: Vec<_> = TestServer::tool_router()
             .list_all()
@@ -394,6 +560,7 @@ mod tests {
             names,
             [
                 "add",
+                "ask",
                 "change_tools",
                 "echo",
                 "extra",

@@ -1,7 +1,11 @@
 //! The call path of one server: breaker admission, waiting for a reconnecting server, our own
 //! progress-extended deadline, cancellation on drop, safe retries, and errors that say what
-//! happened (exit status, stderr tail).
+//! happened (exit status, stderr tail). A 2026-07-28 server may answer a call with
+//! `input_required` (MRTR, SEP-2322): the call then answers its requests through the host
+//! callbacks (`mrtr.rs`) and is sent again with the answers and the server's `requestState`,
+//! round after round, all under the call's one deadline.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,11 +15,12 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use tokio::sync::Notify;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use super::breaker::Admission;
 use super::client::{self, ProgressRoutes};
 use super::handshake::{STDERR_DRAIN, wait_exit};
+use super::mrtr;
 use super::{Connection, Live, ServerState};
 use crate::content::ToolResult;
 use crate::defaults;
@@ -142,7 +147,9 @@ impl Connection {
         }
     }
 
-    /// One attempt on the live session.
+    /// One attempt on the live session: the call, and, when a 2026-07-28 server answers
+    /// `input_required`, the rounds of answers and re-sends until its result — all under one
+    /// deadline that progress extends, up to an absolute cap.
     async fn call_once(
         &self,
         live: &Arc<Live>,
@@ -152,12 +159,108 @@ impl Connection {
         timeout: Duration,
     ) -> Result<ToolResult, Error> {
         let server = &self.spec.name;
+        // Only a session that may answer `input_required` keeps the arguments to send again.
+        let kept = mrtr::possible(&live.peer).then(|| arguments.clone());
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Our own deadline rather than rmcp's progress-timeout machinery (an async lock, a
         // channel and two timers per call): one timer, reset by the progress routes we keep
         // anyway, capped absolutely.
+        let cap = Instant::now() + defaults::CALL_TIMEOUT_CAP.max(timeout);
+        let sleep = tokio::time::sleep(timeout);
+        tokio::pin!(sleep);
+        let mut clock = Clock {
+            sleep: sleep.as_mut(),
+            bump: Arc::new(Notify::new()),
+            timeout,
+            cap,
+        };
+        let mut rounds = 0;
+        let mut idle_rounds = 0;
+        loop {
+            let answer = self
+                .send_round(live, tool, params, options, &mut clock)
+                .await?;
+            let (asked, kept) = match (answer, &kept) {
+                (ServerResult::CallToolResult(result), _) => {
+                    let json = serde_json::to_value(&result).map_err(|e| Error::Protocol {
+                        server: server.clone(),
+                        message: format!("unreadable tools/call result: {e}"),
+                    })?;
+                    return Ok(ToolResult::from_json(json));
+                }
+                (ServerResult::InputRequiredResult(asked), Some(kept)) => (asked, kept),
+                (other, _) => {
+                    return Err(Error::Protocol {
+                        server: server.clone(),
+                        message: format!(
+                            "answered tools/call `{tool}` with something that is not a tool result ({})",
+                            result_kind(&other)
+                        ),
+                    });
+                }
+            };
+            rounds += 1;
+            if rounds > mrtr::MAX_INPUT_ROUNDS {
+                return Err(Error::Protocol {
+                    server: server.clone(),
+                    message: format!(
+                        "tools/call `{tool}` still asked for input after {} rounds; a call answers \
+                         at most {} (the server keeps asking: check its logs)",
+                        mrtr::MAX_INPUT_ROUNDS,
+                        mrtr::MAX_INPUT_ROUNDS
+                    ),
+                });
+            }
+            let requests = asked.input_requests.unwrap_or_default();
+            if requests.is_empty() && asked.request_state.is_none() {
+                return Err(Error::Protocol {
+                    server: server.clone(),
+                    message: format!(
+                        "answered tools/call `{tool}` with input_required but asked for nothing"
+                    ),
+                });
+            }
+            tracing::debug!(server = %server, tool, round = rounds, requests = requests.len(), "the server asks for input (input_required)");
+            let responses = if requests.is_empty() {
+                // Only a state to echo: the server asks for time (load shedding); back off.
+                let pause = mrtr::state_only_pause(idle_rounds);
+                idle_rounds += 1;
+                if let Err(stopped) = self
+                    .within(live, tool, options, &mut clock, tokio::time::sleep(pause))
+                    .await
+                {
+                    return Err(self.stopped(live, tool, stopped).await);
+                }
+                None
+            } else {
+                idle_rounds = 0;
+                let answers = mrtr::answer(live, server, tool, requests);
+                match self.within(live, tool, options, &mut clock, answers).await {
+                    Ok(answers) => Some(answers?),
+                    Err(stopped) => return Err(self.stopped(live, tool, stopped).await),
+                }
+            };
+            // The same call again, as a new request, with the answers and the server's state
+            // exactly as it sent it (or none, if it sent none).
+            params = CallToolRequestParams::new(tool.to_string());
+            params.arguments = kept.clone();
+            params.input_responses = responses;
+            params.request_state = asked.request_state;
+        }
+    }
+
+    /// Sends one `tools/call` request and waits for its answer on `clock`, telling the server
+    /// to stop if the caller gives up or the deadline passes first.
+    async fn send_round(
+        &self,
+        live: &Arc<Live>,
+        tool: &str,
+        params: CallToolRequestParams,
+        options: &CallOptions,
+        clock: &mut Clock<'_>,
+    ) -> Result<ServerResult, Error> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = live
             .peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -171,22 +274,51 @@ impl Connection {
             id: handle.id.clone(),
         };
         let token = handle.progress_token.clone();
-        let mut response = handle.rx;
-        let bump = Arc::new(Notify::new());
         live.progress.add(
             token.clone(),
             client::Route {
                 tx: options.progress.clone(),
-                bump: bump.clone(),
+                bump: clock.bump.clone(),
             },
         );
         let _route = RouteGuard {
             routes: &live.progress,
             token,
         };
-        let cap = Instant::now() + defaults::CALL_TIMEOUT_CAP.max(timeout);
-        let sleep = tokio::time::sleep(timeout);
-        tokio::pin!(sleep);
+        let answer = self.within(live, tool, options, clock, handle.rx).await;
+        if !matches!(answer, Err(Stopped::Waiting(_))) {
+            // Answered, or the session is gone: there is nothing left to cancel.
+            cancel_guard.peer = None;
+        }
+        // Otherwise the guard stays armed: dropping it tells the server to stop.
+        drop(cancel_guard);
+        match answer {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(e))) => Err(self.service_error(live, tool, e).await),
+            Ok(Err(_)) => Err(self.lost_error(live, tool).await),
+            Err(stopped) => Err(self.stopped(live, tool, stopped).await),
+        }
+    }
+
+    async fn stopped(&self, live: &Live, tool: &str, stopped: Stopped) -> Error {
+        match stopped {
+            Stopped::Closed => self.lost_error(live, tool).await,
+            Stopped::Waiting(error) => error,
+        }
+    }
+
+    /// Runs `work` until it finishes, the deadline passes (each progress notification moves
+    /// it, up to the cap), the session closes or the caller cancels.
+    async fn within<T>(
+        &self,
+        live: &Live,
+        tool: &str,
+        options: &CallOptions,
+        clock: &mut Clock<'_>,
+        work: impl Future<Output = T>,
+    ) -> Result<T, Stopped> {
+        let server = &self.spec.name;
+        tokio::pin!(work);
         let caller_cancel = async {
             match &options.cancel {
                 Some(token) => token.cancelled().await,
@@ -194,53 +326,27 @@ impl Connection {
             }
         };
         tokio::pin!(caller_cancel);
-        let outcome = loop {
+        loop {
             tokio::select! {
                 biased;
-                answer = &mut response => {
-                    cancel_guard.peer = None;
-                    break match answer {
-                        Ok(Ok(result)) => Ok(result),
-                        Ok(Err(e)) => Err(self.service_error(live, tool, e).await),
-                        Err(_) => Err(self.lost_error(live, tool).await),
-                    };
+                done = &mut work => return Ok(done),
+                () = clock.bump.notified() => {
+                    let next = (Instant::now() + clock.timeout).min(clock.cap);
+                    clock.sleep.as_mut().reset(next);
                 }
-                () = bump.notified() => {
-                    sleep.as_mut().reset((Instant::now() + timeout).min(cap));
-                }
-                () = &mut sleep => {
-                    // The guard stays armed: dropping it tells the server to stop.
-                    break Err(Error::Timeout {
+                () = clock.sleep.as_mut() => {
+                    let capped = Instant::now() >= clock.cap;
+                    return Err(Stopped::Waiting(Error::Timeout {
                         server: server.clone(),
                         what: format!("tools/call `{tool}`"),
-                        after: if Instant::now() >= cap { defaults::CALL_TIMEOUT_CAP.max(timeout) } else { timeout },
-                    });
+                        after: if capped { defaults::CALL_TIMEOUT_CAP.max(clock.timeout) } else { clock.timeout },
+                    }));
                 }
-                () = live.closed.cancelled() => {
-                    cancel_guard.peer = None;
-                    break Err(self.lost_error(live, tool).await);
-                }
-                () = &mut caller_cancel => break Err(Error::Cancelled(format!(
+                () = live.closed.cancelled() => return Err(Stopped::Closed),
+                () = &mut caller_cancel => return Err(Stopped::Waiting(Error::Cancelled(format!(
                     "tools/call `{tool}` on server `{server}` was cancelled by the caller"
-                ))),
+                )))),
             }
-        };
-        drop(cancel_guard);
-        match outcome? {
-            ServerResult::CallToolResult(result) => {
-                let json = serde_json::to_value(&result).map_err(|e| Error::Protocol {
-                    server: server.clone(),
-                    message: format!("unreadable tools/call result: {e}"),
-                })?;
-                Ok(ToolResult::from_json(json))
-            }
-            other => Err(Error::Protocol {
-                server: server.clone(),
-                message: format!(
-                    "answered tools/call `{tool}` with something that is not a tool result ({})",
-                    result_kind(&other)
-                ),
-            }),
         }
     }
 
@@ -310,6 +416,23 @@ fn innermost_message(error: &(dyn std::error::Error + 'static)) -> String {
         current = next;
     }
     current.to_string()
+}
+
+/// The one deadline of a call, shared by all its rounds: a timer that each progress
+/// notification (`bump`) moves `timeout` ahead, never past `cap`.
+struct Clock<'a> {
+    sleep: Pin<&'a mut Sleep>,
+    bump: Arc<Notify>,
+    timeout: Duration,
+    cap: Instant,
+}
+
+/// Why a call stopped before its work finished.
+enum Stopped {
+    /// The session closed under it: the connection is lost.
+    Closed,
+    /// The deadline passed or the caller cancelled.
+    Waiting(Error),
 }
 
 /// Removes a call's progress route however the call ends.

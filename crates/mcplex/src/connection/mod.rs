@@ -10,6 +10,7 @@ mod call;
 mod client;
 pub mod era;
 mod handshake;
+mod mrtr;
 mod probe;
 mod supervisor;
 
@@ -110,6 +111,8 @@ struct Live {
     closed: CancellationToken,
     exit: Option<watch::Receiver<Option<ExitInfo>>>,
     stderr: Option<crate::transport::stdio::StderrTail>,
+    /// The harness's callbacks, for the input a 2026-07-28 server asks for inside a call.
+    host: crate::host::Host,
 }
 
 impl Live {

@@ -226,6 +226,7 @@ impl Supervisor {
                 closed: closed.clone(),
                 exit: exit.clone(),
                 stderr: stderr.clone(),
+                host: self.shared.host.clone(),
             })
         };
         let mut tools_version: u64 = 1;
