@@ -1,6 +1,7 @@
 //! `mcplex`: the command line over the library. It parses arguments, calls the library and
 //! prints; every behaviour a harness could want lives in the library.
 
+mod auth;
 mod output;
 mod spinner;
 
@@ -100,6 +101,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Log in to remote servers with OAuth, log out, and show the stored logins.
+    Auth {
+        #[command(subcommand)]
+        command: auth::AuthCommand,
+    },
     /// Read a resource: `mcplex read file:///notes/todo.md`.
     Read {
         /// The resource's URI (see `mcplex resources`).
@@ -145,6 +151,17 @@ fn init_logging(filter: Option<&str>) {
 
 async fn run(cli: Cli) -> ExitCode {
     let config = mcplex::config::load(&LoadOptions::from_env(cli.config.clone()));
+    if let Command::Auth { command } = &cli.command {
+        // Starts no server: only the config and the token file are needed.
+        let outcome = tokio::select! {
+            outcome = auth::run(&config, command) => outcome.map_err(Failure::Other),
+            () = interrupted() => {
+                eprintln!("mcplex: interrupted");
+                Err(Failure::Interrupted)
+            }
+        };
+        return exit_code(outcome);
+    }
     let used_demo = config.servers.is_empty() && config.problems.is_empty();
     let config = if used_demo {
         mcplex::ConfigSet {
@@ -157,6 +174,11 @@ async fn run(cli: Cli) -> ExitCode {
     let mut options = HubOptions::default().with_approver(approver(cli.yes));
     if cli.no_cache {
         options = options.with_era_cache(None);
+    }
+    // A token file others can read is refused for every remote server; say so once, plainly,
+    // rather than only inside each server's connection error.
+    if let Err(e) = options.token_store.servers() {
+        eprintln!("mcplex: {e}");
     }
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
@@ -182,6 +204,12 @@ async fn run(cli: Cli) -> ExitCode {
     };
     let _ = std::io::stdout().flush();
     hub.shutdown().await;
+    exit_code(outcome)
+}
+
+/// 0 on success, 1 for a tool's own error, 130 when interrupted, 2 for everything else
+/// (printed here).
+fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::ToolError) => ExitCode::from(1),
@@ -269,6 +297,8 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         Command::Resources { .. } | Command::Prompts { .. } | Command::Read { .. } => {
             resource_command(hub, command).await
         }
+        // Runs in `run` before any hub is built.
+        Command::Auth { .. } => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();
@@ -330,7 +360,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                 Ok(result) => result,
                 Err(e) => {
                     // The cause may be a server or a config file that could not be used.
-                    output::warn_unavailable(&hub.servers());
+                    output::warn_unavailable_besides(&hub.servers(), &e.to_string());
                     return Err(e.into());
                 }
             };

@@ -35,7 +35,8 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-fn table(rows: &[Vec<String>]) -> String {
+/// Rows as left-aligned columns; the last cell of each row is not padded.
+pub fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -84,7 +85,13 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
             era,
             s.state.label().to_string(),
             s.tools.to_string(),
-            s.error().map(|e| one_line(e, 100)).unwrap_or_default(),
+            // The whole message of a server waiting for a login: it ends with the command.
+            s.error()
+                .map(|e| match s.state {
+                    ServerState::NeedsAuth { .. } => one_line(e, usize::MAX),
+                    _ => one_line(e, 100),
+                })
+                .unwrap_or_default(),
         ]);
     }
     let mut text = table(&rows);
@@ -115,16 +122,25 @@ pub fn print_tools(tools: &[Tool]) -> anyhow::Result<()> {
 
 /// Says on stderr which servers' tools are missing and why.
 pub fn warn_unavailable(servers: &[ServerStatus]) {
+    warn_unavailable_besides(servers, "");
+}
+
+/// [`warn_unavailable`], leaving out the line that would repeat `already` (an error about to
+/// be printed that says the same).
+pub fn warn_unavailable_besides(servers: &[ServerStatus], already: &str) {
     for s in servers {
         if let Some(error) = s.error()
             && s.state.label() != "disabled"
         {
-            eprintln!(
-                "mcplex: server `{}` is {}: {}",
+            let line = format!(
+                "server `{}` is {}: {}",
                 s.name,
                 s.state.label(),
                 one_line(error, 200)
             );
+            if line != already {
+                eprintln!("mcplex: {line}");
+            }
         }
     }
 }
