@@ -42,9 +42,13 @@ impl AuthorizingClient {
         let Some(auth) = &self.auth else {
             return send(given).await;
         };
+        let self_auth = auth;
         let mut token = match given {
             Some(token) => Some(token),
-            None => auth.token().await.map_err(auth_error)?,
+            None => auth.token().await.map_err(|e| {
+                auth.record_failure(&e);
+                auth_error(e)
+            })?,
         };
         // One 401 recovery and the bounded step-ups; each round needs a new token to go on.
         let mut stepped_up = false;
@@ -83,6 +87,7 @@ impl AuthorizingClient {
                 Ok(_) => return outcome,
                 Err(e) => {
                     tracing::warn!("OAuth could not recover from the server's refusal: {e}");
+                    self_auth.record_failure(&e);
                     return Err(auth_error(e));
                 }
             }

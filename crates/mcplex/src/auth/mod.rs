@@ -44,6 +44,25 @@ impl AuthContext {
         }
     }
 
+    /// Refusals of `spec`'s credentials that OAuth could not answer (see
+    /// [`ServerAuth::refusals`]); `None` for a server OAuth does not apply to.
+    pub fn refusals(&self, spec: &ServerSpec) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match &spec.transport {
+            TransportSpec::Http { url, headers } if !has_authorization_header(headers) => {
+                Some(self.server(spec, url).refusals())
+            }
+            _ => None,
+        }
+    }
+
+    /// The last OAuth failure of `spec`'s server, cleared.
+    pub fn take_failure(&self, spec: &ServerSpec) -> Option<String> {
+        match &spec.transport {
+            TransportSpec::Http { url, .. } => self.server(spec, url).take_failure(),
+            _ => None,
+        }
+    }
+
     /// The OAuth state of `spec`'s server at `url`, created on first use.
     pub fn server(&self, spec: &ServerSpec, url: &str) -> Arc<ServerAuth> {
         let mut servers = match self.servers.lock() {

@@ -37,6 +37,11 @@ pub(crate) struct ServerAuth {
     /// Step-ups since a stepped-up token last worked (rmcp's own counter restarts with every
     /// token it obtains, so a server that is never satisfied would be asked forever).
     step_ups: AtomicU32,
+    /// Counts refusals nothing here could answer, so a live session learns its credentials
+    /// are gone (a stateless server has no session to lose).
+    refused: tokio::sync::watch::Sender<u64>,
+    /// The last OAuth failure, in words, for the connection error that follows it.
+    last_failure: std::sync::Mutex<Option<String>>,
 }
 
 /// What to do with a refused request.
@@ -79,6 +84,8 @@ impl ServerAuth {
             authorizer,
             manager: Mutex::new(None),
             step_ups: AtomicU32::new(0),
+            refused: tokio::sync::watch::Sender::new(0),
+            last_failure: std::sync::Mutex::new(None),
         }
     }
 
@@ -99,6 +106,28 @@ impl ServerAuth {
         }
     }
 
+    /// Remembers `error` as the reason the current request failed.
+    pub fn record_failure(&self, error: &AuthError) {
+        let text = super::describe(error);
+        match self.last_failure.lock() {
+            Ok(mut slot) => *slot = Some(text),
+            Err(poisoned) => *poisoned.into_inner() = Some(text),
+        }
+    }
+
+    /// The last recorded failure, cleared.
+    pub fn take_failure(&self) -> Option<String> {
+        match self.last_failure.lock() {
+            Ok(mut slot) => slot.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        }
+    }
+
+    /// Watches the refusals nothing could answer.
+    pub fn refusals(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.refused.subscribe()
+    }
+
     /// The server answered 401 to a request sent with `sent`: refresh, or obtain new
     /// credentials the configured way, or give up.
     pub async fn unauthorized(
@@ -106,6 +135,14 @@ impl ServerAuth {
         sent: Option<&str>,
         challenge: &str,
     ) -> Result<Retry, AuthError> {
+        let retry = self.renew(sent, challenge).await;
+        if !matches!(retry, Ok(Retry::With(_))) {
+            self.refused.send_modify(|count| *count += 1);
+        }
+        retry
+    }
+
+    async fn renew(&self, sent: Option<&str>, challenge: &str) -> Result<Retry, AuthError> {
         let mut manager = self.manager.lock().await;
         if manager.is_none() {
             *manager = self.restore().await?;

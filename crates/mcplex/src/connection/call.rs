@@ -110,9 +110,15 @@ impl Connection {
                 return Ok(live);
             }
             let state = self.state();
+            // After a lost session the state may lag the loss; a state the supervisor never
+            // leaves by itself (failed, needs auth, stopped) ends the wait at once.
+            let settled = matches!(
+                state,
+                ServerState::Failed { .. } | ServerState::NeedsAuth { .. } | ServerState::Stopped
+            );
             let waiting = matches!(state, ServerState::Pending { .. })
                 || matches!(state, ServerState::Connected { .. })
-                || not.is_some();
+                || (not.is_some() && !settled);
             if !waiting || options.fail_fast {
                 return Err(self.unavailable(state));
             }

@@ -326,7 +326,11 @@ async fn attempt(
                 },
                 (HandshakeFailure::Init(e), None) => Error::Connect {
                     server: spec.name.clone(),
-                    message: describe_init_error(&e),
+                    // The OAuth layer's own words beat rmcp's transport-typed wrapping of them.
+                    message: match shared.ctx.take_auth_failure(spec) {
+                        Some(failure) => format!("OAuth failed: {failure}"),
+                        None => describe_init_error(&e),
+                    },
                     stderr_tail,
                 },
             };

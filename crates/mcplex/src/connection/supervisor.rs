@@ -259,10 +259,19 @@ impl Supervisor {
         let service_token = running.cancellation_token();
         let mut waiting = tokio::spawn(running.waiting());
         let mut exit_watch = exit.clone();
+        let mut refusals = self.shared.ctx.auth_refusals(&self.spec);
         let mut probe_at: Option<Instant> = None;
         let lost = loop {
             tokio::select! {
                 () = self.shutdown.cancelled() => break None,
+                // The credentials are gone (revoked, refresh refused): reconnecting asks the
+                // server afresh and ends `NeedsAuth` if it still refuses.
+                Some(()) = async {
+                    match refusals.as_mut() {
+                        Some(r) => r.changed().await.ok(),
+                        None => std::future::pending().await,
+                    }
+                } => break Some("the server refused the access token and it could not be renewed".into()),
                 quit = &mut waiting => break Some(format!("the session ended ({quit:?})")),
                 Some(info) = async {
                     match exit_watch.as_mut() {

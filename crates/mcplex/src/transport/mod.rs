@@ -38,6 +38,16 @@ impl TransportContext {
         }
     }
 
+    /// Refusals of a server's OAuth credentials that could not be answered.
+    pub fn auth_refusals(&self, spec: &ServerSpec) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.auth.refusals(spec)
+    }
+
+    /// The last OAuth failure of a server, in words, cleared.
+    pub fn take_auth_failure(&self, spec: &ServerSpec) -> Option<String> {
+        self.auth.take_failure(spec)
+    }
+
     /// The shared HTTP client.
     fn http(&self) -> Result<reqwest::Client, Error> {
         if let Some(client) = self.http.get() {

@@ -1,0 +1,345 @@
+//! OAuth 2.1 against a real authorization server: the test server's `--oauth` mode is both the
+//! protected MCP endpoint and a strict authorization server (PKCE S256, resource indicators,
+//! rotating refresh tokens) on 127.0.0.1.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcplex::auth::{HeadlessAuthorizer, TokenStore};
+use mcplex::config::{AuthSpec, OAuthSpec};
+use mcplex::{Hub, HubOptions, ServerSpec, ServerState};
+use serde_json::{Value, json};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcplex-oauth-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn oauth_server(args: &[&str]) -> support::ServerProcess {
+    let mut all = vec!["--oauth"];
+    all.extend_from_slice(args);
+    support::testserver_http(&all)
+}
+
+fn origin(url: &str) -> String {
+    url.trim_end_matches("/mcp").to_string()
+}
+
+async fn stats(server: &support::ServerProcess) -> Value {
+    reqwest::get(format!("{}/admin/oauth/stats", origin(&server.url)))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn admin(server: &support::ServerProcess, what: &str) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/admin/oauth/{what}", origin(&server.url)))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.status().is_success(),
+        "{what}: {}",
+        response.status()
+    );
+}
+
+fn spec(url: &str) -> ServerSpec {
+    ServerSpec::http("remote", url)
+        .with_startup_timeout(Duration::from_secs(20))
+        .with_call_timeout(Duration::from_secs(20))
+}
+
+fn options(store: &Path) -> HubOptions {
+    HubOptions::ephemeral()
+        .with_shutdown_grace(Duration::from_millis(200))
+        .with_token_store(TokenStore::file(store))
+}
+
+fn headless() -> Arc<HeadlessAuthorizer> {
+    Arc::new(HeadlessAuthorizer::new().unwrap())
+}
+
+async fn started(spec: ServerSpec, options: HubOptions) -> Hub {
+    let hub = Hub::start(vec![spec], options).unwrap();
+    hub.wait_ready().await.unwrap();
+    hub
+}
+
+fn state(hub: &Hub) -> ServerState {
+    hub.servers().into_iter().next().unwrap().state
+}
+
+async fn echo(hub: &Hub, text: &str) -> String {
+    hub.call("mcp__remote__echo", json!({"text": text}))
+        .await
+        .unwrap()
+        .to_text()
+}
+
+#[tokio::test]
+async fn authorizes_stores_privately_and_refreshes_after_expiry() {
+    let server = oauth_server(&[]);
+    let dir = temp_dir("round-trip");
+    let store = dir.join("tokens.json");
+
+    // First run: the 401 drives discovery, registration, the authorization and the exchange.
+    let hub = started(
+        spec(&server.url),
+        options(&store).with_authorizer(headless()),
+    )
+    .await;
+    assert!(
+        matches!(state(&hub), ServerState::Connected { .. }),
+        "{:?}",
+        state(&hub)
+    );
+    assert_eq!(echo(&hub, "hi").await, "hi");
+    let after_login = stats(&server).await;
+    assert_eq!(after_login["registrations"], 1, "{after_login}");
+    assert_eq!(after_login["authorizations"], 1, "{after_login}");
+    assert_eq!(
+        after_login["last_resource"],
+        server.url.as_str(),
+        "{after_login}"
+    );
+
+    // Stored for this user only.
+    let mode = std::fs::metadata(&store).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    let entry = &stored["servers"]["remote"];
+    assert_eq!(entry["resource"], server.url.as_str());
+    assert!(entry["credentials"]["token_response"]["refresh_token"].is_string());
+    let first_refresh = entry["credentials"]["token_response"]["refresh_token"].clone();
+
+    // The server expires the access token: the next call is refused once, refreshed, retried.
+    admin(&server, "expire").await;
+    assert_eq!(echo(&hub, "after expiry").await, "after expiry");
+    let after_refresh = stats(&server).await;
+    assert_eq!(after_refresh["refreshes"], 1, "{after_refresh}");
+    assert_eq!(
+        after_refresh["authorizations"], 1,
+        "no new authorization: {after_refresh}"
+    );
+    hub.shutdown().await;
+
+    // The refresh token rotated, and the new one was stored.
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    let rotated = &stored["servers"]["remote"]["credentials"]["token_response"]["refresh_token"];
+    assert!(rotated.is_string());
+    assert_ne!(rotated, &first_refresh);
+
+    // A later run, with no authorizer at all, uses the stored tokens: an expired access token
+    // is refreshed with the stored registration, no person involved.
+    admin(&server, "expire").await;
+    let hub = started(spec(&server.url), options(&store)).await;
+    assert!(
+        matches!(state(&hub), ServerState::Connected { .. }),
+        "{:?}",
+        state(&hub)
+    );
+    assert_eq!(echo(&hub, "restarted").await, "restarted");
+    let after_restart = stats(&server).await;
+    assert_eq!(after_restart["refreshes"], 2, "{after_restart}");
+    assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn revoked_tokens_leave_the_server_needing_auth() {
+    let server = oauth_server(&[]);
+    let dir = temp_dir("revoked");
+    let store = dir.join("tokens.json");
+    let hub = started(
+        spec(&server.url),
+        options(&store).with_authorizer(headless()),
+    )
+    .await;
+    hub.shutdown().await;
+
+    // A running hub whose tokens are revoked under it: the refused call fails, the refresh
+    // is refused too, and the server ends needing auth instead of reconnecting forever.
+    let hub = started(spec(&server.url), options(&store)).await;
+    assert_eq!(echo(&hub, "before").await, "before");
+    admin(&server, "revoke").await;
+    assert!(
+        hub.call("mcp__remote__echo", json!({"text": "after"}))
+            .await
+            .is_err()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !matches!(state(&hub), ServerState::NeedsAuth { .. }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {:?}",
+            state(&hub)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    hub.shutdown().await;
+
+    let started_at = std::time::Instant::now();
+    let hub = started(spec(&server.url), options(&store)).await;
+    let ServerState::NeedsAuth { message } = state(&hub) else {
+        panic!("expected needs_auth, got {:?}", state(&hub));
+    };
+    assert!(
+        message.contains("mcplex auth login remote"),
+        "the message says what to run: {message}"
+    );
+    assert!(
+        started_at.elapsed() < Duration::from_secs(10),
+        "needs_auth must not wait for a timeout: {:?}",
+        started_at.elapsed()
+    );
+    let error = hub
+        .call("mcp__remote__echo", json!({"text": "x"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("mcplex auth login remote"), "{error}");
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn without_tokens_or_authorizer_the_server_needs_auth() {
+    let server = oauth_server(&[]);
+    let dir = temp_dir("no-token");
+    let hub = started(spec(&server.url), options(&dir.join("tokens.json"))).await;
+    assert!(
+        matches!(state(&hub), ServerState::NeedsAuth { .. }),
+        "{:?}",
+        state(&hub)
+    );
+    let counts = stats(&server).await;
+    assert_eq!(
+        counts["registrations"], 0,
+        "nothing was attempted: {counts}"
+    );
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn client_credentials_need_no_person() {
+    let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
+    let dir = temp_dir("client-credentials");
+    let spec = spec(&server.url).with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
+        "robot", "s3cret",
+    )));
+    let hub = started(spec, options(&dir.join("tokens.json"))).await;
+    assert_eq!(echo(&hub, "machine").await, "machine");
+    let counts = stats(&server).await;
+    assert_eq!(counts["client_credentials"], 1, "{counts}");
+    assert_eq!(counts["authorizations"], 0, "{counts}");
+    hub.shutdown().await;
+
+    // A wrong secret is an authorization failure with the server's reason, not a hang.
+    let bad = ServerSpec::http("remote", server.url.as_str())
+        .with_startup_timeout(Duration::from_secs(20))
+        .with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
+            "robot", "wrong",
+        )));
+    let hub = started(bad, options(&dir.join("other.json"))).await;
+    let status = hub.servers().into_iter().next().unwrap();
+    assert!(
+        !matches!(status.state, ServerState::Connected { .. }),
+        "{:?}",
+        status.state
+    );
+    let reason = status.error().unwrap_or_default().to_string();
+    assert!(reason.contains("invalid_client"), "{reason}");
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn headers_helper_supplies_the_authorization_header() {
+    let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
+    let dir = temp_dir("helper");
+    // A token obtained out of band, as a vault or a company CLI would hand it out.
+    let token: Value = reqwest::Client::new()
+        .post(format!("{}/token", origin(&server.url)))
+        .basic_auth("robot", Some("s3cret"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "grant_type=client_credentials&resource={}",
+            server.url.replace(':', "%3A").replace('/', "%2F")
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = token["access_token"].as_str().unwrap();
+    let file = dir.join("token");
+    std::fs::write(&file, token).unwrap();
+    let helper = format!(
+        r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
+        file.display()
+    );
+    let with_helper = spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
+    let hub = started(with_helper, options(&dir.join("tokens.json"))).await;
+    assert_eq!(echo(&hub, "via helper").await, "via helper");
+    hub.shutdown().await;
+
+    // The helper's header is the user's choice of credentials: OAuth stays out of it, and a
+    // token the server refuses leaves the server needing auth.
+    std::fs::write(&file, "not-a-token").unwrap();
+    let helper = format!(
+        r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
+        file.display()
+    );
+    let refused = spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
+    let hub = started(
+        refused,
+        options(&dir.join("tokens.json")).with_authorizer(headless()),
+    )
+    .await;
+    assert!(
+        matches!(state(&hub), ServerState::NeedsAuth { .. }),
+        "{:?}",
+        state(&hub)
+    );
+    assert_eq!(stats(&server).await["authorizations"], 0);
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn an_exposed_token_file_is_refused_in_plain_words() {
+    let server = oauth_server(&[]);
+    let dir = temp_dir("exposed");
+    let store = dir.join("tokens.json");
+    std::fs::write(&store, r#"{"version":1,"servers":{}}"#).unwrap();
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let hub = started(
+        spec(&server.url),
+        options(&store).with_authorizer(headless()),
+    )
+    .await;
+    let status = hub.servers().into_iter().next().unwrap();
+    let error = status.error().unwrap_or_default().to_string();
+    assert!(error.contains("chmod 600"), "{error}");
+    assert!(
+        !error.contains("ProbeTransport"),
+        "no transport types: {error}"
+    );
+    assert_eq!(stats(&server).await["authorizations"], 0);
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
