@@ -20,7 +20,7 @@ use anyhow::{Context, bail};
 use std::sync::Arc;
 
 use mcplex::auth::HeadlessAuthorizer;
-use mcplex::config::{AuthSpec, OAuthSpec};
+use mcplex::config::{AuthSpec, IdentityProvider, OAuthSpec, TokenSource};
 use mcplex::host::{ElicitationKind, ElicitationReply, ElicitationRequest, SamplingReply};
 use mcplex::{Host, Hub, HubOptions, ServerSpec, ServerState, Tool};
 use serde_json::{Map, Value, json};
@@ -133,6 +133,21 @@ fn oauth(scenario: &str, context: Option<&Value>) -> OAuthSpec {
     let client_id = text("client_id");
     let secret = text("client_secret");
     let key = text("private_key_pem");
+    // Workload identity: the platform's JWT for this workload.
+    if let Some(jwt) = text("valid_jwt") {
+        return OAuthSpec::jwt_bearer(client_id, TokenSource::Inline(jwt));
+    }
+    // Enterprise-managed authorization: the user's ID token from the enterprise IdP.
+    if let (Some(id_token), Some(issuer), Some(endpoint), Some(idp_client), Some(id)) = (
+        text("idp_id_token"),
+        text("idp_issuer"),
+        text("idp_token_endpoint"),
+        text("idp_client_id"),
+        client_id.clone(),
+    ) {
+        let idp = IdentityProvider::new(issuer, endpoint, idp_client, text("idp_client_secret"));
+        return OAuthSpec::enterprise(id, secret, idp, TokenSource::Inline(id_token));
+    }
     match (client_id, scenario.starts_with("auth/client-credentials")) {
         (Some(id), true) => match key {
             Some(pem) => OAuthSpec::client_credentials_jwt(

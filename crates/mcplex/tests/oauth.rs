@@ -6,7 +6,7 @@
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,11 +15,12 @@ use mcplex::config::{AuthSpec, OAuthSpec};
 use mcplex::{Hub, HubOptions, ServerSpec, ServerState};
 use serde_json::{Value, json};
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcplex-oauth-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A private folder for one test's token files, removed when the test ends.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("mcplex-oauth-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn oauth_server(args: &[&str]) -> support::ServerProcess {
@@ -91,7 +92,7 @@ async fn echo(hub: &Hub, text: &str) -> String {
 async fn authorizes_stores_privately_and_refreshes_after_expiry() {
     let server = oauth_server(&[]);
     let dir = temp_dir("round-trip");
-    let store = dir.join("tokens.json");
+    let store = dir.path().join("tokens.json");
 
     // First run: the 401 drives discovery, registration, the authorization and the exchange.
     let hub = started(
@@ -154,14 +155,13 @@ async fn authorizes_stores_privately_and_refreshes_after_expiry() {
     assert_eq!(after_restart["refreshes"], 2, "{after_restart}");
     assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
     hub.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
 async fn revoked_tokens_leave_the_server_needing_auth() {
     let server = oauth_server(&[]);
     let dir = temp_dir("revoked");
-    let store = dir.join("tokens.json");
+    let store = dir.path().join("tokens.json");
     let hub = started(
         spec(&server.url),
         options(&store).with_authorizer(headless()),
@@ -211,14 +211,13 @@ async fn revoked_tokens_leave_the_server_needing_auth() {
         .to_string();
     assert!(error.contains("mcplex auth login remote"), "{error}");
     hub.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
 async fn without_tokens_or_authorizer_the_server_needs_auth() {
     let server = oauth_server(&[]);
     let dir = temp_dir("no-token");
-    let hub = started(spec(&server.url), options(&dir.join("tokens.json"))).await;
+    let hub = started(spec(&server.url), options(&dir.path().join("tokens.json"))).await;
     assert!(
         matches!(state(&hub), ServerState::NeedsAuth { .. }),
         "{:?}",
@@ -230,7 +229,6 @@ async fn without_tokens_or_authorizer_the_server_needs_auth() {
         "nothing was attempted: {counts}"
     );
     hub.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -240,7 +238,7 @@ async fn client_credentials_need_no_person() {
     let spec = spec(&server.url).with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
         "robot", "s3cret",
     )));
-    let hub = started(spec, options(&dir.join("tokens.json"))).await;
+    let hub = started(spec, options(&dir.path().join("tokens.json"))).await;
     assert_eq!(echo(&hub, "machine").await, "machine");
     let counts = stats(&server).await;
     assert_eq!(counts["client_credentials"], 1, "{counts}");
@@ -253,7 +251,7 @@ async fn client_credentials_need_no_person() {
         .with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
             "robot", "wrong",
         )));
-    let hub = started(bad, options(&dir.join("other.json"))).await;
+    let hub = started(bad, options(&dir.path().join("other.json"))).await;
     let status = hub.servers().into_iter().next().unwrap();
     assert!(
         !matches!(status.state, ServerState::Connected { .. }),
@@ -263,7 +261,6 @@ async fn client_credentials_need_no_person() {
     let reason = status.error().unwrap_or_default().to_string();
     assert!(reason.contains("invalid_client"), "{reason}");
     hub.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -286,14 +283,14 @@ async fn headers_helper_supplies_the_authorization_header() {
         .await
         .unwrap();
     let token = token["access_token"].as_str().unwrap();
-    let file = dir.join("token");
+    let file = dir.path().join("token");
     std::fs::write(&file, token).unwrap();
     let helper = format!(
         r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
         file.display()
     );
     let with_helper = spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
-    let hub = started(with_helper, options(&dir.join("tokens.json"))).await;
+    let hub = started(with_helper, options(&dir.path().join("tokens.json"))).await;
     assert_eq!(echo(&hub, "via helper").await, "via helper");
     hub.shutdown().await;
 
@@ -307,7 +304,7 @@ async fn headers_helper_supplies_the_authorization_header() {
     let refused = spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
     let hub = started(
         refused,
-        options(&dir.join("tokens.json")).with_authorizer(headless()),
+        options(&dir.path().join("tokens.json")).with_authorizer(headless()),
     )
     .await;
     assert!(
@@ -317,14 +314,13 @@ async fn headers_helper_supplies_the_authorization_header() {
     );
     assert_eq!(stats(&server).await["authorizations"], 0);
     hub.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
 async fn an_exposed_token_file_is_refused_in_plain_words() {
     let server = oauth_server(&[]);
     let dir = temp_dir("exposed");
-    let store = dir.join("tokens.json");
+    let store = dir.path().join("tokens.json");
     std::fs::write(&store, r#"{"version":1,"servers":{}}"#).unwrap();
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
     let hub = started(
@@ -341,5 +337,4 @@ async fn an_exposed_token_file_is_refused_in_plain_words() {
     );
     assert_eq!(stats(&server).await["authorizations"], 0);
     hub.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

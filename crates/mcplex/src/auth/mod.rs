@@ -8,6 +8,7 @@
 //! obtain their tokens themselves.
 
 mod authorizer;
+mod grants;
 pub(crate) mod http_client;
 pub(crate) mod session;
 mod store;

@@ -20,6 +20,8 @@ use super::authorizer::{AuthorizationPrompt, Authorizer};
 use super::store::{Client, TokenStore};
 use crate::config::{OAuthGrant, OAuthSpec};
 
+/// The redirect URI of clients that never redirect (rmcp's client wants one).
+const MACHINE_REDIRECT: &str = "http://127.0.0.1/unused";
 /// The client name sent in dynamic registration.
 const CLIENT_NAME: &str = "mcplex";
 /// Step-ups after the first authorization before a 403 is passed on: the conformance suite
@@ -171,8 +173,10 @@ impl ServerAuth {
             }
         }
         match &self.spec.grant {
-            OAuthGrant::ClientCredentials { .. } => {
-                let (fresh, token) = self.client_credentials(Some(challenge)).await?;
+            OAuthGrant::ClientCredentials { .. }
+            | OAuthGrant::JwtBearer { .. }
+            | OAuthGrant::Enterprise { .. } => {
+                let (fresh, token) = self.machine(Some(challenge)).await?;
                 *manager = Some(fresh);
                 Ok(Retry::With(token))
             }
@@ -208,7 +212,7 @@ impl ServerAuth {
         let Some(authorizer) = &self.authorizer else {
             return Ok(Retry::GiveUp);
         };
-        if matches!(self.spec.grant, OAuthGrant::ClientCredentials { .. })
+        if !matches!(self.spec.grant, OAuthGrant::AuthorizationCode)
             || self.step_ups.load(Ordering::Relaxed) >= MAX_STEP_UPS
         {
             tracing::warn!(server = %self.server, "the server still wants more scope after {MAX_STEP_UPS} step-ups; not asking again");
@@ -265,7 +269,9 @@ impl ServerAuth {
     pub async fn login(&self, challenge: Option<&str>) -> Result<(), AuthError> {
         let mut manager = self.manager.lock().await;
         let fresh = match &self.spec.grant {
-            OAuthGrant::ClientCredentials { .. } => self.client_credentials(challenge).await?.0,
+            OAuthGrant::ClientCredentials { .. }
+            | OAuthGrant::JwtBearer { .. }
+            | OAuthGrant::Enterprise { .. } => self.machine(challenge).await?.0,
             OAuthGrant::AuthorizationCode => {
                 let authorizer = self.authorizer.as_ref().ok_or_else(|| {
                     AuthError::AuthorizationFailed(
@@ -360,6 +366,14 @@ impl ServerAuth {
         match &self.spec.grant {
             OAuthGrant::ClientCredentials { .. } => {
                 manager.configure_client_credentials(&self.credentials_config()?)?;
+            }
+            // Their tokens come without refresh tokens: a configured client makes an expired
+            // one read as "authorization required", which re-runs the exchange.
+            OAuthGrant::JwtBearer { .. } | OAuthGrant::Enterprise { .. } => {
+                manager.configure_client(OAuthClientConfig::new(
+                    client.client_id,
+                    MACHINE_REDIRECT,
+                ))?;
             }
             OAuthGrant::AuthorizationCode => {
                 let mut config = OAuthClientConfig::new(client.client_id, client.redirect_uri);
@@ -475,32 +489,103 @@ impl ServerAuth {
         Ok((manager, response.access_token().secret().to_owned()))
     }
 
-    /// The client-credentials grant: no person, the client's own secret or key.
-    async fn client_credentials(
+    /// The grants without a person: client credentials, a workload JWT, an enterprise ID
+    /// token. Discovery first (seeded by `challenge`), then the grant's exchange.
+    async fn machine(
         &self,
         challenge: Option<&str>,
     ) -> Result<(AuthorizationManager, String), AuthError> {
         let mut manager = self.fresh_manager().await?;
         let metadata = self.discover(&manager, challenge).await?;
         manager.set_metadata(metadata.clone());
-        let config = self.credentials_config()?;
-        manager.validate_client_credentials_metadata(&config)?;
-        manager.configure_client_credentials(&config)?;
+        let client_id = self
+            .spec
+            .client_id
+            .clone()
+            .unwrap_or_else(|| CLIENT_NAME.to_owned());
         self.store
             .update(&self.server, &self.resource, |entry| {
                 entry.issuer = metadata.issuer.clone();
                 entry.metadata = Some(metadata.clone());
                 entry.client = Some(Client {
-                    client_id: self.spec.client_id.clone().unwrap_or_default(),
+                    client_id: client_id.clone(),
                     client_secret: None,
                     redirect_uri: String::new(),
                 });
             })
             .map_err(store_error)?;
-        manager.exchange_client_credentials(&config).await?;
-        let token = manager.get_access_token().await?;
-        tracing::info!(server = %self.server, "token obtained with client credentials");
+        let token = match &self.spec.grant {
+            OAuthGrant::JwtBearer { assertion } => {
+                let assertion = assertion.read().map_err(|e| {
+                    AuthError::TokenExchangeFailed(format!("cannot read the workload JWT: {e}"))
+                })?;
+                manager.configure_client(OAuthClientConfig::new(&client_id, MACHINE_REDIRECT))?;
+                let response = super::grants::jwt_bearer(
+                    &metadata,
+                    &self.resource,
+                    self.spec.client_id.as_deref(),
+                    self.spec.client_secret.as_deref(),
+                    &self.spec.scopes,
+                    &assertion,
+                )
+                .await?;
+                self.save_token(&client_id, response).await?
+            }
+            OAuthGrant::Enterprise { idp, id_token } => {
+                let id_token = id_token.read().map_err(|e| {
+                    AuthError::TokenExchangeFailed(format!("cannot read the ID token: {e}"))
+                })?;
+                manager.configure_client(OAuthClientConfig::new(&client_id, MACHINE_REDIRECT))?;
+                let response = super::grants::enterprise(
+                    &metadata,
+                    &self.resource,
+                    &client_id,
+                    self.spec.client_secret.as_deref(),
+                    &self.spec.scopes,
+                    idp,
+                    &id_token,
+                )
+                .await?;
+                self.save_token(&client_id, response).await?
+            }
+            _ => {
+                let config = self.credentials_config()?;
+                manager.validate_client_credentials_metadata(&config)?;
+                manager.configure_client_credentials(&config)?;
+                manager.exchange_client_credentials(&config).await?;
+                manager.get_access_token().await?
+            }
+        };
+        tracing::info!(server = %self.server, "token obtained without a person");
         Ok((manager, token))
+    }
+
+    /// Stores a token obtained outside rmcp's flows, as rmcp stores its own.
+    async fn save_token(
+        &self,
+        client_id: &str,
+        response: rmcp::transport::auth::OAuthTokenResponse,
+    ) -> Result<String, AuthError> {
+        use oauth2::TokenResponse;
+        let token = response.access_token().secret().to_owned();
+        let scopes = response
+            .scopes()
+            .map(|scopes| scopes.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_else(|| self.spec.scopes.clone());
+        let received = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        let credentials =
+            StoredCredentials::new(client_id.to_owned(), Some(response), scopes, Some(received));
+        Credentials {
+            store: self.store.clone(),
+            server: self.server.clone(),
+            resource: self.resource.clone(),
+        }
+        .save(credentials)
+        .await?;
+        Ok(token)
     }
 
     fn credentials_config(&self) -> Result<ClientCredentialsConfig, AuthError> {

@@ -9,7 +9,9 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::entry::Fields;
-use super::{AuthSpec, ConfigError, OAuthGrant, OAuthSpec, PrivateKey};
+use super::{
+    AuthSpec, ConfigError, IdentityProvider, OAuthGrant, OAuthSpec, PrivateKey, TokenSource,
+};
 
 /// The JWS algorithms a `private_key_jwt` client may sign with.
 const ALGORITHMS: &[&str] = &["RS256", "RS384", "RS512", "ES256", "ES384"];
@@ -26,7 +28,21 @@ const OAUTH_KEYS: &[(&str, &str)] = &[
     ("privateKey", "private_key"),
     ("privateKeyFile", "private_key_file"),
     ("signingAlgorithm", "signing_algorithm"),
+    ("assertion", "assertion"),
+    ("assertionFile", "assertion_file"),
+    ("idToken", "id_token"),
+    ("idTokenFile", "id_token_file"),
+    ("idp", "idp"),
 ];
+
+/// The grants `oauth.grant` names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GrantKind {
+    AuthorizationCode,
+    ClientCredentials,
+    JwtBearer,
+    Enterprise,
+}
 
 /// The authentication fields as written.
 #[derive(Debug, Default)]
@@ -114,6 +130,11 @@ impl Fields<'_> {
         let private_key = take("privateKey", "private_key");
         let private_key_file = take("privateKeyFile", "private_key_file");
         let signing_algorithm = take("signingAlgorithm", "signing_algorithm");
+        let assertion = take("assertion", "assertion");
+        let assertion_file = take("assertionFile", "assertion_file");
+        let id_token = take("idToken", "id_token");
+        let id_token_file = take("idTokenFile", "id_token_file");
+        let idp = take("idp", "idp");
         for key in map.keys() {
             if strict {
                 let known: Vec<&str> = OAUTH_KEYS.iter().map(|(_, snake)| *snake).collect();
@@ -188,22 +209,46 @@ impl Fields<'_> {
             }
         }
 
-        let grant = match grant
+        let kind = match grant
             .map(|value| self.string("oauth.grant", value))
             .transpose()?
         {
             None => None,
-            Some(text) => Some(match text.as_str() {
-                "authorization_code" | "authorization-code" => false,
-                "client_credentials" | "client-credentials" => true,
+            Some(text) => Some(match text.replace('-', "_").as_str() {
+                "authorization_code" => GrantKind::AuthorizationCode,
+                "client_credentials" => GrantKind::ClientCredentials,
+                "jwt_bearer" | "workload_identity" => GrantKind::JwtBearer,
+                "enterprise" | "cross_app_access" | "id_jag" => GrantKind::Enterprise,
                 _ => {
                     return Err(self.invalid(
                         Some("oauth.grant"),
-                        format!("\"{text}\" is not a grant mcplex uses: write \"authorization_code\" (the browser flow, the default) or \"client_credentials\""),
+                        format!("\"{text}\" is not a grant mcplex uses: write \"authorization_code\" (the browser flow, the default), \"client_credentials\", \"jwt_bearer\" (workload identity) or \"enterprise\" (cross-app access)"),
                     ));
                 }
             }),
         };
+        let assertion = self.token_source("assertion", assertion, assertion_file)?;
+        let id_token = self.token_source("idToken", id_token, id_token_file)?;
+        let idp = idp.map(|value| self.identity_provider(value)).transpose()?;
+        let kind = kind.or(if assertion.is_some() {
+            Some(GrantKind::JwtBearer)
+        } else if idp.is_some() {
+            Some(GrantKind::Enterprise)
+        } else {
+            None
+        });
+        if kind != Some(GrantKind::JwtBearer) && assertion.is_some() {
+            return Err(self.invalid(
+                Some("oauth.assertion"),
+                "a workload assertion is for grant = \"jwt_bearer\"",
+            ));
+        }
+        if kind != Some(GrantKind::Enterprise) && (idp.is_some() || id_token.is_some()) {
+            return Err(self.invalid(
+                Some("oauth.idp"),
+                "`idp` and `idToken` are for grant = \"enterprise\"",
+            ));
+        }
         let pem = match (private_key, private_key_file) {
             (Some(_), Some(_)) => {
                 return Err(self.invalid(
@@ -245,8 +290,50 @@ impl Fields<'_> {
             }
             None => None,
         };
-        let client_credentials = grant.unwrap_or(private_key.is_some());
-        let grant = if client_credentials {
+        let machine = match kind {
+            Some(GrantKind::JwtBearer) => {
+                let assertion = assertion.ok_or_else(|| {
+                    self.invalid(
+                        Some("oauth.assertionFile"),
+                        "the jwt_bearer grant needs the workload JWT: `assertionFile` (a path the platform keeps fresh) or `assertion`",
+                    )
+                })?;
+                Some(OAuthGrant::JwtBearer { assertion })
+            }
+            Some(GrantKind::Enterprise) => {
+                let idp = idp.ok_or_else(|| {
+                    self.invalid(
+                        Some("oauth.idp"),
+                        "the enterprise grant needs the identity provider: idp = { issuer, tokenEndpoint, clientId }",
+                    )
+                })?;
+                let id_token = id_token.ok_or_else(|| {
+                    self.invalid(
+                        Some("oauth.idTokenFile"),
+                        "the enterprise grant needs the user's ID token: `idTokenFile` or `idToken`",
+                    )
+                })?;
+                if client_id.is_none() {
+                    return Err(self.invalid(
+                        Some("oauth.clientId"),
+                        "the enterprise grant needs this client's id at the server's authorization server",
+                    ));
+                }
+                Some(OAuthGrant::Enterprise { idp, id_token })
+            }
+            _ => None,
+        };
+        let grant = if let Some(grant) = machine {
+            if private_key.is_some() {
+                return Err(self.invalid(
+                    Some("oauth.privateKeyFile"),
+                    "a private key is for the client_credentials grant",
+                ));
+            }
+            grant
+        } else if kind == Some(GrantKind::ClientCredentials)
+            || (kind.is_none() && private_key.is_some())
+        {
             if client_id.is_none() {
                 return Err(self.invalid(
                     Some("oauth.clientId"),
@@ -282,6 +369,70 @@ impl Fields<'_> {
             callback_port,
             client_metadata_url,
             grant,
+        })
+    }
+
+    /// A token given inline (`field`) or as a file (`fieldFile`), not both.
+    fn token_source(
+        &self,
+        field: &str,
+        inline: Option<Value>,
+        file: Option<Value>,
+    ) -> Result<Option<TokenSource>, ConfigError> {
+        match (inline, file) {
+            (Some(_), Some(_)) => Err(self.invalid(
+                Some(&format!("oauth.{field}File")),
+                format!("give either `{field}` or `{field}File`, not both"),
+            )),
+            (Some(value), None) => Ok(Some(TokenSource::Inline(
+                self.expanded(&format!("oauth.{field}"), value)?,
+            ))),
+            (None, Some(value)) => {
+                let path = self.expanded(&format!("oauth.{field}File"), value)?;
+                Ok(Some(TokenSource::File(self.relative_to_file(Path::new(&path)))))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// `oauth.idp`: the enterprise identity provider.
+    fn identity_provider(&self, value: Value) -> Result<IdentityProvider, ConfigError> {
+        let Value::Object(mut map) = value else {
+            return Err(self.invalid(
+                Some("oauth.idp"),
+                "expected an object like {\"issuer\": \"https://idp.example\", \"tokenEndpoint\": \"https://idp.example/token\", \"clientId\": \"...\"}",
+            ));
+        };
+        let mut field = |camel: &str, snake: &str| -> Result<Option<String>, ConfigError> {
+            map.remove(camel)
+                .or_else(|| map.remove(snake))
+                .filter(|value| !value.is_null())
+                .map(|value| self.expanded(&format!("oauth.idp.{camel}"), value))
+                .transpose()
+        };
+        let issuer = field("issuer", "issuer")?;
+        let token_endpoint = field("tokenEndpoint", "token_endpoint")?;
+        let client_id = field("clientId", "client_id")?;
+        let client_secret = field("clientSecret", "client_secret")?;
+        if let Some(key) = map.keys().next() {
+            return Err(self.invalid(
+                Some(&format!("oauth.idp.{key}")),
+                "unknown key: the idp keys are issuer, tokenEndpoint, clientId, clientSecret",
+            ));
+        }
+        let required = |value: Option<String>, name: &str| {
+            value.ok_or_else(|| {
+                self.invalid(
+                    Some(&format!("oauth.idp.{name}")),
+                    "is required for the enterprise grant",
+                )
+            })
+        };
+        Ok(IdentityProvider {
+            issuer: required(issuer, "issuer")?,
+            token_endpoint: required(token_endpoint, "tokenEndpoint")?,
+            client_id: required(client_id, "clientId")?,
+            client_secret,
         })
     }
 

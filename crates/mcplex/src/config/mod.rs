@@ -18,8 +18,9 @@ mod size;
 mod spec;
 
 pub use spec::{
-    AuthSpec, Backoff, Breaker, Dialect, InProcessFuture, InProcessServer, OAuthGrant, OAuthSpec,
-    Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, ToolFilter, TransportSpec,
+    AuthSpec, Backoff, Breaker, Dialect, IdentityProvider, InProcessFuture, InProcessServer,
+    OAuthGrant, OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource,
+    ToolFilter, TransportSpec,
 };
 
 use std::collections::BTreeMap;

@@ -83,6 +83,76 @@ pub enum OAuthGrant {
         /// A PEM private key signing the client assertion; `None`: the client secret is used.
         private_key: Option<PrivateKey>,
     },
+    /// Workload identity federation (RFC 7523 JWT bearer): a JWT the platform issues to this
+    /// workload (`assertion` / `assertionFile`) is exchanged for an access token.
+    JwtBearer {
+        /// Where the workload JWT comes from; a file is read again for every exchange, as
+        /// platforms rotate it in place.
+        assertion: TokenSource,
+    },
+    /// Enterprise-managed authorization (cross-app access, SEP-990): the user's ID token from
+    /// the enterprise identity provider becomes an ID-JAG there (RFC 8693 token exchange),
+    /// then an access token at the server's authorization server (RFC 7523 JWT bearer).
+    Enterprise {
+        /// The enterprise identity provider (`idp`).
+        idp: IdentityProvider,
+        /// The user's ID token for that provider (`idToken` / `idTokenFile`).
+        id_token: TokenSource,
+    },
+}
+
+/// A secret token given in the config (usually as `${VAR}`) or in a file.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenSource {
+    /// The token itself.
+    Inline(String),
+    /// A file holding it (surrounding whitespace ignored).
+    File(PathBuf),
+}
+
+impl TokenSource {
+    /// The token now: the inline text, or the file's current content.
+    pub fn read(&self) -> std::io::Result<String> {
+        match self {
+            TokenSource::Inline(token) => Ok(token.clone()),
+            TokenSource::File(path) => Ok(std::fs::read_to_string(path)?.trim().to_owned()),
+        }
+    }
+}
+
+impl fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenSource::Inline(_) => f.write_str("Inline(<redacted>)"),
+            TokenSource::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
+}
+
+/// An enterprise identity provider where this client is registered.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IdentityProvider {
+    /// Its issuer (`issuer`).
+    pub issuer: String,
+    /// Its token endpoint (`tokenEndpoint`).
+    pub token_endpoint: String,
+    /// This client's id there (`clientId`).
+    pub client_id: String,
+    /// This client's secret there (`clientSecret`); `None` for a public client.
+    pub client_secret: Option<String>,
+}
+
+impl fmt::Debug for IdentityProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdentityProvider")
+            .field("issuer", &self.issuer)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// The key of a `private_key_jwt` client.
@@ -149,6 +219,31 @@ impl OAuthSpec {
         }
     }
 
+    /// Workload identity federation: `assertion` is exchanged with the JWT-bearer grant.
+    pub fn jwt_bearer(client_id: Option<String>, assertion: TokenSource) -> Self {
+        Self {
+            client_id,
+            grant: OAuthGrant::JwtBearer { assertion },
+            ..Self::default()
+        }
+    }
+
+    /// Enterprise-managed authorization through `idp`, with the resource server's client
+    /// `client_id` (and `secret`).
+    pub fn enterprise(
+        client_id: impl Into<String>,
+        secret: Option<String>,
+        idp: IdentityProvider,
+        id_token: TokenSource,
+    ) -> Self {
+        Self {
+            client_id: Some(client_id.into()),
+            client_secret: secret,
+            grant: OAuthGrant::Enterprise { idp, id_token },
+            ..Self::default()
+        }
+    }
+
     /// Builder-style: the scopes to request.
     pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
     where
@@ -188,9 +283,35 @@ impl fmt::Debug for OAuthSpec {
     }
 }
 
+impl IdentityProvider {
+    /// A provider at `issuer` with its `token_endpoint`, where this client is `client_id`.
+    pub fn new(
+        issuer: impl Into<String>,
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: Option<String>,
+    ) -> Self {
+        Self {
+            issuer: issuer.into(),
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret,
+        }
+    }
+}
+
 impl fmt::Debug for OAuthGrant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            OAuthGrant::JwtBearer { assertion } => f
+                .debug_struct("JwtBearer")
+                .field("assertion", assertion)
+                .finish(),
+            OAuthGrant::Enterprise { idp, id_token } => f
+                .debug_struct("Enterprise")
+                .field("idp", idp)
+                .field("id_token", id_token)
+                .finish(),
             OAuthGrant::AuthorizationCode => f.write_str("AuthorizationCode"),
             OAuthGrant::ClientCredentials { private_key } => f
                 .debug_struct("ClientCredentials")

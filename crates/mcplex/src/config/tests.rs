@@ -1619,3 +1619,126 @@ fn policy_that_is_not_a_table_is_a_problem() {
         )
     );
 }
+
+#[test]
+fn claude_oauth_block_and_headers_helper_are_read_unchanged() {
+    let mut fx = Fixture::new();
+    fx.set_env("API_SECRET", "s3cret");
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "api": {"type": "http", "url": "https://api.example/mcp",
+                    "oauth": {"clientId": "abc", "clientSecret": "${API_SECRET}", "callbackPort": 8765,
+                              "scope": "read write"},
+                    "headersHelper": "/usr/local/bin/get-headers"},
+            "plain": {"type": "http", "url": "https://plain.example/mcp"},
+            "local": {"command": "x", "headersHelper": "ignored for stdio"}
+        }}"#,
+    );
+    let set = fx.load();
+    assert!(messages(&set).is_empty(), "{:#?}", messages(&set));
+    let api = &server(&set, "api").auth;
+    assert_eq!(
+        api.headers_helper.as_deref(),
+        Some("/usr/local/bin/get-headers")
+    );
+    assert_eq!(api.oauth.client_id.as_deref(), Some("abc"));
+    assert_eq!(api.oauth.client_secret.as_deref(), Some("s3cret"));
+    assert_eq!(api.oauth.callback_port, Some(8765));
+    assert_eq!(api.oauth.scopes, ["read", "write"]);
+    assert_eq!(api.oauth.grant, OAuthGrant::AuthorizationCode);
+    // The secret never shows in a printed spec.
+    assert!(!format!("{:?}", server(&set, "api")).contains("s3cret"));
+    assert_eq!(server(&set, "plain").auth, AuthSpec::default());
+    assert_eq!(server(&set, "local").auth, AuthSpec::default());
+}
+
+#[test]
+fn mcplex_toml_machine_grants() {
+    let fx = Fixture::new();
+    let key = fx.project_file("keys/client.pem", "-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n");
+    fx.project_file(
+        "mcplex.toml",
+        &format!(
+            r#"
+[servers.robot]
+url = "https://robot.example/mcp"
+oauth = {{ client_id = "bot", grant = "client_credentials", private_key_file = "{}" }}
+
+[servers.workload]
+url = "https://w.example/mcp"
+oauth = {{ grant = "jwt_bearer", assertion_file = "token.jwt" }}
+
+[servers.corp]
+url = "https://corp.example/mcp"
+[servers.corp.oauth]
+grant = "enterprise"
+client_id = "corp-client"
+id_token_file = "/run/id_token"
+idp = {{ issuer = "https://idp.example", token_endpoint = "https://idp.example/token", client_id = "idp-client" }}
+"#,
+            key.display()
+        ),
+    );
+    let set = fx.load();
+    assert!(messages(&set).is_empty(), "{:#?}", messages(&set));
+    let OAuthGrant::ClientCredentials {
+        private_key: Some(key),
+    } = &server(&set, "robot").auth.oauth.grant
+    else {
+        panic!("{:?}", server(&set, "robot").auth);
+    };
+    assert_eq!(key.algorithm, "ES256", "EC keys default to ES256");
+    let OAuthGrant::JwtBearer {
+        assertion: TokenSource::File(path),
+    } = &server(&set, "workload").auth.oauth.grant
+    else {
+        panic!("{:?}", server(&set, "workload").auth);
+    };
+    assert_eq!(path, &fx.project.path().join("token.jwt"));
+    let OAuthGrant::Enterprise { idp, id_token } = &server(&set, "corp").auth.oauth.grant else {
+        panic!("{:?}", server(&set, "corp").auth);
+    };
+    assert_eq!(idp.client_id, "idp-client");
+    assert_eq!(id_token, &TokenSource::File(PathBuf::from("/run/id_token")));
+}
+
+#[test]
+fn oauth_mistakes_name_the_field_and_the_fix() {
+    for (oauth, field, words) in [
+        (r#"{ grant = "device_code" }"#, "oauth.grant", "client_credentials"),
+        (r#"{ grant = "client_credentials" }"#, "oauth.clientId", "client id"),
+        (
+            r#"{ grant = "client_credentials", client_id = "x" }"#,
+            "oauth.clientSecret",
+            "privateKeyFile",
+        ),
+        (r#"{ callback_port = 70000 }"#, "oauth.callbackPort", "1 to 65535"),
+        (
+            r#"{ client_metadata_url = "http://x/c.json" }"#,
+            "oauth.clientMetadataUrl",
+            "https://",
+        ),
+        (r#"{ client_secret = "s" }"#, "oauth.clientSecret", "clientId"),
+        (r#"{ colour = "blue" }"#, "oauth.colour", "unknown key"),
+        (r#"{ grant = "enterprise", client_id = "c" }"#, "oauth.idp", "issuer"),
+    ] {
+        let fx = Fixture::new();
+        fx.project_file(
+            "mcplex.toml",
+            &format!("[servers.s]\nurl = \"https://s.example/mcp\"\noauth = {oauth}\n"),
+        );
+        let message = only_message(&fx.load());
+        assert!(
+            message.contains(field) && message.contains(words),
+            "{oauth}: {message}"
+        );
+    }
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        "[servers.s]\ncommand = \"x\"\nheaders_helper = \"y\"\n",
+    );
+    let message = only_message(&fx.load());
+    assert!(message.contains("stdio"), "{message}");
+}

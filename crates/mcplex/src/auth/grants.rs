@@ -1,0 +1,144 @@
+//! The token exchanges rmcp's authorization manager does not run itself: the RFC 7523
+//! JWT-bearer grant with a workload's own JWT (workload identity federation, SEP-1933), and
+//! enterprise-managed authorization (SEP-990) through rmcp's `enterprise` module.
+
+use oauth2::ClientSecret;
+use rmcp::transport::auth::enterprise::{
+    EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
+};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationMetadata, OAuthTokenResponse, default_oauth_http_client,
+};
+
+use crate::config::IdentityProvider;
+
+/// The JWT-bearer grant type (RFC 7523 §2.1).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// Exchanges a workload JWT for an access token at the authorization server.
+///
+/// A refusal (`invalid_grant`, `invalid_scope`, `unauthorized_client`) is returned as is, not
+/// retried and not answered with another grant: the workload's identity is what was refused.
+pub(super) async fn jwt_bearer(
+    metadata: &AuthorizationMetadata,
+    resource: &str,
+    client_id: Option<&str>,
+    client_secret: Option<&str>,
+    scopes: &[String],
+    assertion: &str,
+) -> Result<OAuthTokenResponse, AuthError> {
+    let mut form = oauth2::url::form_urlencoded::Serializer::new(String::new());
+    form.append_pair("grant_type", JWT_BEARER);
+    form.append_pair("assertion", assertion);
+    form.append_pair("resource", resource);
+    if !scopes.is_empty() {
+        form.append_pair("scope", &scopes.join(" "));
+    }
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
+        .build()?;
+    let mut request = client
+        .post(&metadata.token_endpoint)
+        .header("accept", "application/json");
+    match (client_id, client_secret) {
+        (Some(id), Some(secret)) => request = request.basic_auth(id, Some(secret)),
+        (Some(id), None) => {
+            form.append_pair("client_id", id);
+        }
+        (None, _) => {}
+    }
+    let response = request
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form.finish())
+        .send()
+        .await?;
+    token_response(response).await
+}
+
+/// Reads a token endpoint's answer: the token, or its OAuth error in words.
+async fn token_response(response: reqwest::Response) -> Result<OAuthTokenResponse, AuthError> {
+    let status = response.status();
+    let body = response.text().await?;
+    if !status.is_success() {
+        let error: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let code = error["error"].as_str().unwrap_or("error");
+        let description = error["error_description"].as_str().unwrap_or(&body);
+        return Err(AuthError::TokenExchangeFailed(format!(
+            "the token endpoint answered {status}: {code}: {description}"
+        )));
+    }
+    serde_json::from_str(&body).map_err(|e| {
+        AuthError::TokenExchangeFailed(format!("the token endpoint's answer is not a token: {e}"))
+    })
+}
+
+/// Enterprise-managed authorization: the ID token becomes an ID-JAG at the identity provider,
+/// then an access token at the resource's authorization server.
+pub(super) async fn enterprise(
+    metadata: &AuthorizationMetadata,
+    resource: &str,
+    client_id: &str,
+    client_secret: Option<&str>,
+    scopes: &[String],
+    idp: &IdentityProvider,
+    id_token: &str,
+) -> Result<OAuthTokenResponse, AuthError> {
+    let issuer = metadata.issuer.clone().ok_or_else(|| {
+        AuthError::MetadataError(
+            "the authorization server's metadata names no issuer, which the ID-JAG is bound to"
+                .into(),
+        )
+    })?;
+    let mut identity_provider =
+        EmaAuthorizationServer::new(&idp.issuer, &idp.token_endpoint, &idp.client_id);
+    if let Some(secret) = &idp.client_secret {
+        identity_provider = identity_provider.with_client_authentication(
+            EmaClientAuthentication::ClientSecretBasic(ClientSecret::new(secret.clone())),
+        );
+    }
+    let mut resource_server =
+        EmaAuthorizationServer::new(issuer, &metadata.token_endpoint, client_id);
+    if let Some(secret) = client_secret {
+        let secret = ClientSecret::new(secret.to_owned());
+        let post_only = metadata
+            .additional_fields
+            .get("token_endpoint_auth_methods_supported")
+            .and_then(|methods| methods.as_array())
+            .is_some_and(|methods| {
+                methods.iter().any(|m| m == "client_secret_post")
+                    && !methods.iter().any(|m| m == "client_secret_basic")
+            });
+        resource_server = resource_server.with_client_authentication(if post_only {
+            EmaClientAuthentication::ClientSecretPost(secret)
+        } else {
+            EmaClientAuthentication::ClientSecretBasic(secret)
+        });
+    }
+    let http = default_oauth_http_client()?;
+    let token = EmaExchangeRequest::new_with_id_token(
+        identity_provider,
+        resource_server,
+        resource,
+        id_token,
+    )
+    .with_scopes(scopes.iter().cloned())
+    .exchange(&http, &http)
+    .await
+    .map_err(|e| AuthError::TokenExchangeFailed(format!("enterprise-managed authorization: {e}")))?;
+    // rmcp's token response type is built the way a token endpoint's answer is read.
+    let mut answer = serde_json::json!({
+        "access_token": token.access_token.secret(),
+        "token_type": "Bearer",
+    });
+    if let Some(expires_in) = token.expires_in {
+        answer["expires_in"] = expires_in.as_secs().into();
+    }
+    if !token.scopes.is_empty() {
+        let mut scopes: Vec<_> = token.scopes.into_iter().collect();
+        scopes.sort();
+        answer["scope"] = scopes.join(" ").into();
+    }
+    serde_json::from_value(answer)
+        .map_err(|e| AuthError::InternalError(format!("cannot record the token: {e}")))
+}
