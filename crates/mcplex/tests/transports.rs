@@ -463,7 +463,8 @@ async fn the_websocket_upgrade_carries_the_headers_and_the_mcp_subprotocol() {
     assert!(request.starts_with("get /mcp "), "{request}");
     assert!(request.contains("authorization: bearer t0ken"), "{request}");
     assert!(request.contains("sec-websocket-protocol: mcp"), "{request}");
-    let ServerState::Failed { error, .. } = state(&hub, "locked") else {
+    // A 401 needs credentials, not retries: remote_auth.rs covers what the message says.
+    let ServerState::NeedsAuth { message: error } = state(&hub, "locked") else {
         panic!("{:?}", state(&hub, "locked"));
     };
     assert!(error.contains("HTTP 401"), "{error}");

@@ -184,6 +184,16 @@ impl From<Error> for AttemptFailure {
     }
 }
 
+impl From<transport::OpenFailure> for AttemptFailure {
+    fn from(failure: transport::OpenFailure) -> Self {
+        AttemptFailure {
+            error: failure.error,
+            auth: failure.unauthorized,
+            modern: false,
+        }
+    }
+}
+
 /// One connection attempt: open the transport, then handshake before `deadline`.
 async fn attempt(
     spec: &ServerSpec,
@@ -247,8 +257,11 @@ async fn attempt(
                             .await,
                             Side::default(),
                         ),
+                        // An old server that wants credentials: that, not the streamable
+                        // refusal, is what the user has to fix.
+                        Err(e) if e.unauthorized => return Err(e.into()),
                         Err(e) => {
-                            tracing::debug!(server = %name, "legacy HTTP+SSE fallback failed: {e}");
+                            tracing::debug!(server = %name, "legacy HTTP+SSE fallback failed: {}", e.error);
                             (first, Side::default())
                         }
                     }
@@ -307,8 +320,9 @@ async fn attempt(
                 .await;
             let modern = late_discover.load(Ordering::Acquire)
                 || matches!(&failure, HandshakeFailure::Init(e) if refused_as_stateless(e));
-            let auth =
-                matches!(&failure, HandshakeFailure::Init(e) if e.is_authorization_required());
+            // rmcp's streamable HTTP 401, or our legacy SSE transport's 401 on a `POST`.
+            let auth = matches!(&failure, HandshakeFailure::Init(e)
+                if e.is_authorization_required() || transport::sse::unauthorized_post(e).is_some());
             let error = match (failure, exit) {
                 (HandshakeFailure::Timeout, _) => Error::Connect {
                     server: spec.name.clone(),
@@ -384,6 +398,10 @@ where
 }
 
 fn describe_init_error(e: &ClientInitializeError) -> String {
+    if let Some(refused) = transport::sse::unauthorized_post(e) {
+        // Names the request and the fix, which rmcp's wrapping would hide.
+        return refused.to_string();
+    }
     match e {
         ClientInitializeError::ConnectionClosed(_) => {
             "the server closed the connection during the MCP handshake".into()

@@ -78,8 +78,38 @@ pub(crate) enum Opened {
     },
 }
 
+/// Why a transport did not open.
+#[derive(Debug)]
+pub(crate) struct OpenFailure {
+    pub(crate) error: Error,
+    /// The server answered the opening request (the SSE `GET`, the WebSocket upgrade) with
+    /// HTTP 401: it wants credentials, and retrying with the same ones will not help.
+    pub(crate) unauthorized: bool,
+}
+
+impl From<Error> for OpenFailure {
+    fn from(error: Error) -> Self {
+        OpenFailure {
+            error,
+            unauthorized: false,
+        }
+    }
+}
+
+/// What to do about an HTTP 401 from a legacy SSE or WebSocket server. OAuth login is for
+/// streamable HTTP only, so the fix is a token in the config.
+pub(crate) fn unauthorized_advice(sent_authorization: bool) -> &'static str {
+    if sent_authorization {
+        "the server requires authorization and refused the `Authorization` header sent; give \
+         a valid token in the server's `headers` or `headersHelper`"
+    } else {
+        "the server requires authorization; give a token in the server's `headers` \
+         (an `Authorization: Bearer …` header) or a `headersHelper` that prints one"
+    }
+}
+
 /// Opens the transport described by `spec`. Nothing is sent yet.
-pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Opened, Error> {
+pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Opened, OpenFailure> {
     match &spec.transport {
         TransportSpec::Stdio {
             command,
@@ -126,7 +156,7 @@ pub(crate) async fn open_legacy_sse(
     spec: &ServerSpec,
     ctx: &TransportContext,
     within: std::time::Duration,
-) -> Result<sse::SseTransport, Error> {
+) -> Result<sse::SseTransport, OpenFailure> {
     match &spec.transport {
         TransportSpec::Http { url, headers } => {
             let headers = with_helper_headers(spec, headers).await?;
@@ -139,7 +169,8 @@ pub(crate) async fn open_legacy_sse(
                 other.kind()
             ),
             stderr_tail: Vec::new(),
-        }),
+        }
+        .into()),
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use rmcp::RoleClient;
 use rmcp::model::{JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
@@ -20,6 +20,7 @@ use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use tokio_util::sync::CancellationToken;
 
+use super::{OpenFailure, unauthorized_advice};
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
 
@@ -46,6 +47,18 @@ pub(crate) enum SseError {
         endpoint: Url,
         #[source]
         source: reqwest::Error,
+    },
+    /// HTTP 401: the server wants credentials (see [`unauthorized_post`]).
+    #[error(
+        "POST to the message endpoint {endpoint} answered HTTP 401 Unauthorized{}; {}",
+        preview_suffix(.body),
+        unauthorized_advice(*.sent_authorization)
+    )]
+    Unauthorized {
+        endpoint: Url,
+        /// Whether the request carried an `Authorization` header (then it was refused).
+        sent_authorization: bool,
+        body: String,
     },
     #[error("POST to the message endpoint {endpoint} answered HTTP {status}{}", preview_suffix(.body))]
     Status {
@@ -100,7 +113,7 @@ pub(crate) async fn connect(
     headers: &BTreeMap<String, String>,
     client: reqwest::Client,
     within: Duration,
-) -> Result<SseTransport, Error> {
+) -> Result<SseTransport, OpenFailure> {
     let fail = |message: String| Error::Connect {
         server: server.to_string(),
         message,
@@ -110,19 +123,24 @@ pub(crate) async fn connect(
     if !matches!(sse_url.scheme(), "http" | "https") {
         return Err(fail(format!(
             "`{url}` is not an http:// or https:// URL (an SSE server is reached over HTTP)"
-        )));
+        ))
+        .into());
     }
     let headers = super::header_map(server, headers, RESERVED_HEADERS)?;
     let open = open_stream(server, &sse_url, &headers, &client);
     let (stream, parser, endpoint) = match tokio::time::timeout(within, open).await {
-        Ok(opened) => opened.map_err(fail)?,
+        Ok(opened) => opened.map_err(|refusal| OpenFailure {
+            error: fail(refusal.message),
+            unauthorized: refusal.unauthorized,
+        })?,
         Err(_) => {
             return Err(fail(format!(
                 "the SSE server at {sse_url} sent no `endpoint` event within the startup \
                  timeout of {} (is it a legacy HTTP+SSE server? raise `startup_timeout` if it \
                  is slow to start)",
                 fmt_duration(within)
-            )));
+            ))
+            .into());
         }
     };
     tracing::debug!(server, %endpoint, "SSE session open");
@@ -141,13 +159,29 @@ pub(crate) async fn connect(
     })
 }
 
-/// The `GET` and the wait for `endpoint`; errors are messages for `Error::Connect`.
+/// Why the SSE stream did not open: words for `Error::Connect`, and whether the `GET` was
+/// answered HTTP 401.
+struct Refusal {
+    message: String,
+    unauthorized: bool,
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Self {
+        Refusal {
+            message,
+            unauthorized: false,
+        }
+    }
+}
+
+/// The `GET` and the wait for `endpoint`.
 async fn open_stream(
     server: &str,
     sse_url: &Url,
     headers: &HeaderMap,
     client: &reqwest::Client,
-) -> Result<(reqwest::Response, EventParser, Url), String> {
+) -> Result<(reqwest::Response, EventParser, Url), Refusal> {
     let mut response = client
         .get(sse_url.clone())
         .headers(headers.clone())
@@ -158,18 +192,29 @@ async fn open_stream(
         .map_err(|e| format!("GET {sse_url} failed: {}", error_chain(&e)))?;
     let status = response.status();
     if status == StatusCode::UNAUTHORIZED {
-        return Err(format!(
-            "the server requires authorization (HTTP 401 on GET {sse_url}); set an \
-             `Authorization` header in the server's `headers`"
-        ));
+        let body = read_preview(response, BODY_PREVIEW_BYTES).await;
+        return Err(Refusal {
+            message: format!(
+                "GET {sse_url} answered HTTP {status}{}; {}",
+                preview_suffix(&body),
+                unauthorized_advice(headers.contains_key(AUTHORIZATION))
+            ),
+            unauthorized: true,
+        });
     }
     if !status.is_success() {
         let body = read_preview(response, BODY_PREVIEW_BYTES).await;
+        let hint = if status == StatusCode::FORBIDDEN {
+            "the server refuses this client: check the credentials in the server's `headers` \
+             or `headersHelper`"
+        } else {
+            "is this the server's SSE URL, often ending in /sse?"
+        };
         return Err(format!(
-            "GET {sse_url} answered HTTP {status}{} (is this the server's SSE URL, often \
-             ending in /sse?)",
+            "GET {sse_url} answered HTTP {status}{} ({hint})",
             preview_suffix(&body)
-        ));
+        )
+        .into());
     }
     let content_type = response
         .headers()
@@ -181,7 +226,8 @@ async fn open_stream(
         return Err(format!(
             "GET {sse_url} answered `{content_type}`, not an SSE stream (for a streamable \
              HTTP server use type `http`)"
-        ));
+        )
+        .into());
     }
     let mut parser = EventParser::new(MAX_EVENT_BYTES);
     loop {
@@ -204,13 +250,15 @@ async fn open_stream(
                 return Err(format!(
                     "the SSE stream at {sse_url} ended before the server sent its `endpoint` \
                      event"
-                ));
+                )
+                .into());
             }
             Err(e) => {
                 return Err(format!(
                     "the SSE stream at {sse_url} broke before the `endpoint` event: {}",
                     error_chain(&e)
-                ));
+                )
+                .into());
             }
         }
     }
@@ -356,11 +404,37 @@ async fn post(
         return Ok(());
     }
     let body = read_preview(response, BODY_PREVIEW_BYTES).await;
+    if status == StatusCode::UNAUTHORIZED {
+        return Err(SseError::Unauthorized {
+            endpoint: target.endpoint.clone(),
+            sent_authorization: target.headers.contains_key(AUTHORIZATION),
+            body,
+        });
+    }
     Err(SseError::Status {
         endpoint: target.endpoint.clone(),
         status,
         body,
     })
+}
+
+/// The `POST` a legacy SSE server answered with HTTP 401 during the handshake, if that is why
+/// the handshake failed: the server wants credentials, and retrying will not help.
+pub(crate) fn unauthorized_post(error: &ClientInitializeError) -> Option<&SseError> {
+    match error {
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => unauthorized_post(fallback),
+        ClientInitializeError::TransportError { error, .. } => {
+            let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*error.error);
+            while let Some(current) = cause {
+                if let Some(refused @ SseError::Unauthorized { .. }) = current.downcast_ref() {
+                    return Some(refused);
+                }
+                cause = current.source();
+            }
+            None
+        }
+        _ => None,
+    }
 }
 
 /// The HTTP status (400, 404 or 405) with which a server refused a streamable HTTP handshake

@@ -23,6 +23,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 
 use super::sse::{error_chain, tidy_body};
+use super::{OpenFailure, unauthorized_advice};
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
 
@@ -80,7 +81,7 @@ pub(crate) async fn connect(
     url: &str,
     headers: &BTreeMap<String, String>,
     within: Duration,
-) -> Result<WsTransport, Error> {
+) -> Result<WsTransport, OpenFailure> {
     let fail = |message: String| Error::Connect {
         server: server.to_string(),
         message,
@@ -94,10 +95,12 @@ pub(crate) async fn connect(
         _ => {
             return Err(fail(format!(
                 "`{url}` is not a ws:// or wss:// URL (a WebSocket server is reached over one)"
-            )));
+            ))
+            .into());
         }
     };
     let extra = super::header_map(server, headers, RESERVED_HEADERS)?;
+    let sent_authorization = extra.contains_key(reqwest::header::AUTHORIZATION);
     let mut request = url
         .into_client_request()
         .map_err(|e| fail(format!("`{url}` cannot be a WebSocket request: {e}")))?;
@@ -117,13 +120,24 @@ pub(crate) async fn connect(
     );
     let socket = match tokio::time::timeout(within, handshake).await {
         Ok(Ok((socket, _response))) => socket,
-        Ok(Err(e)) => return Err(fail(describe_connect_error(url, e))),
+        Ok(Err(e)) => {
+            let unauthorized = matches!(
+                &e,
+                tungstenite::Error::Http(response)
+                    if response.status() == tungstenite::http::StatusCode::UNAUTHORIZED
+            );
+            return Err(OpenFailure {
+                error: fail(describe_connect_error(url, e, sent_authorization)),
+                unauthorized,
+            });
+        }
         Err(_) => {
             return Err(fail(format!(
                 "the WebSocket upgrade at {url} did not complete within the startup timeout \
                  of {} (raise `startup_timeout` if the server is slow to start)",
                 fmt_duration(within)
-            )));
+            ))
+            .into());
         }
     };
     tracing::debug!(server, url, "WebSocket session open");
@@ -136,7 +150,11 @@ pub(crate) async fn connect(
     })
 }
 
-fn describe_connect_error(url: &str, error: tungstenite::Error) -> String {
+fn describe_connect_error(
+    url: &str,
+    error: tungstenite::Error,
+    sent_authorization: bool,
+) -> String {
     use tungstenite::error::{ProtocolError, SubProtocolError};
     match error {
         tungstenite::Error::Http(response) => {
@@ -146,20 +164,24 @@ fn describe_connect_error(url: &str, error: tungstenite::Error) -> String {
                 .as_deref()
                 .map(tidy_body)
                 .unwrap_or_default();
-            let hint = match status.as_u16() {
-                401 => {
-                    " (the server requires authorization; set an `Authorization` header in \
-                        the server's `headers`)"
-                }
-                404 => " (no WebSocket endpoint at this path)",
-                _ => "",
-            };
             let body = if body.is_empty() {
                 String::new()
             } else {
                 format!(": {body}")
             };
-            format!("the WebSocket upgrade at {url} was refused with HTTP {status}{hint}{body}")
+            let refused = format!("the WebSocket upgrade at {url} was refused with HTTP {status}");
+            match status.as_u16() {
+                401 => format!(
+                    "{refused}{body}; {}",
+                    unauthorized_advice(sent_authorization)
+                ),
+                403 => format!(
+                    "{refused} (the server refuses this client: check the credentials in the \
+                     server's `headers` or `headersHelper`){body}"
+                ),
+                404 => format!("{refused} (no WebSocket endpoint at this path){body}"),
+                _ => format!("{refused}{body}"),
+            }
         }
         tungstenite::Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(
             SubProtocolError::NoSubProtocol | SubProtocolError::InvalidSubProtocol,
