@@ -139,6 +139,10 @@ fn assert_names_the_fix(message: &str) {
     assert!(message.contains("requires authorization"), "{message}");
     assert!(message.contains("`headers`"), "{message}");
     assert!(message.contains("`headersHelper`"), "{message}");
+    assert!(
+        !message.contains("mcplex auth login"),
+        "OAuth login does not apply to legacy SSE or WebSocket: {message}"
+    );
 }
 
 #[tokio::test]

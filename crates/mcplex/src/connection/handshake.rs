@@ -169,6 +169,9 @@ pub(super) struct AttemptFailure {
     pub(super) error: Error,
     /// The server answered HTTP 401: it needs authorization, retrying will not help.
     pub(super) auth: bool,
+    /// That 401 came through the OAuth-capable streamable HTTP client, so `mcplex auth login`
+    /// can help; otherwise the error itself says which credentials to give.
+    pub(super) oauth: bool,
     /// The server answered `server/discover` after our probe gave up, or refused
     /// `initialize` as a 2026-07-28 server: retrying in Discover mode will work.
     pub(super) modern: bool,
@@ -179,6 +182,7 @@ impl From<Error> for AttemptFailure {
         AttemptFailure {
             error,
             auth: false,
+            oauth: false,
             modern: false,
         }
     }
@@ -189,6 +193,7 @@ impl From<transport::OpenFailure> for AttemptFailure {
         AttemptFailure {
             error: failure.error,
             auth: failure.unauthorized,
+            oauth: false,
             modern: false,
         }
     }
@@ -321,8 +326,11 @@ async fn attempt(
             let modern = late_discover.load(Ordering::Acquire)
                 || matches!(&failure, HandshakeFailure::Init(e) if refused_as_stateless(e));
             // rmcp's streamable HTTP 401, or our legacy SSE transport's 401 on a `POST`.
-            let auth = matches!(&failure, HandshakeFailure::Init(e)
-                if e.is_authorization_required() || transport::sse::unauthorized_post(e).is_some());
+            let oauth =
+                matches!(&failure, HandshakeFailure::Init(e) if e.is_authorization_required());
+            let auth = oauth
+                || matches!(&failure, HandshakeFailure::Init(e)
+                    if transport::sse::unauthorized_post(e).is_some());
             let error = match (failure, exit) {
                 (HandshakeFailure::Timeout, _) => Error::Connect {
                     server: spec.name.clone(),
@@ -351,6 +359,7 @@ async fn attempt(
             Err(AttemptFailure {
                 error,
                 auth,
+                oauth,
                 modern,
             })
         }

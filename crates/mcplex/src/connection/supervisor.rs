@@ -18,7 +18,7 @@ use super::breaker::Breaker;
 use super::handshake::{self, AttemptFailure, Session, close_session, split_tail};
 use super::{Live, ServerState, Shared};
 use crate::catalog::ServerTool;
-use crate::config::{Backoff, ServerSpec};
+use crate::config::{Backoff, ServerSpec, TransportSpec};
 use crate::error::fmt_duration;
 use crate::hub::HubEvent;
 
@@ -135,13 +135,16 @@ impl Supervisor {
                 }
                 Outcome::Failed { failure } => {
                     let auth = failure.auth;
+                    let oauth = failure.oauth;
                     let (error, stderr_tail) = split_tail(failure.error);
                     if auth {
                         tracing::warn!(server = %name, "{error}");
                         self.finish(ServerState::NeedsAuth {
-                            message: format!(
-                                "{error}; run `mcplex auth login {name}` (or give a token in its `headers`)"
-                            ),
+                            message: if oauth {
+                                needs_auth_advice(&self.spec, error)
+                            } else {
+                                error
+                            },
                         });
                         return;
                     }
@@ -412,6 +415,24 @@ async fn listen_for_tool_changes(
             Ok(Some(_)) => {}
             Ok(None) | Err(_) => return,
         }
+    }
+}
+
+/// What to do about a server that wants authorization: an OAuth login where mcplex runs OAuth
+/// for it, else better credentials in its headers (the transports' own messages say how).
+fn needs_auth_advice(spec: &ServerSpec, error: String) -> String {
+    let name = &spec.name;
+    match &spec.transport {
+        TransportSpec::Http { headers, .. }
+            if !crate::auth::has_authorization_header(headers)
+                && spec.auth.headers_helper.is_none() =>
+        {
+            format!("{error}; run `mcplex auth login {name}` (or give a token in its `headers`)")
+        }
+        TransportSpec::Http { .. } => format!(
+            "{error}; the server refused the `Authorization` header it was given: give a valid token in its `headers` or `headersHelper`"
+        ),
+        _ => error,
     }
 }
 
