@@ -2,15 +2,17 @@
 //!
 //! Owns what the server says about itself (info, capabilities, protocol versions per era),
 //! `tools/list` pagination, and the order of events around every `tools/call` (call log, crash
-//! faults, dispatch, answer delay). The tools live in `tools`; transports know nothing of this.
+//! faults, dispatch, answer delay), and its one resource, `test://counter`, with its watchers:
+//! sessions that sent `resources/subscribe` (handshake era) and `subscriptions/listen` streams
+//! that name it (2026-07-28). The tools live in `tools`; transports know nothing of this.
 
 #![allow(deprecated)] // Logging is SEP-2577-deprecated in rmcp, yet part of the handshake era.
 
 use std::{
     borrow::Cow,
     sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -19,10 +21,13 @@ use rmcp::{
     handler::server::tool::{ToolCallContext, ToolRouter},
     model::{
         CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
-        ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-        ServerConfig, SetLevelRequestParams, Tool,
+        ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        Resource, ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities,
+        ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+        UnsubscribeRequestParams,
     },
-    service::RequestContext,
+    service::{Peer, RequestContext, SubscriptionContext, SubscriptionSink},
 };
 
 use crate::{
@@ -48,12 +53,140 @@ pub struct Shared {
     pub router: ToolRouter<TestServer>,
 }
 
+/// The one resource: a counter that the `bump` tool increments.
+pub const COUNTER_URI: &str = "test://counter";
+
+/// Numbers the handlers (one per session, or per request over stateless HTTP) and the listen
+/// streams, so a watcher can be found again to be removed.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The counter and who watches it. One per process, like the resource: every session and
+/// every stateless HTTP request sees the same value and the same watchers. (A static rather
+/// than a field of [`Shared`], which `main` builds, so the resource code stays in this file.)
+static COUNTER: Counter = Counter {
+    value: AtomicU64::new(0),
+    watchers: Mutex::new(Vec::new()),
+};
+
+/// What `bump` changes and notifies.
+pub struct Counter {
+    value: AtomicU64,
+    watchers: Mutex<Vec<Watcher>>,
+}
+
+/// Someone to tell that a resource changed.
+#[derive(Clone)]
+enum Watcher {
+    /// A handshake-era session that sent `resources/subscribe` for `uri`.
+    Session {
+        session: u64,
+        uri: String,
+        peer: Peer<RoleServer>,
+    },
+    /// A 2026-07-28 `subscriptions/listen` stream; its accepted filter names the URIs.
+    Listen { id: u64, sink: SubscriptionSink },
+}
+
+impl Watcher {
+    fn watches(&self, uri: &str) -> bool {
+        match self {
+            Watcher::Session { uri: watched, .. } => watched == uri,
+            Watcher::Listen { sink, .. } => sink
+                .accepted()
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri)),
+        }
+    }
+
+    /// The same watcher (a session's subscription to one URI, or one listen stream).
+    fn same(&self, other: &Watcher) -> bool {
+        match (self, other) {
+            (
+                Watcher::Session { session, uri, .. },
+                Watcher::Session {
+                    session: s, uri: u, ..
+                },
+            ) => session == s && uri == u,
+            (Watcher::Listen { id, .. }, Watcher::Listen { id: other, .. }) => id == other,
+            _ => false,
+        }
+    }
+}
+
+impl Counter {
+    /// The process's counter.
+    pub fn get() -> &'static Counter {
+        &COUNTER
+    }
+
+    /// The current value.
+    pub fn value(&self) -> u64 {
+        self.value.load(Ordering::SeqCst)
+    }
+
+    fn watchers(&self) -> MutexGuard<'_, Vec<Watcher>> {
+        match self.watchers.lock() {
+            Ok(watchers) => watchers,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn watch(&self, watcher: Watcher) {
+        let mut watchers = self.watchers();
+        if !watchers.iter().any(|w| w.same(&watcher)) {
+            watchers.push(watcher);
+        }
+    }
+
+    fn forget(&self, watcher: &Watcher) {
+        self.watchers().retain(|w| !w.same(watcher));
+    }
+
+    /// Increments the counter and sends `notifications/resources/updated` to everyone watching
+    /// it; a watcher that cannot be reached (session gone, listen cancelled) is forgotten.
+    /// Returns the new value.
+    pub async fn bump(&self) -> u64 {
+        let value = self.value.fetch_add(1, Ordering::SeqCst) + 1;
+        let watching: Vec<Watcher> = self
+            .watchers()
+            .iter()
+            .filter(|w| w.watches(COUNTER_URI))
+            .cloned()
+            .collect();
+        for watcher in watching {
+            let sent = match &watcher {
+                Watcher::Session { peer, .. } => peer
+                    .notify_resource_updated(ResourceUpdatedNotificationParam::new(COUNTER_URI))
+                    .await
+                    .map_err(|e| e.to_string()),
+                Watcher::Listen { sink, .. } => sink
+                    .notify_resource_updated(COUNTER_URI)
+                    .await
+                    .map_err(|e| e.to_string()),
+            };
+            if let Err(send_error) = sent {
+                tracing::debug!(%send_error, "resources/updated not sent; forgetting the watcher");
+                self.forget(&watcher);
+            }
+        }
+        value
+    }
+}
+
+/// Whether this server has a resource at `uri`.
+fn known_resource(uri: &str) -> bool {
+    uri == COUNTER_URI
+}
+
 /// One session's handler.
 #[derive(Debug, Clone)]
 pub struct TestServer {
     pub shared: Arc<Shared>,
     /// Level set by `logging/setLevel` in this session (`None`: everything is sent).
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// Tells this session's resource subscriptions from another's.
+    session: u64,
 }
 
 impl TestServer {
@@ -61,6 +194,7 @@ impl TestServer {
         Self {
             shared,
             log_level: Arc::default(),
+            session: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -157,6 +291,8 @@ impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
+            .enable_resources()
+            .enable_resources_subscribe()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -265,6 +401,88 @@ impl ServerHandler for TestServer {
         self.shared.faults.after_call(&cancelled).await;
         result
     }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let counter = Resource::new(COUNTER_URI, "counter")
+            .with_description("A number that the `bump` tool increments.")
+            .with_mime_type("text/plain");
+        Ok(ListResourcesResult::with_all_items(vec![counter]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if !known_resource(&request.uri) {
+            return Err(not_found(&request.uri));
+        }
+        let value = Counter::get().value().to_string();
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(value, COUNTER_URI)]).into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !known_resource(&request.uri) {
+            return Err(not_found(&request.uri));
+        }
+        Counter::get().watch(Watcher::Session {
+            session: self.session,
+            uri: request.uri,
+            peer: context.peer,
+        });
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Counter::get().forget(&Watcher::Session {
+            session: self.session,
+            uri: request.uri,
+            peer: context.peer,
+        });
+        Ok(())
+    }
+
+    /// Listen streams carry resource updates only: a listen that names no resource is refused
+    /// (-32601, as before resources were served), so tool-list changes keep arriving as plain
+    /// notifications. Of the resources named, the known ones are accepted.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let uris = requested.resource_subscriptions.as_ref()?;
+        Some(
+            SubscriptionFilter::builder()
+                .resource_subscriptions(uris.iter().filter(|uri| known_resource(uri)).cloned())
+                .build(),
+        )
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let watcher = Watcher::Listen {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            sink: context.sink().clone(),
+        };
+        Counter::get().watch(watcher.clone());
+        context.cancelled().await;
+        Counter::get().forget(&watcher);
+        Ok(())
+    }
+}
+
+fn not_found(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(format!("no resource `{uri}`"), None)
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //!
 //! Each tool is a real behaviour a client must cope with: plain and structured results,
 //! progress, cancellation, images, errors, huge payloads, notification floods, a changing tool
-//! list, stderr output, a process that exits and input asked for mid-call (2026-07-28
-//! multi round-trip requests). Knows nothing about transports or fault flags.
+//! list, stderr output, a process that exits, input asked for mid-call (2026-07-28
+//! multi round-trip requests) and a resource that changes. Knows nothing about transports or
+//! fault flags.
 
 #![allow(deprecated)] // Logging is SEP-2577-deprecated in rmcp, yet part of the handshake era.
 
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     faults::exit_now,
-    server::{EXTRA_TOOL, TestServer},
+    server::{COUNTER_URI, Counter, EXTRA_TOOL, TestServer},
 };
 
 /// A valid 1x1 RGBA PNG (chunk CRCs checked), base64.
@@ -422,6 +423,16 @@ impl TestServer {
     }
 
     #[tool(
+        description = "Increment the resource test://counter and send notifications/resources/updated to everyone watching it (sessions that sent resources/subscribe, subscriptions/listen streams that name it). Returns the new value.",
+        annotations(destructive_hint = false)
+    )]
+    async fn bump(&self) -> CallToolResult {
+        let value = Counter::get().bump().await;
+        tracing::debug!(uri = COUNTER_URI, value, "bumped");
+        text(value.to_string())
+    }
+
+    #[tool(
         name = "extra",
         description = "Listed only after change_tools added it. Returns \"extra\".",
         annotations(read_only_hint = true)
@@ -561,6 +572,7 @@ mod tests {
             [
                 "add",
                 "ask",
+                "bump",
                 "change_tools",
                 "echo",
                 "extra",

@@ -1,19 +1,22 @@
 //! Server→client requests answered by the host callbacks (roots, sampling, elicitation with
 //! SEP-1034 defaults, each absent without its callback) and resources and prompts listed, read
 //! and subscribed — against server-everything over stdio, as installed by
-//! `scripts/install-test-deps.sh`.
+//! `scripts/install-test-deps.sh`; and resource subscriptions in each era (`resources/subscribe`
+//! in the handshake era, `subscriptions/listen` in 2026-07-28's) against our own test server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::time::{Duration, Instant};
 
+use mcplex::config::ServerOptions;
 use mcplex::host::{
     ElicitationKind, ElicitationReply, ElicitationRequest, ResourceEvent, Root, SamplingReply,
     SamplingRequest,
 };
-use mcplex::{Host, Hub, HubOptions, ResourceContents, ServerSpec};
+use mcplex::{Era, Host, Hub, HubOptions, ResourceContents, ServerSpec, ServerState};
 use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
 
 fn everything() -> ServerSpec {
     ServerSpec::stdio(
@@ -253,5 +256,186 @@ async fn prompts_are_listed_and_filled_in() {
         .await
         .unwrap();
     assert!(!simple.messages.is_empty());
+    hub.shutdown().await;
+}
+
+// ── Subscriptions per era, against the test server ──────────────────────────────────────────
+
+/// The test server's one resource, which its `bump` tool increments.
+const COUNTER: &str = "test://counter";
+
+/// How long "no update" is waited for: the update, when there is one, follows the bump's
+/// answer on the same pipe within a millisecond or so.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// The test server as `t`, speaking only `era`, reconnecting quickly after a crash.
+async fn testserver_hub(era: &str, host: Host) -> Hub {
+    let mut options = ServerOptions::default();
+    options.backoff.initial = Duration::from_millis(20);
+    options.backoff.max = Duration::from_millis(100);
+    options.shutdown_grace = Duration::from_millis(200);
+    let spec = ServerSpec::stdio("t", support::testserver().to_string_lossy(), ["--era", era])
+        .with_options(options);
+    let hub = Hub::start(
+        vec![spec],
+        HubOptions::ephemeral()
+            .with_shutdown_grace(Duration::from_millis(200))
+            .with_host(host),
+    )
+    .unwrap();
+    hub.wait_ready().await.unwrap();
+    hub
+}
+
+fn state_of(hub: &Hub) -> ServerState {
+    hub.servers().into_iter().next().unwrap().state
+}
+
+async fn bump(hub: &Hub) -> String {
+    hub.call("mcp__t__bump", json!({})).await.unwrap().to_text()
+}
+
+/// The next resource update, if one arrives within `within`.
+async fn next_update(
+    events: &mut broadcast::Receiver<ResourceEvent>,
+    within: Duration,
+) -> Option<(String, String)> {
+    tokio::time::timeout(within, async {
+        loop {
+            if let ResourceEvent::Updated { server, uri } = events.recv().await.unwrap() {
+                break (server, uri);
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+fn counter_update() -> Option<(String, String)> {
+    Some(("t".to_string(), COUNTER.to_string()))
+}
+
+/// Subscribe, bump: one update; subscribe again (replacing it), bump: still one; unsubscribe,
+/// bump: none. The same steps in either era.
+async fn subscribe_bump_unsubscribe(hub: &Hub, events: &mut broadcast::Receiver<ResourceEvent>) {
+    hub.subscribe_resource("t", COUNTER).await.unwrap();
+    assert_eq!(bump(hub).await, "1");
+    assert_eq!(
+        next_update(events, Duration::from_secs(5)).await,
+        counter_update()
+    );
+    let read = hub.read_resource(Some("t"), COUNTER).await.unwrap();
+    assert!(
+        matches!(&read[0], ResourceContents::Text { text, .. } if text == "1"),
+        "{read:?}"
+    );
+
+    hub.subscribe_resource("t", COUNTER).await.unwrap();
+    assert_eq!(bump(hub).await, "2");
+    assert_eq!(
+        next_update(events, Duration::from_secs(5)).await,
+        counter_update()
+    );
+    assert_eq!(
+        next_update(events, QUIET).await,
+        None,
+        "subscribing twice must not deliver updates twice"
+    );
+
+    hub.unsubscribe_resource("t", COUNTER).await.unwrap();
+    assert_eq!(bump(hub).await, "3");
+    assert_eq!(next_update(events, QUIET).await, None);
+    // Unsubscribing again is harmless.
+    hub.unsubscribe_resource("t", COUNTER).await.unwrap();
+}
+
+#[tokio::test]
+async fn stateless_subscriptions_listen_for_updates() {
+    let host = Host::new();
+    let mut events = host.resource_events();
+    let hub = testserver_hub("stateless", host).await;
+    assert!(
+        matches!(
+            state_of(&hub),
+            ServerState::Connected {
+                era: Era::Stateless,
+                ..
+            }
+        ),
+        "{:?}",
+        state_of(&hub)
+    );
+    subscribe_bump_unsubscribe(&hub, &mut events).await;
+
+    // A URI the server does not accept a listen for is an error, not a silent nothing.
+    let refused = hub
+        .subscribe_resource("t", "test://nothing")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, mcplex::Error::Unavailable { .. }),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().contains("test://nothing"), "{refused}");
+
+    // Shutting down with a listen open ends it with the session.
+    hub.subscribe_resource("t", COUNTER).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), hub.shutdown())
+        .await
+        .expect("the hub shuts down with a listen open");
+}
+
+#[tokio::test]
+async fn handshake_subscriptions_use_resources_subscribe() {
+    let host = Host::new();
+    let mut events = host.resource_events();
+    let hub = testserver_hub("handshake", host).await;
+    assert!(
+        matches!(
+            state_of(&hub),
+            ServerState::Connected {
+                era: Era::Handshake,
+                ..
+            }
+        ),
+        "{:?}",
+        state_of(&hub)
+    );
+    subscribe_bump_unsubscribe(&hub, &mut events).await;
+    let refused = hub
+        .subscribe_resource("t", "test://nothing")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, mcplex::Error::Server { .. }),
+        "{refused:?}"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_listen_ends_with_its_session() {
+    let host = Host::new();
+    let mut events = host.resource_events();
+    let hub = testserver_hub("stateless", host).await;
+    hub.subscribe_resource("t", COUNTER).await.unwrap();
+    hub.call("mcp__t__sleep_then_exit", json!({"ms": 20}))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !matches!(state_of(&hub), ServerState::Pending { .. }) {
+        assert!(Instant::now() < deadline, "never reconnected");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The call waits for the new session (a new process: the counter starts again).
+    assert_eq!(bump(&hub).await, "1");
+    assert_eq!(next_update(&mut events, QUIET).await, None);
+    // Subscribing again after the reconnect listens on the new session.
+    hub.subscribe_resource("t", COUNTER).await.unwrap();
+    assert_eq!(bump(&hub).await, "2");
+    assert_eq!(
+        next_update(&mut events, Duration::from_secs(5)).await,
+        counter_update()
+    );
     hub.shutdown().await;
 }

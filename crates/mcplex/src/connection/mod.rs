@@ -140,6 +140,8 @@ pub(crate) struct Connection {
     breaker: Arc<Breaker>,
     shutdown: CancellationToken,
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The `subscriptions/listen` streams of subscribed resources (2026-07-28 sessions).
+    resource_listens: crate::resources::Listens,
 }
 
 /// What the supervisor needs from the hub.
@@ -196,6 +198,7 @@ impl Connection {
             breaker,
             shutdown,
             task: std::sync::Mutex::new(task),
+            resource_listens: crate::resources::Listens::default(),
         }
     }
 
@@ -247,6 +250,20 @@ impl Connection {
     /// The live session's peer, while connected: resources and prompts go straight to it.
     pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
         self.live().map(|live| live.peer.clone())
+    }
+
+    /// The live session's peer, the harness's host and the token cancelled when that session
+    /// ends, taken together: what a task that outlives one request needs.
+    pub(crate) fn session(
+        &self,
+    ) -> Option<(Peer<RoleClient>, crate::host::Host, CancellationToken)> {
+        self.live()
+            .map(|live| (live.peer.clone(), live.host.clone(), live.closed.clone()))
+    }
+
+    /// The listens that carry updates of this server's subscribed resources.
+    pub(crate) fn resource_listens(&self) -> &crate::resources::Listens {
+        &self.resource_listens
     }
 
     /// Stops the supervisor: closes the session and reaps the process.
