@@ -125,7 +125,9 @@ pub(super) async fn enterprise(
     .with_scopes(scopes.iter().cloned())
     .exchange(&http, &http)
     .await
-    .map_err(|e| AuthError::TokenExchangeFailed(format!("enterprise-managed authorization: {e}")))?;
+    .map_err(|e| {
+        AuthError::TokenExchangeFailed(format!("enterprise-managed authorization: {e}"))
+    })?;
     // rmcp's token response type is built the way a token endpoint's answer is read.
     let mut answer = serde_json::json!({
         "access_token": token.access_token.secret(),

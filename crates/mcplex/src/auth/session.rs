@@ -370,10 +370,8 @@ impl ServerAuth {
             // Their tokens come without refresh tokens: a configured client makes an expired
             // one read as "authorization required", which re-runs the exchange.
             OAuthGrant::JwtBearer { .. } | OAuthGrant::Enterprise { .. } => {
-                manager.configure_client(OAuthClientConfig::new(
-                    client.client_id,
-                    MACHINE_REDIRECT,
-                ))?;
+                manager
+                    .configure_client(OAuthClientConfig::new(client.client_id, MACHINE_REDIRECT))?;
             }
             OAuthGrant::AuthorizationCode => {
                 let mut config = OAuthClientConfig::new(client.client_id, client.redirect_uri);

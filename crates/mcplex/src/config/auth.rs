@@ -389,7 +389,9 @@ impl Fields<'_> {
             ))),
             (None, Some(value)) => {
                 let path = self.expanded(&format!("oauth.{field}File"), value)?;
-                Ok(Some(TokenSource::File(self.relative_to_file(Path::new(&path)))))
+                Ok(Some(TokenSource::File(
+                    self.relative_to_file(Path::new(&path)),
+                )))
             }
             (None, None) => Ok(None),
         }

@@ -150,7 +150,10 @@ impl fmt::Debug for IdentityProvider {
             .field("issuer", &self.issuer)
             .field("token_endpoint", &self.token_endpoint)
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }

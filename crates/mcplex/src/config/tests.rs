@@ -1656,7 +1656,10 @@ fn claude_oauth_block_and_headers_helper_are_read_unchanged() {
 #[test]
 fn mcplex_toml_machine_grants() {
     let fx = Fixture::new();
-    let key = fx.project_file("keys/client.pem", "-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n");
+    let key = fx.project_file(
+        "keys/client.pem",
+        "-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n",
+    );
     fx.project_file(
         "mcplex.toml",
         &format!(
@@ -1706,22 +1709,42 @@ idp = {{ issuer = "https://idp.example", token_endpoint = "https://idp.example/t
 #[test]
 fn oauth_mistakes_name_the_field_and_the_fix() {
     for (oauth, field, words) in [
-        (r#"{ grant = "device_code" }"#, "oauth.grant", "client_credentials"),
-        (r#"{ grant = "client_credentials" }"#, "oauth.clientId", "client id"),
+        (
+            r#"{ grant = "device_code" }"#,
+            "oauth.grant",
+            "client_credentials",
+        ),
+        (
+            r#"{ grant = "client_credentials" }"#,
+            "oauth.clientId",
+            "client id",
+        ),
         (
             r#"{ grant = "client_credentials", client_id = "x" }"#,
             "oauth.clientSecret",
             "privateKeyFile",
         ),
-        (r#"{ callback_port = 70000 }"#, "oauth.callbackPort", "1 to 65535"),
+        (
+            r#"{ callback_port = 70000 }"#,
+            "oauth.callbackPort",
+            "1 to 65535",
+        ),
         (
             r#"{ client_metadata_url = "http://x/c.json" }"#,
             "oauth.clientMetadataUrl",
             "https://",
         ),
-        (r#"{ client_secret = "s" }"#, "oauth.clientSecret", "clientId"),
+        (
+            r#"{ client_secret = "s" }"#,
+            "oauth.clientSecret",
+            "clientId",
+        ),
         (r#"{ colour = "blue" }"#, "oauth.colour", "unknown key"),
-        (r#"{ grant = "enterprise", client_id = "c" }"#, "oauth.idp", "issuer"),
+        (
+            r#"{ grant = "enterprise", client_id = "c" }"#,
+            "oauth.idp",
+            "issuer",
+        ),
     ] {
         let fx = Fixture::new();
         fx.project_file(
