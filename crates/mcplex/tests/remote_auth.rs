@@ -5,11 +5,13 @@
 //! HTTP/1.1 listeners on 127.0.0.1, because no real server refuses on cue.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use mcplex::{Hub, HubOptions, ServerSpec, ServerState, TransportSpec};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 /// Far above what any of these servers takes to answer: settling well inside it shows that
@@ -40,29 +42,12 @@ async fn raw_server(
             let seen = seen.clone();
             tokio::spawn(async move {
                 let mut buffer = Vec::new();
-                let mut chunk = [0u8; 4096];
                 loop {
-                    let head_end = loop {
-                        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break at + 4;
-                        }
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-                        }
+                    let Some(request) = support::read_http_request(&mut socket, &mut buffer).await
+                    else {
+                        return;
                     };
-                    let head = String::from_utf8_lossy(&buffer[..head_end]).to_lowercase();
-                    let length = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
-                    while buffer.len() < head_end + length {
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    buffer.drain(..head_end + length);
+                    let head = String::from_utf8_lossy(&request).to_lowercase();
                     let first_line = head.lines().next().unwrap_or_default();
                     let first_line = first_line.trim_end_matches(" http/1.1").to_string();
                     let reply = answer(&first_line);

@@ -199,29 +199,12 @@ async fn raw_sse_server(body: &'static str) -> (String, mpsc::UnboundedReceiver<
             tokio::spawn(async move {
                 let mut buffer = Vec::new();
                 loop {
-                    let mut chunk = [0u8; 4096];
-                    let head_end = loop {
-                        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break at + 4;
-                        }
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-                        }
+                    let Some(request) = support::read_http_request(&mut socket, &mut buffer).await
+                    else {
+                        return;
                     };
-                    let head = String::from_utf8_lossy(&buffer[..head_end]).to_lowercase();
-                    let length = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
-                    while buffer.len() < head_end + length {
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let request: Vec<u8> = buffer.drain(..head_end + length).collect();
-                    let _ = seen.send(String::from_utf8_lossy(&request).to_lowercase());
+                    let head = String::from_utf8_lossy(&request).to_lowercase();
+                    let _ = seen.send(head.clone());
                     if head.starts_with("post ") {
                         let answer = "HTTP/1.1 202 Accepted\r\ncontent-length: 8\r\n\r\nAccepted";
                         if socket.write_all(answer.as_bytes()).await.is_err() {

@@ -253,3 +253,34 @@ pub fn wait_gone(pids: &BTreeSet<i32>, within: Duration) -> Vec<Proc> {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Reads one HTTP/1.1 request (head and `content-length` body) from `socket`, keeping what
+/// follows it in `buffer` for the next call; `None` when the peer closes first.
+pub async fn read_http_request(
+    socket: &mut tokio::net::TcpStream,
+    buffer: &mut Vec<u8>,
+) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_lowercase();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+    while buffer.len() < head_end + length {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some(buffer.drain(..head_end + length).collect())
+}
