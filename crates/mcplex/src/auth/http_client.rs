@@ -42,7 +42,6 @@ impl AuthorizingClient {
         let Some(auth) = &self.auth else {
             return send(given).await;
         };
-        let self_auth = auth;
         let mut token = match given {
             Some(token) => Some(token),
             None => auth.token().await.map_err(|e| {
@@ -54,10 +53,11 @@ impl AuthorizingClient {
         let mut stepped_up = false;
         for _ in 0..4 {
             let outcome = send(token.clone()).await;
-            let auth = auth.clone();
-            let sent = token.clone();
+            // Cloned only on a refusal: the flows run detached and need owned values.
+            let owned = || (auth.clone(), token.clone());
             let retry = match &outcome {
                 Err(StreamableHttpError::AuthRequired(required)) => {
+                    let (auth, sent) = owned();
                     let challenge = required.www_authenticate_header.clone();
                     detached(
                         move || async move { auth.unauthorized(sent.as_deref(), &challenge).await },
@@ -66,6 +66,7 @@ impl AuthorizingClient {
                 }
                 Err(StreamableHttpError::InsufficientScope(insufficient)) => {
                     stepped_up = true;
+                    let (auth, sent) = owned();
                     let required = insufficient.required_scope.clone();
                     let challenge = insufficient.www_authenticate_header.clone();
                     detached(move || async move {
@@ -87,7 +88,7 @@ impl AuthorizingClient {
                 Ok(_) => return outcome,
                 Err(e) => {
                     tracing::warn!("OAuth could not recover from the server's refusal: {e}");
-                    self_auth.record_failure(&e);
+                    auth.record_failure(&e);
                     return Err(auth_error(e));
                 }
             }
@@ -96,8 +97,8 @@ impl AuthorizingClient {
     }
 }
 
-/// An OAuth failure as rmcp's transport error: a flow that needs a person reads as the 401 it
-/// came from, so the connection ends `NeedsAuth`; anything else is a transport failure.
+/// An OAuth failure as rmcp's transport error (`AuthorizationRequired` inside it still reads as
+/// authorization required, so the connection ends `NeedsAuth`).
 fn auth_error(error: AuthError) -> HttpError {
     StreamableHttpError::Auth(error)
 }
