@@ -16,6 +16,16 @@ pub const CALL_TIMEOUT_CAP: Duration = Duration::from_secs(600);
 /// unknown methods (rmcp's own `Auto` mode waits 10 s; the answer is cached, so this is paid once).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// The probe deadline for streamable HTTP servers. An old HTTP server refuses `server/discover`
+/// at once (HTTP 400/404/405 or a JSON-RPC error); silence there is a slow server, not an old
+/// one, so it gets as long as rmcp's own `Auto` mode waits.
+pub const HTTP_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a POST carrying our answer to a server request (or a cancellation) may take.
+/// rmcp's 5 s loses an elicitation answer to a server that is only busy, and the server then
+/// waits for it forever; the server's own request deadline is 60 s in the SDKs.
+pub const HTTP_CONTROL_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// How long a stdio server gets to exit after its stdin closes, before SIGTERM then SIGKILL.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 

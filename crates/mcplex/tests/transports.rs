@@ -506,3 +506,81 @@ async fn websocket_pings_are_answered_and_a_close_frame_ends_the_session() {
     assert!(error.contains("closed the connection"), "{error}");
     hub.shutdown().await;
 }
+
+// ── streamable HTTP over connections that break ──────────────────────────────────────────────
+
+/// `verdict` for the first request that contains each of `markers`; every other one is relayed.
+fn break_first_of(
+    markers: &[&'static str],
+    verdict: support::Break,
+) -> impl Fn(&str) -> support::Break + Send + Sync + 'static {
+    let pending = std::sync::Mutex::new(markers.to_vec());
+    move |request: &str| {
+        let mut pending = pending.lock().unwrap();
+        match pending.iter().position(|m| request.contains(m)) {
+            Some(at) => {
+                pending.remove(at);
+                verdict
+            }
+            None => support::Break::Relay,
+        }
+    }
+}
+
+#[tokio::test]
+async fn messages_whose_connection_breaks_unseen_are_sent_again() {
+    let server = support::testserver_http(&[]);
+    let proxy = support::BreakingProxy::start(
+        &server.url,
+        break_first_of(
+            &["\"server/discover\"", "\"tools/list\"", "\"echo\""],
+            support::Break::Before,
+        ),
+    )
+    .await;
+    let hub = started(vec![no_retries(ServerSpec::http("flaky", &proxy.url))]).await;
+    assert!(
+        matches!(state(&hub, "flaky"), ServerState::Connected { .. }),
+        "{:?}",
+        state(&hub, "flaky")
+    );
+    assert!(hub.tools().iter().any(|t| t.raw_name == "echo"));
+    // A tool call the server never received is not sent again: the caller hears of it.
+    let err = hub
+        .call("mcp__flaky__echo", json!({"text": "hi"}))
+        .await
+        .expect_err("the broken call must fail");
+    assert!(!matches!(err, Error::InvalidArguments { .. }), "{err}");
+    let result = hub
+        .call("mcp__flaky__echo", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "hi");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_call_whose_connection_breaks_after_sending_runs_once() {
+    let server = support::testserver_http(&[]);
+    let proxy = support::BreakingProxy::start(
+        &server.url,
+        break_first_of(&["\"bump\""], support::Break::After),
+    )
+    .await;
+    let hub = started(vec![no_retries(ServerSpec::http("flaky", &proxy.url))]).await;
+    let err = hub
+        .call("mcp__flaky__bump", json!({}))
+        .await
+        .expect_err("the call whose answer was lost must fail");
+    assert!(!matches!(err, Error::InvalidArguments { .. }), "{err}");
+    // The server bumped once; a resend would have made it 2.
+    let read = hub
+        .read_resource(Some("flaky"), "test://counter")
+        .await
+        .unwrap();
+    let value = serde_json::to_value(&read).unwrap();
+    assert_eq!(value[0]["text"], "1", "{value}");
+    let result = hub.call("mcp__flaky__bump", json!({})).await.unwrap();
+    assert_eq!(text(&result), "2");
+    hub.shutdown().await;
+}

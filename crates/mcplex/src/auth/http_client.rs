@@ -16,6 +16,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use super::session::{Retry, ServerAuth, detached};
+use crate::transport::http::resend_on_stale_connection;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -114,14 +115,16 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.send(auth_header, |token| {
-            self.http.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
+        resend_on_stale_connection(&message, || {
+            self.send(auth_header.clone(), |token| {
+                self.http.post_message(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                )
+            })
         })
         .await
     }
@@ -135,15 +138,17 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.send(auth_header, |token| {
-            self.http.post_message_with_max_sse_event_size(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
+        resend_on_stale_connection(&message, || {
+            self.send(auth_header.clone(), |token| {
+                self.http.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            })
         })
         .await
     }

@@ -534,6 +534,10 @@ pub enum Dialect {
 impl ServerSpec {
     /// A spec with the documented defaults, for harnesses that build specs in code.
     pub fn new(name: impl Into<String>, transport: TransportSpec) -> Self {
+        let probe_timeout = match transport {
+            TransportSpec::Http { .. } => defaults::HTTP_PROBE_TIMEOUT,
+            _ => defaults::PROBE_TIMEOUT,
+        };
         Self {
             name: name.into(),
             transport,
@@ -541,7 +545,7 @@ impl ServerSpec {
             required: false,
             startup_timeout: defaults::STARTUP_TIMEOUT,
             call_timeout: defaults::CALL_TIMEOUT,
-            probe_timeout: defaults::PROBE_TIMEOUT,
+            probe_timeout,
             options: ServerOptions::default(),
             auth: AuthSpec::default(),
             origin: Origin::Code,

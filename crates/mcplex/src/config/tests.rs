@@ -591,6 +591,31 @@ command = "x"
 }
 
 #[test]
+fn http_servers_get_the_longer_probe_deadline_unless_configured() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcplex.toml",
+        r#"
+[servers.remote]
+type = "http"
+url = "https://api.example/mcp"
+
+[servers.quick]
+type = "http"
+url = "https://other.example/mcp"
+probe_timeout = "1s"
+"#,
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    assert_eq!(
+        server(&set, "remote").probe_timeout,
+        defaults::HTTP_PROBE_TIMEOUT
+    );
+    assert_eq!(server(&set, "quick").probe_timeout, Duration::from_secs(1));
+}
+
+#[test]
 fn wrong_value_types_name_the_field() {
     let fx = Fixture::new();
     fx.project_file(

@@ -284,3 +284,97 @@ pub async fn read_http_request(
     }
     Some(buffer.drain(..head_end + length).collect())
 }
+
+/// What [`BreakingProxy`] does with one HTTP request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Break {
+    /// Relay it and its response.
+    Relay,
+    /// Close the connection without sending it on: the server never sees it.
+    Before,
+    /// Send it on, then close the connection before the response: the server did the work.
+    After,
+}
+
+/// A TCP proxy on 127.0.0.1 in front of an HTTP server that breaks connections on purpose,
+/// the way a server closing an idle keep-alive connection as it is reused does. Every
+/// relayed response gets `connection: close`, so each request arrives on its own connection
+/// and `rule` sees each one (head and body).
+pub struct BreakingProxy {
+    pub url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for BreakingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl BreakingProxy {
+    /// Proxies `upstream` (`http://host:port/path`); the proxy URL keeps the path.
+    pub async fn start<F>(upstream: &str, rule: F) -> Self
+    where
+        F: Fn(&str) -> Break + Send + Sync + 'static,
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let rest = upstream.strip_prefix("http://").expect("http upstream");
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let upstream_addr = authority.to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}{path}", listener.local_addr().unwrap());
+        let rule = std::sync::Arc::new(rule);
+        let task = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let rule = rule.clone();
+                let upstream_addr = upstream_addr.clone();
+                tokio::spawn(async move {
+                    let mut buffer = Vec::new();
+                    let Some(request) = read_http_request(&mut client, &mut buffer).await else {
+                        return;
+                    };
+                    let verdict = rule(&String::from_utf8_lossy(&request));
+                    if verdict == Break::Before {
+                        return;
+                    }
+                    let Ok(mut server) = tokio::net::TcpStream::connect(&upstream_addr).await
+                    else {
+                        return;
+                    };
+                    // The server closes its side after answering, which ends the relay.
+                    let mut request = request;
+                    if let Some(line_end) = request.windows(2).position(|w| w == b"\r\n") {
+                        let at = line_end + 2;
+                        request.splice(at..at, b"connection: close\r\n".iter().copied());
+                    }
+                    if server.write_all(&request).await.is_err() {
+                        return;
+                    }
+                    if verdict == Break::After {
+                        // Long enough for the server to read the request and start on it.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        return;
+                    }
+                    // Relay the response with `connection: close` added to its head.
+                    let mut head = Vec::new();
+                    let mut chunk = [0u8; 8192];
+                    let head_end = loop {
+                        if let Some(at) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 2;
+                        }
+                        match server.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    head.splice(head_end..head_end, b"connection: close\r\n".iter().copied());
+                    if client.write_all(&head).await.is_err() {
+                        return;
+                    }
+                    let _ = tokio::io::copy(&mut server, &mut client).await;
+                });
+            }
+        });
+        BreakingProxy { url, task }
+    }
+}
