@@ -17,9 +17,9 @@ pub const CALL_TIMEOUT_CAP: Duration = Duration::from_secs(600);
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The probe deadline for streamable HTTP servers. An old HTTP server refuses `server/discover`
-/// at once (HTTP 400/404/405 or a JSON-RPC error); silence there is a slow server, not an old
-/// one, so it gets as long as rmcp's own `Auto` mode waits.
-pub const HTTP_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// at once (HTTP 400/404/405 or a JSON-RPC error); silence there is a busy server, not an old
+/// one. Under rmcp's own `Auto` limit of 10 s, which would otherwise decide first.
+pub const HTTP_PROBE_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// How long a POST carrying our answer to a server request (or a cancellation) may take.
 /// rmcp's 5 s loses an elicitation answer to a server that is only busy, and the server then

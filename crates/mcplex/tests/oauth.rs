@@ -10,9 +10,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcplex::auth::{HeadlessAuthorizer, TokenStore};
+use mcplex::auth::{
+    AuthorizationPrompt, AuthorizeFuture, Authorizer, HeadlessAuthorizer, TokenStore,
+};
 use mcplex::config::{AuthSpec, OAuthSpec};
-use mcplex::{Hub, HubOptions, ServerSpec, ServerState};
+use mcplex::{Era, Hub, HubOptions, ServerSpec, ServerState};
 use serde_json::{Value, json};
 
 /// A private folder for one test's token files, removed when the test ends.
@@ -336,5 +338,54 @@ async fn an_exposed_token_file_is_refused_in_plain_words() {
         "no transport types: {error}"
     );
     assert_eq!(stats(&server).await["authorizations"], 0);
+    hub.shutdown().await;
+}
+
+/// A person who takes a while in the browser: the headless redirect, after `delay`.
+struct SlowPerson {
+    inner: HeadlessAuthorizer,
+    delay: Duration,
+}
+
+impl Authorizer for SlowPerson {
+    fn redirect_uri(&self, port: Option<u16>) -> AuthorizeFuture<'_, String> {
+        self.inner.redirect_uri(port)
+    }
+
+    fn authorize(&self, prompt: AuthorizationPrompt) -> AuthorizeFuture<'_, String> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.authorize(prompt).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_slow_login_does_not_count_against_the_era_probe() {
+    let server = oauth_server(&[]);
+    let dir = temp_dir("slow-login");
+    let person = SlowPerson {
+        inner: HeadlessAuthorizer::new().unwrap(),
+        delay: Duration::from_millis(800),
+    };
+    // The probe's `server/discover` is refused with 401 and the login takes longer than the
+    // probe deadline: the server still gets the question after it, and answers in its era.
+    let hub = started(
+        spec(&server.url).with_probe_timeout(Duration::from_millis(200)),
+        options(&dir.path().join("tokens.json")).with_authorizer(Arc::new(person)),
+    )
+    .await;
+    assert!(
+        matches!(
+            state(&hub),
+            ServerState::Connected {
+                era: Era::Stateless,
+                ..
+            }
+        ),
+        "{:?}",
+        state(&hub)
+    );
+    assert_eq!(echo(&hub, "hi").await, "hi");
     hub.shutdown().await;
 }
