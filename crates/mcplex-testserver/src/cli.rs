@@ -195,6 +195,17 @@ pub struct Cli {
         help_heading = "OAuth"
     )]
     pub oauth_clients: Vec<PresetClient>,
+
+    /// With `--oauth`: DPoP (RFC 9449). The metadata offers ES256; the token endpoint wants a
+    /// proof and binds the tokens to its key (`token_type: DPoP`); /mcp wants `Authorization:
+    /// DPoP TOKEN` with a fresh proof from that key on every request.
+    #[arg(long, requires = "oauth", help_heading = "OAuth")]
+    pub dpop: bool,
+
+    /// `--dpop`, and every proof must carry this server's nonce: a proof without it is answered
+    /// `use_dpop_nonce` with the nonce in `DPoP-Nonce` (400 at /token, 401 at /mcp).
+    #[arg(long, requires = "oauth", help_heading = "OAuth")]
+    pub dpop_nonce: bool,
 }
 
 const AFTER_HELP: &str = "\

@@ -6,6 +6,7 @@
 //! front and, over HTTP with `--oauth`, the authorization server of `oauth`.
 
 mod cli;
+mod dpop;
 mod faults;
 mod gate;
 mod http;
@@ -112,6 +113,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 oauth: cli.oauth.then(|| oauth::OAuthOptions {
                     token_ttl: Duration::from_secs(cli.token_ttl),
                     clients: cli.oauth_clients,
+                    dpop: cli.dpop || cli.dpop_nonce,
+                    dpop_nonce: cli.dpop_nonce,
                 }),
             },
         )

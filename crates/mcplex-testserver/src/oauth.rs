@@ -10,7 +10,7 @@
 //! runs behind it.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
@@ -32,6 +32,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use url::{Host, Url};
+
+use crate::dpop;
 
 /// Access-token lifetime when `--token-ttl` is not given: one hour, the usual default of hosted
 /// authorization servers.
@@ -64,6 +66,10 @@ pub struct PresetClient {
 pub struct OAuthOptions {
     pub token_ttl: Duration,
     pub clients: Vec<PresetClient>,
+    /// `--dpop`: tokens only for a DPoP proof, bound to its key, and presented with one.
+    pub dpop: bool,
+    /// `--dpop-nonce`: proofs must carry the server's nonce (RFC 9449 §8, §9).
+    pub dpop_nonce: bool,
 }
 
 /// How a client proves who it is at the token endpoint (RFC 7591 `token_endpoint_auth_method`).
@@ -144,6 +150,8 @@ struct PendingCode {
 struct AccessToken {
     /// `None` when the TTL reaches beyond what `Instant` can hold: never expires.
     expires_at: Option<Instant>,
+    /// The thumbprint of the DPoP key the token is bound to.
+    jkt: Option<String>,
 }
 
 impl AccessToken {
@@ -156,6 +164,8 @@ impl AccessToken {
 struct RefreshToken {
     client_id: String,
     scope: String,
+    /// Bound to the same DPoP key as its access token: only a proof with it refreshes.
+    jkt: Option<String>,
 }
 
 /// Counters for `GET /admin/oauth/stats`.
@@ -169,6 +179,12 @@ struct Stats {
     client_credentials: u64,
     /// Requests to `/mcp` answered 401.
     rejected: u64,
+    /// Tokens issued bound to a DPoP key.
+    dpop_bound_tokens: u64,
+    /// Requests to `/mcp` that passed with a valid DPoP proof.
+    dpop_proofs: u64,
+    /// `use_dpop_nonce` answers, from the token endpoint and from `/mcp`.
+    dpop_nonce_challenges: u64,
     /// The scope of the last code or token issued.
     last_scope: String,
     /// The `resource` parameter of the request that issued the last code or token (empty when
@@ -182,6 +198,8 @@ struct Ledger {
     codes: HashMap<String, PendingCode>,
     access: HashMap<String, AccessToken>,
     refresh: HashMap<String, RefreshToken>,
+    /// Every DPoP proof `jti` seen: a replayed proof is refused.
+    jtis: HashSet<String>,
     stats: Stats,
 }
 
@@ -195,6 +213,9 @@ pub struct AuthorizationServer {
     /// Where the resource's RFC 9728 metadata lives, advertised in `WWW-Authenticate`.
     resource_metadata: String,
     token_ttl: Duration,
+    dpop: bool,
+    /// The nonce DPoP proofs must carry, with `--dpop-nonce`.
+    dpop_nonce: Option<String>,
     ledger: Mutex<Ledger>,
 }
 
@@ -219,6 +240,8 @@ impl AuthorizationServer {
             resource: format!("{origin}/mcp"),
             resource_metadata: format!("{origin}/.well-known/oauth-protected-resource/mcp"),
             token_ttl: options.token_ttl,
+            dpop: options.dpop,
+            dpop_nonce: options.dpop_nonce.then(|| random_token("n_")),
             ledger: Mutex::new(ledger),
         }
     }
@@ -273,7 +296,7 @@ impl AuthorizationServer {
 
     fn server_metadata_document(&self) -> Value {
         let issuer = &self.issuer;
-        json!({
+        let mut document = json!({
             "issuer": issuer,
             "authorization_endpoint": format!("{issuer}/authorize"),
             "token_endpoint": format!("{issuer}/token"),
@@ -286,28 +309,80 @@ impl AuthorizationServer {
             "scopes_supported": SCOPES_SUPPORTED,
             // RFC 9207: every authorization response carries `iss`.
             "authorization_response_iss_parameter_supported": true,
-        })
+        });
+        if self.dpop {
+            document["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+        }
+        document
     }
 
     // ----- the resource -----
 
-    /// Check the bearer token of a request to the resource.
-    fn check_bearer(&self, headers: &HeaderMap) -> Result<(), Rejection> {
-        let Some(token) = bearer_token(headers) else {
+    /// Check the token of a `method` request to the resource: a live bearer token, or with
+    /// `--dpop` a live DPoP-bound token with a valid proof from its key.
+    fn check_token(&self, method: &str, headers: &HeaderMap) -> Result<(), Rejection> {
+        if !self.dpop {
+            let Some(token) = bearer_token(headers) else {
+                return Err(Rejection::Missing);
+            };
+            let ledger = self.lock();
+            return match ledger.access.get(token) {
+                Some(access) if access.is_live(Instant::now()) => Ok(()),
+                _ => Err(Rejection::InvalidToken),
+            };
+        }
+        let authorization = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let Some(authorization) = authorization else {
             return Err(Rejection::Missing);
         };
-        let ledger = self.lock();
+        let Some(token) = dpop::dpop_token(authorization) else {
+            return Err(Rejection::Proof(
+                "a DPoP-bound token goes with the DPoP scheme, not Bearer".into(),
+            ));
+        };
+        let Some(proof) = headers.get("dpop").and_then(|v| v.to_str().ok()) else {
+            return Err(Rejection::Proof("no DPoP proof header".into()));
+        };
+        let mut ledger = self.lock();
+        let expected = dpop::Expected {
+            method,
+            url: &self.resource,
+            access_token: Some(token),
+            nonce: self.dpop_nonce.as_deref(),
+        };
+        let jkt = match dpop::verify(proof, &expected, &mut ledger.jtis) {
+            Ok(jkt) => jkt,
+            Err(dpop::Refusal::NeedsNonce) => return Err(Rejection::NeedsNonce),
+            Err(dpop::Refusal::Invalid(why)) => return Err(Rejection::Proof(why)),
+        };
         match ledger.access.get(token) {
-            Some(access) if access.is_live(Instant::now()) => Ok(()),
+            Some(access) if access.is_live(Instant::now()) => {
+                if access.jkt.as_deref() != Some(jkt.as_str()) {
+                    return Err(Rejection::Proof(
+                        "the proof's key is not the one the token is bound to".into(),
+                    ));
+                }
+                ledger.stats.dpop_proofs += 1;
+                Ok(())
+            }
             _ => Err(Rejection::InvalidToken),
         }
     }
 
     /// The 401 for a request to the resource without a live token.
     fn challenge(&self, rejection: Rejection) -> Response {
-        self.lock().stats.rejected += 1;
+        {
+            let mut ledger = self.lock();
+            ledger.stats.rejected += 1;
+            if rejection == Rejection::NeedsNonce {
+                ledger.stats.dpop_nonce_challenges += 1;
+            }
+        }
+        let scheme = if self.dpop { "DPoP" } else { "Bearer" };
         let mut challenge = format!(
-            "Bearer resource_metadata=\"{}\", scope=\"{DEFAULT_SCOPE}\"",
+            "{scheme} resource_metadata=\"{}\", scope=\"{DEFAULT_SCOPE}\"",
             self.resource_metadata
         );
         let body = match rejection {
@@ -322,12 +397,28 @@ impl AuthorizationServer {
                     "error_description": "the access token is unknown, expired or revoked",
                 })
             }
+            Rejection::Proof(ref why) => {
+                challenge.push_str(", error=\"invalid_dpop_proof\"");
+                json!({ "error": "invalid_dpop_proof", "error_description": why })
+            }
+            Rejection::NeedsNonce => {
+                challenge.push_str(", error=\"use_dpop_nonce\"");
+                json!({
+                    "error": "use_dpop_nonce",
+                    "error_description": "DPoP proofs must carry the nonce in DPoP-Nonce",
+                })
+            }
         };
         let mut response = (StatusCode::UNAUTHORIZED, Json(body)).into_response();
         if let Ok(value) = HeaderValue::from_str(&challenge) {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, value);
+        }
+        if let Some(nonce) = self.dpop_nonce.as_deref()
+            && let Ok(value) = HeaderValue::from_str(nonce)
+        {
+            response.headers_mut().insert("dpop-nonce", value);
         }
         response
     }
@@ -521,10 +612,14 @@ impl AuthorizationServer {
         let form = parse_params(body)?;
         let mut ledger = self.lock();
         let client_id = authenticate(&ledger, headers, &form)?;
+        let jkt = self.token_proof(&mut ledger, headers)?;
+        let jkt = jkt.as_deref();
         match form.get("grant_type").map(String::as_str) {
-            Some("authorization_code") => self.exchange_code(&mut ledger, &client_id, &form),
-            Some("refresh_token") => self.refresh(&mut ledger, &client_id, &form),
-            Some("client_credentials") => self.client_credentials(&mut ledger, &client_id, &form),
+            Some("authorization_code") => self.exchange_code(&mut ledger, &client_id, &form, jkt),
+            Some("refresh_token") => self.refresh(&mut ledger, &client_id, &form, jkt),
+            Some("client_credentials") => {
+                self.client_credentials(&mut ledger, &client_id, &form, jkt)
+            }
             Some(other) => Err(OAuthError::bad(
                 "unsupported_grant_type",
                 format!("grant_type `{other}` is not supported"),
@@ -533,11 +628,49 @@ impl AuthorizationServer {
         }
     }
 
+    /// With `--dpop`, the token request's proof: the thumbprint of its key.
+    fn token_proof(
+        &self,
+        ledger: &mut Ledger,
+        headers: &HeaderMap,
+    ) -> Result<Option<String>, OAuthError> {
+        if !self.dpop {
+            return Ok(None);
+        }
+        let Some(proof) = headers.get("dpop").and_then(|v| v.to_str().ok()) else {
+            return Err(OAuthError::bad(
+                "invalid_dpop_proof",
+                "this server issues DPoP-bound tokens only: send a DPoP proof",
+            ));
+        };
+        let url = format!("{}/token", self.issuer);
+        let expected = dpop::Expected {
+            method: "POST",
+            url: &url,
+            access_token: None,
+            nonce: self.dpop_nonce.as_deref(),
+        };
+        match dpop::verify(proof, &expected, &mut ledger.jtis) {
+            Ok(jkt) => Ok(Some(jkt)),
+            Err(dpop::Refusal::NeedsNonce) => {
+                ledger.stats.dpop_nonce_challenges += 1;
+                let mut error = OAuthError::bad(
+                    "use_dpop_nonce",
+                    "DPoP proofs must carry the nonce in DPoP-Nonce",
+                );
+                error.dpop_nonce = self.dpop_nonce.clone();
+                Err(error)
+            }
+            Err(dpop::Refusal::Invalid(why)) => Err(OAuthError::bad("invalid_dpop_proof", why)),
+        }
+    }
+
     fn exchange_code(
         &self,
         ledger: &mut Ledger,
         client_id: &str,
         form: &Params,
+        jkt: Option<&str>,
     ) -> Result<Value, OAuthError> {
         let code = required(form, "code")?;
         let redirect_uri = required(form, "redirect_uri")?;
@@ -571,7 +704,7 @@ impl AuthorizationServer {
             .clients
             .get(client_id)
             .is_some_and(|client| client.grants.contains(&Grant::RefreshToken));
-        let answer = self.issue(ledger, client_id, &pending.scope, with_refresh);
+        let answer = self.issue(ledger, client_id, &pending.scope, with_refresh, jkt);
         ledger.stats.code_exchanges += 1;
         note_issue(ledger, &pending.scope, form);
         Ok(answer)
@@ -582,6 +715,7 @@ impl AuthorizationServer {
         ledger: &mut Ledger,
         client_id: &str,
         form: &Params,
+        jkt: Option<&str>,
     ) -> Result<Value, OAuthError> {
         let presented = required(form, "refresh_token")?;
         self.optional_resource(form.get("resource"))?;
@@ -605,6 +739,11 @@ impl AuthorizationServer {
                 "the refresh token was issued to another client",
             ));
         }
+        if stored.jkt.is_some() && stored.jkt.as_deref() != jkt {
+            return Err(OAuthError::invalid_grant(
+                "the refresh token is bound to another DPoP key",
+            ));
+        }
         let scope = match form.get("scope") {
             None => stored.scope.clone(),
             Some(requested) => narrow_scope(requested, &stored.scope)
@@ -612,7 +751,7 @@ impl AuthorizationServer {
         };
         // Rotation: the presented token is spent.
         ledger.refresh.remove(presented);
-        let answer = self.issue(ledger, client_id, &scope, true);
+        let answer = self.issue(ledger, client_id, &scope, true, jkt);
         ledger.stats.refreshes += 1;
         note_issue(ledger, &scope, form);
         Ok(answer)
@@ -623,6 +762,7 @@ impl AuthorizationServer {
         ledger: &mut Ledger,
         client_id: &str,
         form: &Params,
+        jkt: Option<&str>,
     ) -> Result<Value, OAuthError> {
         let allowed = ledger
             .clients
@@ -637,7 +777,7 @@ impl AuthorizationServer {
         self.optional_resource(form.get("resource"))?;
         let scope = grant_scope(form.get("scope").map(String::as_str))
             .map_err(|message| OAuthError::bad("invalid_scope", message))?;
-        let answer = self.issue(ledger, client_id, &scope, false);
+        let answer = self.issue(ledger, client_id, &scope, false, jkt);
         ledger.stats.client_credentials += 1;
         note_issue(ledger, &scope, form);
         Ok(answer)
@@ -650,17 +790,22 @@ impl AuthorizationServer {
         client_id: &str,
         scope: &str,
         with_refresh: bool,
+        jkt: Option<&str>,
     ) -> Value {
         let access_token = random_token("at_");
         ledger.access.insert(
             access_token.clone(),
             AccessToken {
                 expires_at: Instant::now().checked_add(self.token_ttl),
+                jkt: jkt.map(str::to_owned),
             },
         );
+        if jkt.is_some() {
+            ledger.stats.dpop_bound_tokens += 1;
+        }
         let mut answer = json!({
             "access_token": access_token,
-            "token_type": "Bearer",
+            "token_type": if jkt.is_some() { "DPoP" } else { "Bearer" },
             "expires_in": self.token_ttl.as_secs(),
             "scope": scope,
         });
@@ -671,6 +816,7 @@ impl AuthorizationServer {
                 RefreshToken {
                     client_id: client_id.to_owned(),
                     scope: scope.to_owned(),
+                    jkt: jkt.map(str::to_owned),
                 },
             );
             answer["refresh_token"] = json!(refresh_token);
@@ -709,12 +855,16 @@ fn note_issue(ledger: &mut Ledger, scope: &str, form: &Params) {
 }
 
 /// Why a request to the resource is refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Rejection {
     /// No bearer token at all.
     Missing,
     /// A token that is unknown, expired or revoked.
     InvalidToken,
+    /// With `--dpop`: no proof, a bad one, or a Bearer presentation.
+    Proof(String),
+    /// With `--dpop-nonce`: a proof without the server's nonce.
+    NeedsNonce,
 }
 
 /// Where an authorization response goes: the client's redirect URI, with `state` and `iss`.
@@ -762,6 +912,8 @@ struct OAuthError {
     status: StatusCode,
     code: &'static str,
     description: String,
+    /// Sent as `DPoP-Nonce` with a `use_dpop_nonce` answer.
+    dpop_nonce: Option<String>,
 }
 
 impl OAuthError {
@@ -770,6 +922,7 @@ impl OAuthError {
             status: StatusCode::BAD_REQUEST,
             code,
             description: description.into(),
+            dpop_nonce: None,
         }
     }
 
@@ -782,6 +935,7 @@ impl OAuthError {
             status: StatusCode::UNAUTHORIZED,
             code: "invalid_client",
             description: description.into(),
+            dpop_nonce: None,
         }
     }
 }
@@ -797,6 +951,11 @@ impl IntoResponse for OAuthError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Basic realm=\"mcplex-testserver\""),
             );
+        }
+        if let Some(nonce) = self.dpop_nonce.as_deref()
+            && let Ok(value) = HeaderValue::from_str(nonce)
+        {
+            response.headers_mut().insert("dpop-nonce", value);
         }
         response
     }
@@ -1132,7 +1291,8 @@ pub async fn protect(
     request: Request,
     next: Next,
 ) -> Response {
-    match server.check_bearer(request.headers()) {
+    let method = request.method().as_str().to_owned();
+    match server.check_token(&method, request.headers()) {
         Ok(()) => next.run(request).await,
         Err(rejection) => server.challenge(rejection),
     }

@@ -389,3 +389,57 @@ async fn a_slow_login_does_not_count_against_the_era_probe() {
     assert_eq!(echo(&hub, "hi").await, "hi");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn dpop_binds_tokens_to_a_key_kept_with_them_across_restarts() {
+    // Both servers want their nonce in every proof: the first proof of each is refused.
+    let server = oauth_server(&["--dpop-nonce"]);
+    let dir = temp_dir("dpop");
+    let store = dir.path().join("tokens.json");
+
+    let hub = started(
+        spec(&server.url),
+        options(&store).with_authorizer(headless()),
+    )
+    .await;
+    assert!(
+        matches!(state(&hub), ServerState::Connected { .. }),
+        "{:?}",
+        state(&hub)
+    );
+    assert_eq!(echo(&hub, "hi").await, "hi");
+    let after_login = stats(&server).await;
+    assert_eq!(after_login["dpop_bound_tokens"], 1, "{after_login}");
+    assert!(
+        after_login["dpop_proofs"].as_u64().unwrap() >= 2,
+        "{after_login}"
+    );
+    assert!(
+        after_login["dpop_nonce_challenges"].as_u64().unwrap() >= 2,
+        "the token endpoint and /mcp each asked for their nonce once: {after_login}"
+    );
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    let entry = &stored["servers"]["remote"];
+    assert!(entry["dpop_key"].is_string(), "{entry}");
+    assert_eq!(
+        entry["credentials"]["token_response"]["token_type"]
+            .as_str()
+            .map(str::to_lowercase),
+        Some("dpop".to_string())
+    );
+
+    // The bound refresh token needs a proof from the same key.
+    admin(&server, "expire").await;
+    assert_eq!(echo(&hub, "after expiry").await, "after expiry");
+    assert_eq!(stats(&server).await["refreshes"], 1);
+    hub.shutdown().await;
+
+    // A later run signs with the stored key: its refresh and its calls are accepted.
+    admin(&server, "expire").await;
+    let hub = started(spec(&server.url), options(&store)).await;
+    assert_eq!(echo(&hub, "restarted").await, "restarted");
+    let after_restart = stats(&server).await;
+    assert_eq!(after_restart["refreshes"], 2, "{after_restart}");
+    assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
+    hub.shutdown().await;
+}

@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
+use super::dpop::{self, Dpop};
 use super::session::{Retry, ServerAuth, detached};
 use crate::transport::http::resend_on_stale_connection;
 
@@ -33,15 +34,21 @@ impl AuthorizingClient {
         Self { http, auth }
     }
 
-    /// Runs `send` with the current token; on a refusal the OAuth state may act once, and
-    /// the request is sent again with the token it obtained.
-    async fn send<T, F, Fut>(&self, given: Option<String>, send: F) -> Result<T, HttpError>
+    /// Runs `send` (a `method` request to `uri`) with the current token; on a refusal the
+    /// OAuth state may act once, and the request is sent again with the token it obtained.
+    async fn send<T, F, Fut>(
+        &self,
+        method: &str,
+        uri: &str,
+        given: Option<String>,
+        send: F,
+    ) -> Result<T, HttpError>
     where
-        F: Fn(Option<String>) -> Fut,
+        F: Fn(Presented) -> Fut,
         Fut: Future<Output = Result<T, HttpError>>,
     {
         let Some(auth) = &self.auth else {
-            return send(given).await;
+            return send(Presented::bearer(given)).await;
         };
         let mut token = match given {
             Some(token) => Some(token),
@@ -52,11 +59,25 @@ impl AuthorizingClient {
         };
         // One 401 recovery and the bounded step-ups; each round needs a new token to go on.
         let mut stepped_up = false;
-        for _ in 0..4 {
-            let outcome = send(token.clone()).await;
+        let mut nonce_learned = false;
+        for _ in 0..5 {
+            let outcome = send(present(auth, method, uri, token.as_deref())?).await;
             // Cloned only on a refusal: the flows run detached and need owned values.
             let owned = || (auth.clone(), token.clone());
             let retry = match &outcome {
+                Err(StreamableHttpError::AuthRequired(required))
+                    if !nonce_learned && dpop::wants_nonce(&required.www_authenticate_header) =>
+                {
+                    nonce_learned = true;
+                    match (auth.dpop(), token.as_deref()) {
+                        (Some(dpop), Some(sent))
+                            if self.learn_nonce(&dpop, method, uri, sent).await =>
+                        {
+                            continue;
+                        }
+                        _ => return outcome,
+                    }
+                }
                 Err(StreamableHttpError::AuthRequired(required)) => {
                     let (auth, sent) = owned();
                     let challenge = required.www_authenticate_header.clone();
@@ -94,8 +115,106 @@ impl AuthorizingClient {
                 }
             }
         }
-        send(token).await
+        send(present(auth, method, uri, token.as_deref())?).await
     }
+
+    /// Learns the nonce a resource server wants in DPoP proofs. Its `use_dpop_nonce` refusal
+    /// carries it in a `DPoP-Nonce` header, which rmcp does not pass on; the same request
+    /// with an empty body is refused the same way (a server checks the proof before it reads
+    /// the body), and its headers are read here. True when a nonce was learned.
+    async fn learn_nonce(&self, dpop: &Dpop, method: &str, uri: &str, token: &str) -> bool {
+        let Ok(proof) = dpop.resource_proof(method, uri, token) else {
+            return false;
+        };
+        let Ok(method) = reqwest::Method::from_bytes(method.as_bytes()) else {
+            return false;
+        };
+        let response = self
+            .http
+            .request(method, uri)
+            .header(reqwest::header::AUTHORIZATION, format!("DPoP {token}"))
+            .header("dpop", proof)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .body("{}")
+            .send()
+            .await;
+        let nonce = response.ok().and_then(|r| {
+            r.headers()
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        });
+        match nonce {
+            Some(nonce) => {
+                tracing::debug!("the MCP server wants a DPoP nonce; sending again with it");
+                dpop.set_resource_nonce(nonce);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// How a request carries its token: a Bearer token for rmcp to send, or the `DPoP`
+/// authorization and proof headers.
+pub(crate) struct Presented {
+    bearer: Option<String>,
+    headers: HashMap<HeaderName, HeaderValue>,
+}
+
+impl Presented {
+    fn bearer(token: Option<String>) -> Self {
+        Self {
+            bearer: token,
+            headers: HashMap::new(),
+        }
+    }
+
+    /// The request's custom headers with the DPoP ones added.
+    fn headers(
+        &self,
+        custom: &HashMap<HeaderName, HeaderValue>,
+    ) -> HashMap<HeaderName, HeaderValue> {
+        let mut all = custom.clone();
+        all.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
+    }
+}
+
+/// `token` as the server's OAuth state says to present it on a `method` request to `uri`.
+fn present(
+    auth: &ServerAuth,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+) -> Result<Presented, HttpError> {
+    let (Some(token), Some(dpop)) = (token, auth.dpop()) else {
+        return Ok(Presented::bearer(token.map(str::to_owned)));
+    };
+    let proof = dpop
+        .resource_proof(method, uri, token)
+        .map_err(auth_error)?;
+    let header = |value: String| {
+        HeaderValue::from_str(&value).map_err(|_| {
+            auth_error(AuthError::InternalError(
+                "a token that cannot be sent in an HTTP header".into(),
+            ))
+        })
+    };
+    let mut headers = HashMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        header(format!("DPoP {token}"))?,
+    );
+    headers.insert(HeaderName::from_static("dpop"), header(proof)?);
+    Ok(Presented {
+        bearer: None,
+        headers,
+    })
 }
 
 /// An OAuth failure as rmcp's transport error (`AuthorizationRequired` inside it still reads as
@@ -116,13 +235,13 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         resend_on_stale_connection(&message, || {
-            self.send(auth_header.clone(), |token| {
+            self.send("POST", &uri, auth_header.clone(), |presented| {
                 self.http.post_message(
                     uri.clone(),
                     message.clone(),
                     session_id.clone(),
-                    token,
-                    custom_headers.clone(),
+                    presented.bearer.clone(),
+                    presented.headers(&custom_headers),
                 )
             })
         })
@@ -139,13 +258,13 @@ impl StreamableHttpClient for AuthorizingClient {
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         resend_on_stale_connection(&message, || {
-            self.send(auth_header.clone(), |token| {
+            self.send("POST", &uri, auth_header.clone(), |presented| {
                 self.http.post_message_with_max_sse_event_size(
                     uri.clone(),
                     message.clone(),
                     session_id.clone(),
-                    token,
-                    custom_headers.clone(),
+                    presented.bearer.clone(),
+                    presented.headers(&custom_headers),
                     max_sse_event_size,
                 )
             })
@@ -166,8 +285,13 @@ impl StreamableHttpClient for AuthorizingClient {
             (None, Some(auth)) => auth.token().await.ok().flatten(),
             (None, None) => None,
         };
+        let presented = match &self.auth {
+            Some(auth) => present(auth, "DELETE", &uri, token.as_deref())?,
+            None => Presented::bearer(token),
+        };
+        let headers = presented.headers(&custom_headers);
         self.http
-            .delete_session(uri, session_id, token, custom_headers)
+            .delete_session(uri, session_id, presented.bearer, headers)
             .await
     }
 
@@ -179,13 +303,13 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.send(auth_header, |token| {
+        self.send("GET", &uri, auth_header, |presented| {
             self.http.get_stream(
                 uri.clone(),
                 session_id.clone(),
                 last_event_id.clone(),
-                token,
-                custom_headers.clone(),
+                presented.bearer.clone(),
+                presented.headers(&custom_headers),
             )
         })
         .await
@@ -200,13 +324,13 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.send(auth_header, |token| {
+        self.send("GET", &uri, auth_header, |presented| {
             self.http.get_stream_with_max_sse_event_size(
                 uri.clone(),
                 session_id.clone(),
                 last_event_id.clone(),
-                token,
-                custom_headers.clone(),
+                presented.bearer.clone(),
+                presented.headers(&custom_headers),
                 max_sse_event_size,
             )
         })

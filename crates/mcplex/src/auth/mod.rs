@@ -8,6 +8,7 @@
 //! obtain their tokens themselves.
 
 mod authorizer;
+pub(crate) mod dpop;
 mod grants;
 pub(crate) mod http_client;
 pub(crate) mod session;

@@ -17,6 +17,7 @@ use rmcp::transport::auth::{
 use tokio::sync::Mutex;
 
 use super::authorizer::{AuthorizationPrompt, Authorizer};
+use super::dpop::{self, Dpop, DpopKey, DpopOAuthClient};
 use super::store::{Client, TokenStore};
 use crate::config::{OAuthGrant, OAuthSpec};
 
@@ -44,6 +45,11 @@ pub(crate) struct ServerAuth {
     refused: tokio::sync::watch::Sender<u64>,
     /// The last OAuth failure, in words, for the connection error that follows it.
     last_failure: std::sync::Mutex<Option<String>>,
+    /// DPoP, when the authorization server takes it: the key every proof is signed with.
+    dpop: std::sync::Mutex<Option<Arc<Dpop>>>,
+    /// Whether the current token is bound to that key (`token_type: DPoP`), so it is presented
+    /// as `DPoP` with a proof; an unbound token stays a Bearer token.
+    dpop_bound: std::sync::atomic::AtomicBool,
 }
 
 /// What to do with a refused request.
@@ -88,7 +94,33 @@ impl ServerAuth {
             step_ups: AtomicU32::new(0),
             refused: tokio::sync::watch::Sender::new(0),
             last_failure: std::sync::Mutex::new(None),
+            dpop: std::sync::Mutex::new(None),
+            dpop_bound: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The DPoP state to present the current token with; `None` for a Bearer token.
+    pub fn dpop(&self) -> Option<Arc<Dpop>> {
+        if !self.dpop_bound.load(Ordering::Acquire) {
+            return None;
+        }
+        match self.dpop.lock() {
+            Ok(dpop) => dpop.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_dpop(&self, dpop: Option<Arc<Dpop>>) {
+        match self.dpop.lock() {
+            Ok(mut slot) => *slot = dpop,
+            Err(poisoned) => *poisoned.into_inner() = dpop,
+        }
+    }
+
+    /// Records whether a token response of `token_type` is bound to our DPoP key.
+    fn note_token_type(&self, token_type: Option<&str>) {
+        let bound = token_type.is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
+        self.dpop_bound.store(bound, Ordering::Release);
     }
 
     /// The access token to send, refreshed first when it is about to expire; `None` when there
@@ -288,6 +320,12 @@ impl ServerAuth {
     /// A manager with this server's credential store.
     async fn fresh_manager(&self) -> Result<AuthorizationManager, AuthError> {
         let mut manager = AuthorizationManager::new(self.resource.as_str()).await?;
+        self.configure(&mut manager);
+        Ok(manager)
+    }
+
+    /// This server's credential store and step-up limit on `manager`.
+    fn configure(&self, manager: &mut AuthorizationManager) {
         manager.set_credential_store(Credentials {
             store: self.store.clone(),
             server: self.server.clone(),
@@ -298,6 +336,47 @@ impl ServerAuth {
             config.max_upgrade_attempts = MAX_STEP_UPS;
             config
         });
+    }
+
+    /// A manager for an authorization server with `metadata`: one whose token requests carry
+    /// DPoP proofs when the server takes them (with this server's stored key, or a new one
+    /// that is stored), else `plain` as it is.
+    async fn manager_for(
+        &self,
+        metadata: &AuthorizationMetadata,
+        plain: AuthorizationManager,
+        stored_key: Option<&str>,
+    ) -> Result<AuthorizationManager, AuthError> {
+        if !dpop::supported(metadata) {
+            self.set_dpop(None);
+            return Ok(plain);
+        }
+        let key = match stored_key.map(DpopKey::from_stored) {
+            Some(Ok(key)) => key,
+            Some(Err(e)) => {
+                tracing::warn!(server = %self.server, "the stored DPoP key is unusable ({e}); making a new one");
+                DpopKey::generate()?
+            }
+            None => DpopKey::generate()?,
+        };
+        let stored = key.stored();
+        if stored_key != Some(stored.as_str()) {
+            self.store
+                .update(&self.server, &self.resource, |entry| {
+                    entry.dpop_key = Some(stored);
+                })
+                .map_err(store_error)?;
+        }
+        let dpop = Arc::new(Dpop::new(key));
+        let client = DpopOAuthClient::new(dpop.clone(), &self.resource)?;
+        let mut manager = AuthorizationManager::new_with_oauth_http_client(
+            self.resource.as_str(),
+            Arc::new(client),
+        )
+        .await?;
+        self.configure(&mut manager);
+        self.set_dpop(Some(dpop));
+        tracing::debug!(server = %self.server, "the authorization server takes DPoP; tokens will be bound to our key");
         Ok(manager)
     }
 
@@ -346,6 +425,15 @@ impl ServerAuth {
         }
     }
 
+    /// The DPoP key stored for this server, if any.
+    fn stored_dpop_key(&self) -> Result<Option<String>, AuthError> {
+        Ok(self
+            .store
+            .get(&self.server, &self.resource)
+            .map_err(store_error)?
+            .and_then(|entry| entry.dpop_key))
+    }
+
     /// A manager ready to refresh, from what an earlier run stored; `None` when nothing
     /// usable is stored.
     async fn restore(&self) -> Result<Option<AuthorizationManager>, AuthError> {
@@ -356,12 +444,16 @@ impl ServerAuth {
         else {
             return Ok(None);
         };
-        let (Some(metadata), Some(client), Some(_)) =
+        let (Some(metadata), Some(client), Some(credentials)) =
             (entry.metadata, entry.client, entry.credentials)
         else {
             return Ok(None);
         };
-        let mut manager = self.fresh_manager().await?;
+        let plain = self.fresh_manager().await?;
+        let mut manager = self
+            .manager_for(&metadata, plain, entry.dpop_key.as_deref())
+            .await?;
+        self.note_token_type(token_type(credentials.token_response.as_ref()).as_deref());
         manager.set_metadata(metadata);
         match &self.spec.grant {
             OAuthGrant::ClientCredentials { .. } => {
@@ -393,8 +485,21 @@ impl ServerAuth {
         challenge: Option<&str>,
         authorizer: &dyn Authorizer,
     ) -> Result<(AuthorizationManager, String), AuthError> {
-        let mut manager = self.fresh_manager().await?;
-        let metadata = self.discover(&manager, challenge).await?;
+        let plain = self.fresh_manager().await?;
+        let metadata = self.discover(&plain, challenge).await?;
+        let mut manager = if dpop::supported(&metadata) {
+            // The DPoP manager learns what discovery taught the plain one (the challenge's
+            // scope, the resource) by discovering again through its own client.
+            let stored_key = self.stored_dpop_key()?;
+            let manager = self
+                .manager_for(&metadata, plain, stored_key.as_deref())
+                .await?;
+            self.discover(&manager, challenge).await?;
+            manager
+        } else {
+            self.set_dpop(None);
+            plain
+        };
         manager.set_metadata(metadata.clone());
         let scopes = if self.spec.scopes.is_empty() {
             manager.select_initial_scopes(&[]).await
@@ -483,6 +588,7 @@ impl ServerAuth {
             )
             .await?;
         tracing::info!(server = %self.server, "authorized");
+        self.note_token_type(token_type(Some(&response)).as_deref());
         use oauth2::TokenResponse;
         Ok((manager, response.access_token().secret().to_owned()))
     }
@@ -639,6 +745,12 @@ fn algorithm(name: &str) -> Result<JwtSigningAlgorithm, AuthError> {
             )));
         }
     })
+}
+
+/// The `token_type` of a token response, as the server wrote it.
+fn token_type(response: Option<&rmcp::transport::auth::OAuthTokenResponse>) -> Option<String> {
+    let value = serde_json::to_value(response?).ok()?;
+    value.get("token_type")?.as_str().map(str::to_owned)
 }
 
 fn store_error(error: super::store::StoreError) -> AuthError {

@@ -34,6 +34,10 @@ pub(crate) struct Entry {
     /// The tokens, in rmcp's own shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<StoredCredentials>,
+    /// The private DPoP key the tokens are bound to (PKCS#8, base64url), when the
+    /// authorization server takes DPoP: without it a stored token is useless.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
 }
 
 /// A client registration (dynamic, pre-registered or a metadata-document URL).
