@@ -443,3 +443,29 @@ async fn dpop_binds_tokens_to_a_key_kept_with_them_across_restarts() {
     assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn client_credentials_tokens_are_dpop_bound_too() {
+    let server = oauth_server(&["--dpop", "--oauth-client", "robot:s3cret"]);
+    let dir = temp_dir("dpop-client-credentials");
+    let store = dir.path().join("tokens.json");
+    let spec = spec(&server.url).with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
+        "robot", "s3cret",
+    )));
+    let hub = started(spec.clone(), options(&store)).await;
+    assert_eq!(echo(&hub, "machine").await, "machine");
+    let counts = stats(&server).await;
+    assert_eq!(counts["client_credentials"], 1, "{counts}");
+    assert_eq!(counts["dpop_bound_tokens"], 1, "{counts}");
+    hub.shutdown().await;
+
+    // The next run presents the stored token with proofs from the stored key.
+    let hub = started(spec, options(&store)).await;
+    assert_eq!(echo(&hub, "again").await, "again");
+    let counts = stats(&server).await;
+    assert_eq!(
+        counts["client_credentials"], 1,
+        "no new token was needed: {counts}"
+    );
+    hub.shutdown().await;
+}

@@ -599,8 +599,24 @@ impl ServerAuth {
         &self,
         challenge: Option<&str>,
     ) -> Result<(AuthorizationManager, String), AuthError> {
-        let mut manager = self.fresh_manager().await?;
-        let metadata = self.discover(&manager, challenge).await?;
+        let plain = self.fresh_manager().await?;
+        let metadata = self.discover(&plain, challenge).await?;
+        // Client credentials go through rmcp's manager, whose token requests our client signs;
+        // the JWT-bearer and enterprise exchanges ask for bearer tokens (rmcp's enterprise
+        // exchange refuses any other kind).
+        let mut manager = if matches!(self.spec.grant, OAuthGrant::ClientCredentials { .. })
+            && dpop::supported(&metadata)
+        {
+            let stored_key = self.stored_dpop_key()?;
+            let manager = self
+                .manager_for(&metadata, plain, stored_key.as_deref())
+                .await?;
+            self.discover(&manager, challenge).await?;
+            manager
+        } else {
+            self.set_dpop(None);
+            plain
+        };
         manager.set_metadata(metadata.clone());
         let client_id = self
             .spec
@@ -633,6 +649,7 @@ impl ServerAuth {
                     &assertion,
                 )
                 .await?;
+                self.note_token_type(token_type(Some(&response)).as_deref());
                 self.save_token(&client_id, response).await?
             }
             OAuthGrant::Enterprise { idp, id_token } => {
@@ -650,13 +667,15 @@ impl ServerAuth {
                     &id_token,
                 )
                 .await?;
+                self.note_token_type(token_type(Some(&response)).as_deref());
                 self.save_token(&client_id, response).await?
             }
             _ => {
                 let config = self.credentials_config()?;
                 manager.validate_client_credentials_metadata(&config)?;
                 manager.configure_client_credentials(&config)?;
-                manager.exchange_client_credentials(&config).await?;
+                let response = manager.exchange_client_credentials(&config).await?;
+                self.note_token_type(token_type(Some(&response)).as_deref());
                 manager.get_access_token().await?
             }
         };
