@@ -462,6 +462,16 @@ pub enum ResourceEvent {
         /// The resource.
         uri: String,
     },
+    /// A subscription ended without being unsubscribed (the server refused it after a
+    /// reconnect, or ended its listen): no updates come for `uri` until it is subscribed again.
+    SubscriptionLost {
+        /// The server.
+        server: String,
+        /// The resource.
+        uri: String,
+        /// Why, in words.
+        reason: String,
+    },
     /// The server's resource list changed.
     ResourcesChanged {
         /// The server.

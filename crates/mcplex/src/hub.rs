@@ -324,6 +324,17 @@ pub struct Hub {
     inner: Arc<Inner>,
 }
 
+/// A hub reference that does not keep its servers running, for tasks the hub may outlive.
+#[derive(Clone)]
+pub(crate) struct WeakHub(std::sync::Weak<Inner>);
+
+impl WeakHub {
+    /// The hub, unless every [`Hub`] clone has been dropped.
+    pub(crate) fn upgrade(&self) -> Option<Hub> {
+        self.0.upgrade().map(|inner| Hub { inner })
+    }
+}
+
 /// Room for bursts of state changes before a slow subscriber starts missing events.
 const EVENT_BUFFER: usize = 1024;
 
@@ -429,6 +440,11 @@ impl Hub {
                 spill: options.spill,
             }),
         })
+    }
+
+    /// A reference to this hub that does not keep it alive.
+    pub(crate) fn downgrade(&self) -> WeakHub {
+        WeakHub(Arc::downgrade(&self.inner))
     }
 
     /// Every server's connection, in config order (resources.rs sends through them).

@@ -34,6 +34,7 @@ pub mod policy;
 pub mod resources;
 pub mod result;
 pub mod schema;
+mod subscriptions;
 mod transport;
 
 pub use catalog::scope::Scope;

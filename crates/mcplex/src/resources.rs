@@ -3,34 +3,26 @@
 //! session with that server's call deadline; a listing over every server collects what each
 //! one answers and the errors of those that could not.
 //!
-//! Updates of subscribed resources and list changes arrive as [`ResourceEvent`]s on the
-//! [`Host`] the hub was given ([`Host::resource_events`]). A handshake-era server is sent
-//! `resources/subscribe` and notifies on its session; a 2026-07-28 server has no session, so
-//! each subscribed resource gets a `subscriptions/listen` request that stays open, and a task
-//! (kept in the connection's `Listens`) forwards what arrives on it. Subscriptions, in both
-//! eras, end with the session: after a reconnect they must be made again.
+//! Updates of subscribed resources and list changes arrive as
+//! [`ResourceEvent`](crate::host::ResourceEvent)s on the [`Host`](crate::Host) the hub was given
+//! ([`Host::resource_events`](crate::Host::resource_events)). A handshake-era server is sent
+//! `resources/subscribe`; a 2026-07-28 server a `subscriptions/listen`;
+//! subscriptions.rs keeps them across reconnects.
 //! Knows nothing of tools, policy or the catalog.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use rmcp::model::{
-    GetPromptRequestParams, PaginatedRequestParams, ReadResourceRequestParams, ServerNotification,
-    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
-};
-use rmcp::service::{Peer, RoleClient, ServiceError, Subscription, SubscriptionEnd};
+use rmcp::model::{GetPromptRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
+use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Connection, Era, ServerState};
 use crate::defaults;
 use crate::error::{Error, Result};
-use crate::host::{Host, ResourceEvent};
 use crate::hub::Hub;
 
 /// One resource a server offers.
@@ -274,59 +266,6 @@ impl Hub {
         from_field(&connection.spec.name, &value, "contents")
     }
 
-    /// Asks `server` for `notifications/resources/updated` about `uri`; they arrive as
-    /// [`ResourceEvent::Updated`](crate::host::ResourceEvent::Updated) on the hub's
-    /// [`Host`](crate::Host).
-    ///
-    /// A handshake-era server is sent `resources/subscribe`. A 2026-07-28 server is sent a
-    /// `subscriptions/listen` naming `uri`, which stays open and carries the updates until
-    /// [`Hub::unsubscribe_resource`]; subscribing to the same URI again replaces it. It is an
-    /// error if the server does not accept the subscription.
-    ///
-    /// In both eras a subscription lasts as long as the session: after the server reconnects
-    /// ([`HubEvent::StateChanged`](crate::HubEvent::StateChanged) to `connected`), subscribe
-    /// again.
-    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
-        let connection = self.connection_named(server)?;
-        let session = live(connection, "resources/subscribe", Connection::session).await?;
-        if era_of(&session.0) == Era::Stateless {
-            return listen(connection, uri, session).await;
-        }
-        let params = SubscribeRequestParams::new(uri);
-        #[allow(deprecated)] // resources/subscribe is the handshake era's way.
-        send(
-            connection,
-            "resources/subscribe",
-            session.0.subscribe(params),
-        )
-        .await
-    }
-
-    /// Stops the updates of `uri` from `server`: `resources/unsubscribe` to a handshake-era
-    /// server; on a 2026-07-28 server, the listen of `uri` is cancelled (unsubscribing from a
-    /// URI that has none does nothing).
-    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
-        let connection = self.connection_named(server)?;
-        // A listen ends by being cancelled, whatever state the server is in now.
-        if let Some(task) = connection.resource_listens().remove(uri) {
-            stop(task).await;
-            tracing::debug!(server, uri, "stopped listening for resource updates");
-            return Ok(());
-        }
-        let peer = live(connection, "resources/unsubscribe", Connection::peer).await?;
-        if era_of(&peer) == Era::Stateless {
-            return Ok(());
-        }
-        let params = UnsubscribeRequestParams::new(uri);
-        #[allow(deprecated)] // resources/unsubscribe is the handshake era's way.
-        send(
-            connection,
-            "resources/unsubscribe",
-            peer.unsubscribe(params),
-        )
-        .await
-    }
-
     /// The prompt `name` of `server` filled in with `arguments`.
     pub async fn get_prompt(
         &self,
@@ -350,7 +289,7 @@ impl Hub {
         })
     }
 
-    fn connection_named(&self, server: &str) -> Result<&Connection> {
+    pub(crate) fn connection_named(&self, server: &str) -> Result<&Connection> {
         self.connections()
             .iter()
             .find(|c| c.spec.name == server)
@@ -529,7 +468,7 @@ where
 
 /// What `get` takes from the live session of `connection`, once its first connection attempt
 /// has settled (within the server's call deadline); why not, when there is no live session.
-async fn live<T>(
+pub(crate) async fn live<T>(
     connection: &Connection,
     what: &str,
     get: impl FnOnce(&Connection) -> Option<T>,
@@ -554,7 +493,7 @@ async fn live<T>(
 }
 
 /// Awaits one request within the server's call deadline, its failure said as an [`Error`].
-async fn send<T>(
+pub(crate) async fn send<T>(
     connection: &Connection,
     what: &str,
     request: impl Future<Output = std::result::Result<T, ServiceError>>,
@@ -576,141 +515,10 @@ async fn send<T>(
 /// without `initialize` is 2026-07-28's. Read from the session itself, so it holds while the
 /// circuit breaker has the server `disabled` and cannot describe another session than the
 /// one the request goes to.
-fn era_of(peer: &Peer<RoleClient>) -> Era {
+pub(crate) fn era_of(peer: &Peer<RoleClient>) -> Era {
     match peer.peer_info() {
         Some(info) if !info.protocol_version.has_initialize() => Era::Stateless,
         _ => Era::Handshake,
-    }
-}
-
-/// The `subscriptions/listen` requests of one server's subscribed resources, one per URI, each
-/// held by a task that forwards its updates to the host. A task ends with its session (the
-/// listen goes with it), when it is replaced or stopped, and is aborted if the connection is
-/// dropped; dropping its [`Subscription`] cancels the request.
-#[derive(Default)]
-pub(crate) struct Listens(Mutex<HashMap<String, JoinHandle<()>>>);
-
-impl Listens {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, JoinHandle<()>>> {
-        match self.0.lock() {
-            Ok(listens) => listens,
-            Err(poisoned) => poisoned.into_inner(),
-        }
-    }
-
-    /// Keeps `task` as the listen of `uri` and gives back the one it replaces; tasks whose
-    /// session has ended are let go on the way.
-    fn insert(&self, uri: &str, task: JoinHandle<()>) -> Option<JoinHandle<()>> {
-        let mut listens = self.lock();
-        listens.retain(|_, task| !task.is_finished());
-        listens.insert(uri.to_string(), task)
-    }
-
-    fn remove(&self, uri: &str) -> Option<JoinHandle<()>> {
-        self.lock().remove(uri)
-    }
-}
-
-impl Drop for Listens {
-    fn drop(&mut self) {
-        let listens = match self.0.get_mut() {
-            Ok(listens) => listens,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        for task in listens.values() {
-            task.abort();
-        }
-    }
-}
-
-/// Aborts a listen task and waits until it is gone: its subscription is dropped by then, so
-/// the cancellation of the listen is queued before anything sent after this returns.
-async fn stop(task: JoinHandle<()>) {
-    task.abort();
-    let _ = task.await;
-}
-
-/// Opens a `subscriptions/listen` for `uri` on a 2026-07-28 session (the acknowledgment awaited
-/// within the call deadline) and keeps a task forwarding its updates, replacing any listen of
-/// `uri` there was.
-async fn listen(
-    connection: &Connection,
-    uri: &str,
-    (peer, host, closed): (Peer<RoleClient>, Host, CancellationToken),
-) -> Result<()> {
-    let server = connection.spec.name.as_str();
-    let filter = SubscriptionFilter::builder()
-        .resource_subscription(uri)
-        .build();
-    let subscription = send(connection, "subscriptions/listen", peer.listen(filter)).await?;
-    let accepted = subscription
-        .acknowledged()
-        .resource_subscriptions
-        .as_ref()
-        .is_some_and(|uris| uris.iter().any(|u| u == uri));
-    if !accepted {
-        // Dropping the subscription cancels the listen.
-        return Err(Error::Unavailable {
-            server: server.to_string(),
-            state: connection.state().label().into(),
-            reason: format!(
-                "it did not accept a subscription to `{uri}` (it offers none, or none for that resource)"
-            ),
-        });
-    }
-    tracing::debug!(server, uri, "listening for resource updates");
-    let task = tokio::spawn(forward_updates(
-        subscription,
-        server.to_string(),
-        uri.to_string(),
-        host,
-        closed,
-    ));
-    if let Some(replaced) = connection.resource_listens().insert(uri, task) {
-        stop(replaced).await;
-    }
-    Ok(())
-}
-
-/// Publishes each update the listen of `uri` carries, until it ends or its session does.
-async fn forward_updates(
-    mut subscription: Subscription,
-    server: String,
-    uri: String,
-    host: Host,
-    session_closed: CancellationToken,
-) {
-    loop {
-        let next = tokio::select! {
-            () = session_closed.cancelled() => return,
-            next = subscription.next() => next,
-        };
-        match next {
-            Ok(Some(ServerNotification::ResourceUpdatedNotification(update))) => {
-                tracing::debug!(server = %server, uri = %update.params.uri, "resource updated");
-                host.publish(ResourceEvent::Updated {
-                    server: server.clone(),
-                    uri: update.params.uri,
-                });
-            }
-            // The filter names one resource: rmcp lets nothing else through.
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                match subscription.end() {
-                    Some(SubscriptionEnd::Lagged { capacity }) => {
-                        tracing::warn!(server = %server, uri = %uri, capacity, "resource updates came faster than they were read; the listen ended");
-                    }
-                    end => {
-                        tracing::debug!(server = %server, uri = %uri, ?end, "the listen for resource updates ended");
-                    }
-                }
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(server = %server, uri = %uri, "the listen for resource updates failed: {e}");
-                return;
-            }
-        }
     }
 }
 

@@ -413,29 +413,61 @@ async fn handshake_subscriptions_use_resources_subscribe() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_listen_ends_with_its_session() {
+/// Subscribe, let the server exit: after the reconnect the subscription is made again on the
+/// new session (an update says what changed meanwhile was not notified), updates flow, and
+/// once unsubscribed nothing comes, nor is it made again on the next reconnect.
+async fn subscriptions_outlive_the_session(era: &str) {
     let host = Host::new();
     let mut events = host.resource_events();
-    let hub = testserver_hub("stateless", host).await;
+    let hub = testserver_hub(era, host).await;
     hub.subscribe_resource("t", COUNTER).await.unwrap();
-    hub.call("mcp__t__sleep_then_exit", json!({"ms": 20}))
-        .await
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !matches!(state_of(&hub), ServerState::Pending { .. }) {
-        assert!(Instant::now() < deadline, "never reconnected");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    // The call waits for the new session (a new process: the counter starts again).
+    let crash = || async {
+        hub.call("mcp__t__sleep_then_exit", json!({"ms": 20}))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !matches!(state_of(&hub), ServerState::Pending { .. }) {
+            assert!(Instant::now() < deadline, "never reconnected");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    crash().await;
+    assert_eq!(
+        next_update(&mut events, Duration::from_secs(10)).await,
+        counter_update(),
+        "the subscription was not made again on the new session"
+    );
+    // A new process: the counter starts again, and its update arrives.
     assert_eq!(bump(&hub).await, "1");
-    assert_eq!(next_update(&mut events, QUIET).await, None);
-    // Subscribing again after the reconnect listens on the new session.
-    hub.subscribe_resource("t", COUNTER).await.unwrap();
-    assert_eq!(bump(&hub).await, "2");
     assert_eq!(
         next_update(&mut events, Duration::from_secs(5)).await,
         counter_update()
     );
+    assert_eq!(
+        next_update(&mut events, QUIET).await,
+        None,
+        "one update each"
+    );
+
+    hub.unsubscribe_resource("t", COUNTER).await.unwrap();
+    assert_eq!(bump(&hub).await, "2");
+    assert_eq!(next_update(&mut events, QUIET).await, None);
+    crash().await;
+    assert_eq!(bump(&hub).await, "1");
+    assert_eq!(
+        next_update(&mut events, QUIET).await,
+        None,
+        "an unsubscribed resource came back after a reconnect"
+    );
     hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn stateless_subscriptions_outlive_the_session() {
+    subscriptions_outlive_the_session("stateless").await;
+}
+
+#[tokio::test]
+async fn handshake_subscriptions_outlive_the_session() {
+    subscriptions_outlive_the_session("handshake").await;
 }

@@ -140,8 +140,8 @@ pub(crate) struct Connection {
     breaker: Arc<Breaker>,
     shutdown: CancellationToken,
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// The `subscriptions/listen` streams of subscribed resources (2026-07-28 sessions).
-    resource_listens: crate::resources::Listens,
+    /// The subscribed resources, kept across sessions.
+    subscriptions: crate::subscriptions::Subscriptions,
 }
 
 /// What the supervisor needs from the hub.
@@ -198,7 +198,7 @@ impl Connection {
             breaker,
             shutdown,
             task: std::sync::Mutex::new(task),
-            resource_listens: crate::resources::Listens::default(),
+            subscriptions: crate::subscriptions::Subscriptions::default(),
         }
     }
 
@@ -261,9 +261,9 @@ impl Connection {
             .map(|live| (live.peer.clone(), live.host.clone(), live.closed.clone()))
     }
 
-    /// The listens that carry updates of this server's subscribed resources.
-    pub(crate) fn resource_listens(&self) -> &crate::resources::Listens {
-        &self.resource_listens
+    /// This server's subscribed resources.
+    pub(crate) fn subscriptions(&self) -> &crate::subscriptions::Subscriptions {
+        &self.subscriptions
     }
 
     /// Stops the supervisor: closes the session and reaps the process.

@@ -1,0 +1,329 @@
+//! Resource subscriptions that outlive sessions. A handshake-era server is sent
+//! `resources/subscribe` and notifies on its session; a 2026-07-28 server has no session, so
+//! each subscribed resource gets a `subscriptions/listen` request that stays open, and a task
+//! forwards what arrives on it. Either way the server forgets a subscription when the session
+//! ends, so each server's subscribed URIs are kept here and subscribed again on every new
+//! session (after a crash, a dropped connection, a re-login), followed by an
+//! [`ResourceEvent::Updated`] because updates during the gap were missed. A subscription the
+//! new session refuses, or a listen the server ends, is reported as
+//! [`ResourceEvent::SubscriptionLost`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+use rmcp::model::{
+    ServerNotification, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::{Peer, RoleClient, Subscription, SubscriptionEnd};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::{Connection, Era, ServerState};
+use crate::error::{Error, Result};
+use crate::host::{Host, ResourceEvent};
+use crate::hub::{Hub, WeakHub};
+use crate::resources::{era_of, live, send};
+
+/// What a request on one live session needs: its peer, the harness's host, and the token
+/// cancelled when the session ends.
+type Session = (Peer<RoleClient>, Host, CancellationToken);
+
+impl Hub {
+    /// Asks `server` for `notifications/resources/updated` about `uri`; they arrive as
+    /// [`ResourceEvent::Updated`] on the hub's [`Host`].
+    ///
+    /// A handshake-era server is sent `resources/subscribe`. A 2026-07-28 server is sent a
+    /// `subscriptions/listen` naming `uri`, which stays open and carries the updates until
+    /// [`Hub::unsubscribe_resource`]; subscribing to the same URI again replaces it. It is an
+    /// error if the server does not accept the subscription.
+    ///
+    /// The subscription lasts until it is unsubscribed: after a reconnect it is made again on
+    /// the new session, and an `Updated` for `uri` follows (what changed meanwhile was not
+    /// notified). If the new session refuses it, [`ResourceEvent::SubscriptionLost`] says so.
+    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
+        let connection = self.connection_named(server)?;
+        let session = live(connection, "resources/subscribe", Connection::session).await?;
+        let closed = session.2.clone();
+        subscribe_on(connection, uri, session).await?;
+        connection.subscriptions().keep(uri, || {
+            tokio::spawn(keep_subscribed(
+                self.downgrade(),
+                server.to_string(),
+                connection.state_watch(),
+                closed,
+            ))
+        });
+        Ok(())
+    }
+
+    /// Stops the updates of `uri` from `server`: `resources/unsubscribe` to a handshake-era
+    /// server; on a 2026-07-28 server, the listen of `uri` is cancelled (unsubscribing from a
+    /// URI that has none does nothing). Either way it is no longer made again on reconnect.
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
+        let connection = self.connection_named(server)?;
+        let subscriptions = connection.subscriptions();
+        subscriptions.forget(uri);
+        // A listen ends by being cancelled, whatever state the server is in now.
+        if let Some(task) = subscriptions.remove_listen(uri) {
+            stop(task).await;
+            tracing::debug!(server, uri, "stopped listening for resource updates");
+            return Ok(());
+        }
+        let peer = live(connection, "resources/unsubscribe", Connection::peer).await?;
+        if era_of(&peer) == Era::Stateless {
+            return Ok(());
+        }
+        let params = UnsubscribeRequestParams::new(uri);
+        #[allow(deprecated)] // resources/unsubscribe is the handshake era's way.
+        send(
+            connection,
+            "resources/unsubscribe",
+            peer.unsubscribe(params),
+        )
+        .await
+    }
+}
+
+/// Subscribes to `uri` on one session, in that session's era.
+async fn subscribe_on(connection: &Connection, uri: &str, session: Session) -> Result<()> {
+    if era_of(&session.0) == Era::Stateless {
+        return listen(connection, uri, session).await;
+    }
+    let params = SubscribeRequestParams::new(uri);
+    #[allow(deprecated)] // resources/subscribe is the handshake era's way.
+    send(
+        connection,
+        "resources/subscribe",
+        session.0.subscribe(params),
+    )
+    .await
+}
+
+/// One server's subscriptions: the URIs to subscribe again on each new session, the task that
+/// does it, and the `subscriptions/listen` tasks of a 2026-07-28 session (one per URI, each
+/// forwarding its updates to the host; dropping one's [`Subscription`] cancels the request).
+/// Every task is aborted when the connection is dropped.
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    uris: Mutex<BTreeSet<String>>,
+    keeper: Mutex<Option<JoinHandle<()>>>,
+    listens: Mutex<HashMap<String, JoinHandle<()>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Subscriptions {
+    /// Keeps `uri` subscribed, starting the task that renews subscriptions if none runs.
+    fn keep(&self, uri: &str, start_keeper: impl FnOnce() -> JoinHandle<()>) {
+        lock(&self.uris).insert(uri.to_string());
+        let mut keeper = lock(&self.keeper);
+        if keeper.as_ref().is_none_or(JoinHandle::is_finished) {
+            *keeper = Some(start_keeper());
+        }
+    }
+
+    fn forget(&self, uri: &str) {
+        lock(&self.uris).remove(uri);
+    }
+
+    fn uris(&self) -> Vec<String> {
+        lock(&self.uris).iter().cloned().collect()
+    }
+
+    fn kept(&self, uri: &str) -> bool {
+        lock(&self.uris).contains(uri)
+    }
+
+    /// Keeps `task` as the listen of `uri` and gives back the one it replaces; tasks whose
+    /// session has ended are let go on the way.
+    fn insert_listen(&self, uri: &str, task: JoinHandle<()>) -> Option<JoinHandle<()>> {
+        let mut listens = lock(&self.listens);
+        listens.retain(|_, task| !task.is_finished());
+        listens.insert(uri.to_string(), task)
+    }
+
+    fn remove_listen(&self, uri: &str) -> Option<JoinHandle<()>> {
+        lock(&self.listens).remove(uri)
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        let keeper = match self.keeper.get_mut() {
+            Ok(keeper) => keeper,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(task) = keeper {
+            task.abort();
+        }
+        let listens = match self.listens.get_mut() {
+            Ok(listens) => listens,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for task in listens.values() {
+            task.abort();
+        }
+    }
+}
+
+/// Subscribes `server`'s kept URIs again each time a new session replaces the one `closed`
+/// belongs to. Holds the hub only while it subscribes, so a dropped hub is not kept alive;
+/// ends when the server's supervisor does (the state channel closes) or the hub is gone.
+async fn keep_subscribed(
+    hub: WeakHub,
+    server: String,
+    mut state: watch::Receiver<ServerState>,
+    mut closed: CancellationToken,
+) {
+    loop {
+        closed.cancelled().await;
+        // The next session: checked before each wait, so one set up meanwhile is not missed.
+        let (hub, session) = loop {
+            let Some(hub) = hub.upgrade() else { return };
+            let session = hub
+                .connection_named(&server)
+                .ok()
+                .and_then(Connection::session)
+                .filter(|(_, _, closed)| !closed.is_cancelled());
+            if let Some(session) = session {
+                break (hub, session);
+            }
+            drop(hub);
+            if state.changed().await.is_err() {
+                return;
+            }
+        };
+        closed = session.2.clone();
+        let Ok(connection) = hub.connection_named(&server) else {
+            return;
+        };
+        let subscriptions = connection.subscriptions();
+        for uri in subscriptions.uris() {
+            let host = session.1.clone();
+            match subscribe_on(connection, &uri, session.clone()).await {
+                Ok(()) if subscriptions.kept(&uri) => {
+                    tracing::info!(server = %server, uri = %uri, "subscribed again on the new session");
+                    host.publish(ResourceEvent::Updated {
+                        server: server.clone(),
+                        uri,
+                    });
+                }
+                // Unsubscribed while this was sent: the new subscription goes too.
+                Ok(()) => {
+                    if let Some(task) = subscriptions.remove_listen(&uri) {
+                        stop(task).await;
+                    }
+                }
+                Err(error) => {
+                    subscriptions.forget(&uri);
+                    tracing::warn!(server = %server, uri = %uri, "the new session refused the subscription: {error}");
+                    host.publish(ResourceEvent::SubscriptionLost {
+                        server: server.clone(),
+                        uri,
+                        reason: format!("after a reconnect the server refused it: {error}"),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Aborts a listen task and waits until it is gone: its subscription is dropped by then, so
+/// the cancellation of the listen is queued before anything sent after this returns.
+async fn stop(task: JoinHandle<()>) {
+    task.abort();
+    let _ = task.await;
+}
+
+/// Opens a `subscriptions/listen` for `uri` on a 2026-07-28 session (the acknowledgment awaited
+/// within the call deadline) and keeps a task forwarding its updates, replacing any listen of
+/// `uri` there was.
+async fn listen(connection: &Connection, uri: &str, (peer, host, closed): Session) -> Result<()> {
+    let server = connection.spec.name.as_str();
+    let filter = SubscriptionFilter::builder()
+        .resource_subscription(uri)
+        .build();
+    let subscription = send(connection, "subscriptions/listen", peer.listen(filter)).await?;
+    let accepted = subscription
+        .acknowledged()
+        .resource_subscriptions
+        .as_ref()
+        .is_some_and(|uris| uris.iter().any(|u| u == uri));
+    if !accepted {
+        // Dropping the subscription cancels the listen.
+        return Err(Error::Unavailable {
+            server: server.to_string(),
+            state: connection.state().label().into(),
+            reason: format!(
+                "it did not accept a subscription to `{uri}` (it offers none, or none for that resource)"
+            ),
+        });
+    }
+    tracing::debug!(server, uri, "listening for resource updates");
+    let task = tokio::spawn(forward_updates(
+        subscription,
+        server.to_string(),
+        uri.to_string(),
+        host,
+        closed,
+    ));
+    if let Some(replaced) = connection.subscriptions().insert_listen(uri, task) {
+        stop(replaced).await;
+    }
+    Ok(())
+}
+
+/// Publishes each update the listen of `uri` carries, until it ends or its session does. A
+/// listen that ends while its session lives (the server ended it, or updates came faster than
+/// they were read) is reported: no more updates come for `uri` until it is subscribed again
+/// or the server reconnects.
+async fn forward_updates(
+    mut subscription: Subscription,
+    server: String,
+    uri: String,
+    host: Host,
+    session_closed: CancellationToken,
+) {
+    let reason = loop {
+        let next = tokio::select! {
+            () = session_closed.cancelled() => return,
+            next = subscription.next() => next,
+        };
+        match next {
+            Ok(Some(ServerNotification::ResourceUpdatedNotification(update))) => {
+                tracing::debug!(server = %server, uri = %update.params.uri, "resource updated");
+                host.publish(ResourceEvent::Updated {
+                    server: server.clone(),
+                    uri: update.params.uri,
+                });
+            }
+            // The filter names one resource: rmcp lets nothing else through.
+            Ok(Some(_)) => {}
+            Ok(None) => match subscription.end() {
+                Some(SubscriptionEnd::Lagged { capacity }) => {
+                    break format!(
+                        "updates came faster than they were read (more than {capacity} waiting)"
+                    );
+                }
+                end => break format!("the server ended the listen ({end:?})"),
+            },
+            Err(e) => break format!("the listen failed: {e}"),
+        }
+    };
+    // The session ending takes its listens with it; that is the reconnect's to mend.
+    if session_closed.is_cancelled() {
+        return;
+    }
+    tracing::warn!(server = %server, uri = %uri, "no more resource updates: {reason}");
+    host.publish(ResourceEvent::SubscriptionLost {
+        server,
+        uri,
+        reason,
+    });
+}
