@@ -265,11 +265,9 @@ async fn client_credentials_need_no_person() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn headers_helper_supplies_the_authorization_header() {
-    let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
-    let dir = temp_dir("helper");
-    // A token obtained out of band, as a vault or a company CLI would hand it out.
+/// A token obtained out of band (client credentials of `robot`), as a vault or a company CLI
+/// would hand it out.
+async fn out_of_band_token(server: &support::ServerProcess) -> String {
     let token: Value = reqwest::Client::new()
         .post(format!("{}/token", origin(&server.url)))
         .basic_auth("robot", Some("s3cret"))
@@ -284,9 +282,15 @@ async fn headers_helper_supplies_the_authorization_header() {
         .json()
         .await
         .unwrap();
-    let token = token["access_token"].as_str().unwrap();
+    token["access_token"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn headers_helper_supplies_the_authorization_header() {
+    let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
+    let dir = temp_dir("helper");
     let file = dir.path().join("token");
-    std::fs::write(&file, token).unwrap();
+    std::fs::write(&file, out_of_band_token(&server).await).unwrap();
     let helper = format!(
         r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
         file.display()
@@ -467,5 +471,53 @@ async fn client_credentials_tokens_are_dpop_bound_too() {
         counts["client_credentials"], 1,
         "no new token was needed: {counts}"
     );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_again() {
+    let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
+    let dir = temp_dir("helper-renewal");
+    let file = dir.path().join("token");
+    let runs = dir.path().join("runs");
+    std::fs::write(&file, out_of_band_token(&server).await).unwrap();
+    let helper = format!(
+        r#"echo run >> {}; printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
+        runs.display(),
+        file.display()
+    );
+    let runs_so_far = || std::fs::read_to_string(&runs).unwrap().lines().count();
+    let hub = started(
+        spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper)),
+        options(&dir.path().join("tokens.json")),
+    )
+    .await;
+    let mut events = hub.subscribe();
+    assert_eq!(echo(&hub, "first").await, "first");
+    assert_eq!(runs_so_far(), 1);
+
+    // The vault hands out a new token; the server stops taking the old one. The next call is
+    // refused, the helper runs again, and the call goes through on the same session.
+    admin(&server, "revoke").await;
+    std::fs::write(&file, out_of_band_token(&server).await).unwrap();
+    assert_eq!(echo(&hub, "second").await, "second");
+    assert_eq!(runs_so_far(), 2);
+    let changes: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
+        .filter(|e| matches!(e, mcplex::HubEvent::StateChanged { .. }))
+        .collect();
+    assert!(changes.is_empty(), "the session was not kept: {changes:?}");
+
+    // A helper that prints the refused token again: the call fails saying 401, once.
+    admin(&server, "revoke").await;
+    let error = hub
+        .call("mcp__remote__echo", json!({"text": "third"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("401") || error.contains("authoriz"),
+        "{error}"
+    );
+    assert_eq!(runs_so_far(), 3);
     hub.shutdown().await;
 }

@@ -1,7 +1,9 @@
 //! The HTTP client of a streamable-HTTP server that may need OAuth: every request carries the
 //! current token, and a 401 or a 403 `insufficient_scope` is answered where it happens (refresh,
 //! authorize, step up) and the request sent again, so a session never sees a refusal it could
-//! not act on. Without OAuth state it is the shared pooled client, untouched.
+//! not act on. Without OAuth state it is the shared pooled client, untouched, except that a
+//! `headersHelper`'s headers refused with a 401 are replaced by what the helper prints when run
+//! again, and the request sent again with them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use sse_stream::Sse;
 
 use super::dpop::{self, Dpop};
 use super::session::{Retry, ServerAuth, detached};
+use crate::transport::headers_helper::Helper;
 use crate::transport::http::resend_on_stale_connection;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -26,12 +29,24 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 pub(crate) struct AuthorizingClient {
     http: reqwest::Client,
     auth: Option<Arc<ServerAuth>>,
+    helper: Option<Arc<Helper>>,
 }
 
 impl AuthorizingClient {
     /// `http` as is when `auth` is `None`.
     pub fn new(http: reqwest::Client, auth: Option<Arc<ServerAuth>>) -> Self {
-        Self { http, auth }
+        Self {
+            http,
+            auth,
+            helper: None,
+        }
+    }
+
+    /// The server's `headersHelper`, run again when the server refuses what it printed
+    /// (without OAuth state only: with it, OAuth answers refusals).
+    pub fn with_helper(mut self, helper: Option<Arc<Helper>>) -> Self {
+        self.helper = helper;
+        self
     }
 
     /// Runs `send` (a `method` request to `uri`) with the current token; on a refusal the
@@ -48,7 +63,26 @@ impl AuthorizingClient {
         Fut: Future<Output = Result<T, HttpError>>,
     {
         let Some(auth) = &self.auth else {
-            return send(Presented::bearer(given)).await;
+            let Some(helper) = &self.helper else {
+                return send(Presented::bearer(given)).await;
+            };
+            let sent = helper.latest().await;
+            let outcome = send(Presented {
+                bearer: given.clone(),
+                headers: sent.clone(),
+            })
+            .await;
+            if let Err(refusal) = &outcome
+                && refused_credentials(refusal)
+                && let Some(fresh) = helper.renew(&sent).await
+            {
+                return send(Presented {
+                    bearer: given,
+                    headers: fresh,
+                })
+                .await;
+            }
+            return outcome;
         };
         let mut token = match given {
             Some(token) => Some(token),
@@ -217,6 +251,16 @@ fn present(
     })
 }
 
+/// Whether the server answered HTTP 401: with a challenge rmcp reads it as `AuthRequired`,
+/// without one it is an unexpected response that starts with the status.
+fn refused_credentials(error: &HttpError) -> bool {
+    match error {
+        StreamableHttpError::AuthRequired(_) => true,
+        StreamableHttpError::UnexpectedServerResponse(message) => message.starts_with("HTTP 401"),
+        _ => false,
+    }
+}
+
 /// An OAuth failure as rmcp's transport error (`AuthorizationRequired` inside it still reads as
 /// authorization required, so the connection ends `NeedsAuth`).
 fn auth_error(error: AuthError) -> HttpError {
@@ -285,9 +329,13 @@ impl StreamableHttpClient for AuthorizingClient {
             (None, Some(auth)) => auth.token().await.ok().flatten(),
             (None, None) => None,
         };
-        let presented = match &self.auth {
-            Some(auth) => present(auth, "DELETE", &uri, token.as_deref())?,
-            None => Presented::bearer(token),
+        let presented = match (&self.auth, &self.helper) {
+            (Some(auth), _) => present(auth, "DELETE", &uri, token.as_deref())?,
+            (None, Some(helper)) => Presented {
+                bearer: token,
+                headers: helper.latest().await,
+            },
+            (None, None) => Presented::bearer(token),
         };
         let headers = presented.headers(&custom_headers);
         self.http

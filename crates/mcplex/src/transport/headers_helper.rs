@@ -1,10 +1,14 @@
 //! `headersHelper`: a shell command whose stdout, a JSON object of strings, supplies request
 //! headers (short-lived tokens from a vault or a CLI). It runs before every connection
-//! attempt, as Claude Code runs it, with the server's name and URL in its environment.
+//! attempt, as Claude Code runs it, with the server's name and URL in its environment; over
+//! streamable HTTP it runs again when the server refuses what it printed (HTTP 401), so a token
+//! that expires mid-session is replaced without losing the session.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::error::Error;
 
@@ -12,6 +16,79 @@ use crate::error::Error;
 const HELPER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Output beyond this is not a header object.
 const MAX_OUTPUT: usize = 64 * 1024;
+
+/// A server's helper for the life of a session: the headers it printed last, and a run again
+/// when the server refuses them.
+pub(crate) struct Helper {
+    server: String,
+    command: String,
+    within: Duration,
+    /// Held across a run, so a burst of refused requests runs the helper once.
+    latest: tokio::sync::Mutex<HashMap<HeaderName, HeaderValue>>,
+}
+
+impl Helper {
+    /// `printed`: what the helper printed for this connection.
+    pub(crate) fn new(
+        server: &str,
+        command: &str,
+        within: Duration,
+        printed: &BTreeMap<String, String>,
+    ) -> Result<Self, Error> {
+        Ok(Self {
+            server: server.to_owned(),
+            command: command.to_owned(),
+            within,
+            latest: tokio::sync::Mutex::new(header_values(server, printed)?),
+        })
+    }
+
+    /// The headers the helper printed last.
+    pub(crate) async fn latest(&self) -> HashMap<HeaderName, HeaderValue> {
+        self.latest.lock().await.clone()
+    }
+
+    /// After the server refused `sent`: the helper's headers printed since (by another
+    /// request's renewal), or those it prints when run again now; `None` when it prints the
+    /// same ones (the refusal stands) or fails (logged).
+    pub(crate) async fn renew(
+        &self,
+        sent: &HashMap<HeaderName, HeaderValue>,
+    ) -> Option<HashMap<HeaderName, HeaderValue>> {
+        let mut latest = self.latest.lock().await;
+        if *latest != *sent {
+            return Some(latest.clone());
+        }
+        let printed = run(&self.server, &self.command, self.within)
+            .await
+            .and_then(|printed| header_values(&self.server, &printed));
+        match printed {
+            Ok(fresh) if fresh != *latest => {
+                tracing::info!(server = %self.server, "the server refused the headersHelper's headers; it printed new ones");
+                *latest = fresh.clone();
+                Some(fresh)
+            }
+            Ok(_) => {
+                tracing::warn!(server = %self.server, "the server refused the headersHelper's headers and it prints the same ones again");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(server = %self.server, "the server refused the headersHelper's headers and running it again failed: {e}");
+                None
+            }
+        }
+    }
+}
+
+fn header_values(
+    server: &str,
+    printed: &BTreeMap<String, String>,
+) -> Result<HashMap<HeaderName, HeaderValue>, Error> {
+    Ok(super::header_map(server, printed, &[])?
+        .into_iter()
+        .filter_map(|(name, value)| name.map(|name| (name, value)))
+        .collect())
+}
 
 /// Runs `command` through `sh -c` and reads the headers it prints.
 pub(super) async fn run(

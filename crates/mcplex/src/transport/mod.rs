@@ -4,7 +4,7 @@
 //! `open` turns a [`TransportSpec`] into an [`Opened`] transport plus whatever side handles it
 //! needs (a child process to reap, an in-process server task to stop).
 
-mod headers_helper;
+pub(crate) mod headers_helper;
 pub(crate) mod http;
 pub(crate) mod inproc;
 pub(crate) mod sse;
@@ -12,6 +12,7 @@ pub(crate) mod stdio;
 pub(crate) mod ws;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -122,11 +123,24 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             Ok(Opened::Stdio { transport, process })
         }
         TransportSpec::Http { url, headers } => {
-            let headers = with_helper_headers(spec, headers).await?;
+            let printed = helper_output(spec).await?;
+            let headers = merged(headers, printed.as_ref());
             // A static or helper-made Authorization header is the user's choice of credentials.
             let oauth = (!crate::auth::has_authorization_header(&headers))
                 .then(|| ctx.auth.server(spec, url));
-            let client = crate::auth::http_client::AuthorizingClient::new(ctx.http()?, oauth);
+            let helper = match (&spec.auth.headers_helper, &printed, &oauth) {
+                (Some(command), Some(printed), None) => {
+                    Some(Arc::new(headers_helper::Helper::new(
+                        &spec.name,
+                        command,
+                        spec.startup_timeout,
+                        printed,
+                    )?))
+                }
+                _ => None,
+            };
+            let client = crate::auth::http_client::AuthorizingClient::new(ctx.http()?, oauth)
+                .with_helper(helper);
             Ok(Opened::Http(http::connect(
                 &spec.name, url, &headers, client,
             )?))
@@ -180,16 +194,30 @@ async fn with_helper_headers(
     spec: &ServerSpec,
     headers: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>, Error> {
-    let Some(command) = &spec.auth.headers_helper else {
-        return Ok(headers.clone());
-    };
-    let mut merged = headers.clone();
-    let produced = headers_helper::run(&spec.name, command, spec.startup_timeout).await?;
-    for (name, value) in produced {
-        merged.retain(|existing, _| !existing.eq_ignore_ascii_case(&name));
-        merged.insert(name, value);
+    Ok(merged(headers, helper_output(spec).await?.as_ref()))
+}
+
+/// What the server's `headersHelper` prints, if it has one.
+async fn helper_output(spec: &ServerSpec) -> Result<Option<BTreeMap<String, String>>, Error> {
+    match &spec.auth.headers_helper {
+        Some(command) => Ok(Some(
+            headers_helper::run(&spec.name, command, spec.startup_timeout).await?,
+        )),
+        None => Ok(None),
     }
-    Ok(merged)
+}
+
+/// `headers` with `printed` on top, header names compared without case.
+fn merged(
+    headers: &BTreeMap<String, String>,
+    printed: Option<&BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
+    let mut merged = headers.clone();
+    for (name, value) in printed.into_iter().flatten() {
+        merged.retain(|existing, _| !existing.eq_ignore_ascii_case(name));
+        merged.insert(name.clone(), value.clone());
+    }
+    merged
 }
 
 /// The configured headers as an HTTP header map; fails on a name or value that is not valid
