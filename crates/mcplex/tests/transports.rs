@@ -124,6 +124,84 @@ async fn everything_over_legacy_sse_lists_and_calls() {
 }
 
 #[tokio::test]
+async fn a_refused_sse_post_ends_the_session_and_the_reconnect_runs_the_helper_again() {
+    let server = everything_sse();
+    // In front of server-everything: message POSTs without the token of the day get a 401.
+    let accepted = std::sync::Arc::new(std::sync::Mutex::new("one".to_string()));
+    let today = accepted.clone();
+    let proxy = support::BreakingProxy::start(&server.url, move |request| {
+        let wanted = format!("authorization: bearer {}\r\n", today.lock().unwrap());
+        if request.starts_with("POST") && !request.to_lowercase().contains(&wanted) {
+            support::Break::Unauthorized
+        } else {
+            support::Break::Relay
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "one").unwrap();
+    let helper = format!(
+        r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
+        file.display()
+    );
+    let mut server_options = ServerOptions::default();
+    server_options.max_retries = 0;
+    server_options.backoff.initial = Duration::from_millis(20);
+    server_options.backoff.max = Duration::from_millis(100);
+    let spec = sse("old", &proxy.url)
+        .with_options(server_options)
+        .with_auth(mcplex::config::AuthSpec::default().with_headers_helper(helper));
+    let hub = started(vec![spec]).await;
+    let echo = |message: &'static str| {
+        let hub = hub.clone();
+        async move {
+            hub.call("mcp__old__echo", json!({ "message": message }))
+                .await
+        }
+    };
+    assert_eq!(text(&echo("first").await.unwrap()), "Echo: first");
+
+    // The server takes a new token, which the helper now prints: the refused call fails, the
+    // session ends, and the reconnect runs the helper and works.
+    *accepted.lock().unwrap() = "two".into();
+    std::fs::write(&file, "two").unwrap();
+    let refused = echo("refused").await.unwrap_err().to_string();
+    assert!(refused.contains("server `old`"), "{refused}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match echo("again").await {
+            Ok(result) => {
+                assert_eq!(text(&result), "Echo: again");
+                break;
+            }
+            Err(e) => assert!(Instant::now() < deadline, "never came back: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The server moves on and the helper does not: the server is left needing auth, saying
+    // how to give a token.
+    *accepted.lock().unwrap() = "three".into();
+    assert!(echo("refused again").await.is_err());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let message = loop {
+        if let ServerState::NeedsAuth { message } = state(&hub, "old") {
+            break message;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not needing auth: {:?}",
+            state(&hub, "old")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(message.contains("HTTP 401"), "{message}");
+    assert!(message.contains("`headersHelper`"), "{message}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_streamable_http_config_falls_back_to_legacy_sse_on_404() {
     // server-everything answers `POST /sse` with 404: the spec's signal for an old server.
     let server = everything_sse();

@@ -3,7 +3,10 @@
 //! `GET` the SSE URL and wait for the `endpoint` event (resolved against the SSE URL, same
 //! origin only); then every JSON-RPC message we send is a `POST` to that endpoint, and every
 //! message of the server arrives as a `message` event on the one SSE stream. Nothing
-//! reconnects here: when the stream ends the session ends, and the supervisor decides.
+//! reconnects here: when the stream ends the session ends, and the supervisor decides. A `POST`
+//! refused with HTTP 401 ends the session too: the credentials are no longer good, and only a
+//! new connection (its `headersHelper` run again) can bring new ones; if it is refused as well
+//! the server is left needing auth.
 //!
 //! Knows HTTP and the SSE wire format; nothing of tools, calls or the hub.
 
@@ -300,6 +303,9 @@ impl Transport<RoleClient> for SseTransport {
             {
                 // The caller sees only "connection lost"; the reason is here.
                 tracing::warn!(server = %target.server, "{}", error_chain(e));
+                if matches!(e, SseError::Unauthorized { .. }) {
+                    closed.cancel();
+                }
             }
             result
         }
@@ -328,7 +334,15 @@ impl Transport<RoleClient> for SseTransport {
             // Cancel-safe: the parser keeps its state in `self`, and a dropped `chunk()`
             // future loses no bytes.
             let stream = self.stream.as_mut()?;
-            match stream.chunk().await {
+            let chunk = tokio::select! {
+                chunk = stream.chunk() => chunk,
+                // Ended from a `send` (credentials refused): no more messages are read.
+                () = self.closed.cancelled() => {
+                    self.end();
+                    return None;
+                }
+            };
+            match chunk {
                 Ok(Some(chunk)) => {
                     if let Err(e) = self.parser.feed(&chunk) {
                         tracing::warn!(server = %self.server, "closing the SSE session: {e}");

@@ -294,6 +294,8 @@ pub enum Break {
     Before,
     /// Send it on, then close the connection before the response: the server did the work.
     After,
+    /// Answer it HTTP 401 with a `Bearer` challenge; the server never sees it.
+    Unauthorized,
 }
 
 /// A TCP proxy on 127.0.0.1 in front of an HTTP server that breaks connections on purpose,
@@ -335,6 +337,15 @@ impl BreakingProxy {
                     };
                     let verdict = rule(&String::from_utf8_lossy(&request));
                     if verdict == Break::Before {
+                        return;
+                    }
+                    if verdict == Break::Unauthorized {
+                        let _ = client
+                            .write_all(
+                                b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer\r\n\
+                                  content-length: 13\r\nconnection: close\r\n\r\ntoken refused",
+                            )
+                            .await;
                         return;
                     }
                     let Ok(mut server) = tokio::net::TcpStream::connect(&upstream_addr).await
