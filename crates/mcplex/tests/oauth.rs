@@ -507,7 +507,8 @@ async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_ag
         .collect();
     assert!(changes.is_empty(), "the session was not kept: {changes:?}");
 
-    // A helper that prints the refused token again: the call fails saying 401, once.
+    // A helper that prints the refused token again: the call fails, the session ends, and the
+    // reconnect (the helper run once more) leaves the server needing auth, saying how to fix it.
     admin(&server, "revoke").await;
     let error = hub
         .call("mcp__remote__echo", json!({"text": "third"}))
@@ -518,6 +519,63 @@ async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_ag
         error.contains("401") || error.contains("authoriz"),
         "{error}"
     );
-    assert_eq!(runs_so_far(), 3);
+    let message = needs_auth_soon(&hub).await;
+    assert!(message.contains("headersHelper"), "{message}");
+    // Run again for the refusal, then by the reconnect; not for the reconnect's refusal (what
+    // it printed never worked).
+    assert_eq!(runs_so_far(), 4);
+    assert_eq!(
+        stats(&server).await["authorizations"],
+        0,
+        "OAuth stayed out"
+    );
+    hub.shutdown().await;
+}
+
+/// The server's state once it needs auth (within 10 s), its message.
+async fn needs_auth_soon(hub: &Hub) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let ServerState::NeedsAuth { message } = state(hub) {
+            return message;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not needing auth: {:?}",
+            state(hub)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_static_token_refused_mid_session_leaves_the_server_needing_auth() {
+    let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
+    let dir = temp_dir("static-refused");
+    let token = out_of_band_token(&server).await;
+    let spec = ServerSpec::new(
+        "remote",
+        mcplex::TransportSpec::Http {
+            url: server.url.clone(),
+            headers: [("Authorization".to_string(), format!("Bearer {token}"))].into(),
+        },
+    )
+    .with_startup_timeout(Duration::from_secs(20))
+    .with_call_timeout(Duration::from_secs(20));
+    let hub = started(spec, options(&dir.path().join("tokens.json"))).await;
+    assert_eq!(echo(&hub, "before").await, "before");
+    admin(&server, "revoke").await;
+    assert!(
+        hub.call("mcp__remote__echo", json!({"text": "after"}))
+            .await
+            .is_err()
+    );
+    let message = needs_auth_soon(&hub).await;
+    assert!(message.contains("`headers`"), "{message}");
+    assert_eq!(
+        stats(&server).await["authorizations"],
+        0,
+        "OAuth stayed out"
+    );
     hub.shutdown().await;
 }

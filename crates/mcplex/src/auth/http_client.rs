@@ -30,6 +30,9 @@ pub(crate) struct AuthorizingClient {
     http: reqwest::Client,
     auth: Option<Arc<ServerAuth>>,
     helper: Option<Arc<Helper>>,
+    /// Without OAuth: told of a 401 that stands, so the session ends (see
+    /// [`ServerAuth::refused_outside_oauth`]).
+    refusals: Option<Arc<ServerAuth>>,
 }
 
 impl AuthorizingClient {
@@ -39,7 +42,14 @@ impl AuthorizingClient {
             http,
             auth,
             helper: None,
+            refusals: None,
         }
+    }
+
+    /// Where a 401 to credentials OAuth does not manage is reported when it stands.
+    pub fn reporting_refusals_to(mut self, state: Option<Arc<ServerAuth>>) -> Self {
+        self.refusals = state;
+        self
     }
 
     /// The server's `headersHelper`, run again when the server refuses what it printed
@@ -63,24 +73,44 @@ impl AuthorizingClient {
         Fut: Future<Output = Result<T, HttpError>>,
     {
         let Some(auth) = &self.auth else {
-            let Some(helper) = &self.helper else {
-                return send(Presented::bearer(given)).await;
+            let outcome = match &self.helper {
+                None => send(Presented::bearer(given)).await,
+                Some(helper) => {
+                    let sent = helper.latest().await;
+                    let outcome = send(Presented {
+                        bearer: given.clone(),
+                        headers: sent.clone(),
+                    })
+                    .await;
+                    match &outcome {
+                        Ok(_) => {
+                            helper.worked();
+                            outcome
+                        }
+                        Err(refusal) if refused_credentials(refusal) => {
+                            match helper.renew(&sent).await {
+                                Some(fresh) => {
+                                    let again = send(Presented {
+                                        bearer: given,
+                                        headers: fresh,
+                                    })
+                                    .await;
+                                    if again.is_ok() {
+                                        helper.worked();
+                                    }
+                                    again
+                                }
+                                None => outcome,
+                            }
+                        }
+                        _ => outcome,
+                    }
+                }
             };
-            let sent = helper.latest().await;
-            let outcome = send(Presented {
-                bearer: given.clone(),
-                headers: sent.clone(),
-            })
-            .await;
-            if let Err(refusal) = &outcome
+            if let (Err(refusal), Some(state)) = (&outcome, &self.refusals)
                 && refused_credentials(refusal)
-                && let Some(fresh) = helper.renew(&sent).await
             {
-                return send(Presented {
-                    bearer: given,
-                    headers: fresh,
-                })
-                .await;
+                state.refused_outside_oauth();
             }
             return outcome;
         };

@@ -46,13 +46,12 @@ impl AuthContext {
         }
     }
 
-    /// Refusals of `spec`'s credentials that OAuth could not answer (see
-    /// [`ServerAuth::refusals`]); `None` for a server OAuth does not apply to.
+    /// Refusals of a streamable HTTP server's credentials that nothing could answer (see
+    /// [`ServerAuth::refusals`]), by OAuth or of a header it does not manage; `None` for
+    /// other transports.
     pub fn refusals(&self, spec: &ServerSpec) -> Option<tokio::sync::watch::Receiver<u64>> {
         match &spec.transport {
-            TransportSpec::Http { url, headers } if !has_authorization_header(headers) => {
-                Some(self.server(spec, url).refusals())
-            }
+            TransportSpec::Http { url, .. } => Some(self.server(spec, url).refusals()),
             _ => None,
         }
     }

@@ -162,6 +162,13 @@ impl ServerAuth {
         self.refused.subscribe()
     }
 
+    /// The server refused credentials OAuth does not manage (a static or `headersHelper`
+    /// `Authorization` header) and nothing could renew them: the session is ended, and the
+    /// reconnect leaves the server needing auth if they are refused again.
+    pub fn refused_outside_oauth(&self) {
+        self.refused.send_modify(|count| *count += 1);
+    }
+
     /// The server answered 401 to a request sent with `sent`: refresh, or obtain new
     /// credentials the configured way, or give up.
     pub async fn unauthorized(

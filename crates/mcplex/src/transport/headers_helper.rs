@@ -25,6 +25,9 @@ pub(crate) struct Helper {
     within: Duration,
     /// Held across a run, so a burst of refused requests runs the helper once.
     latest: tokio::sync::Mutex<HashMap<HeaderName, HeaderValue>>,
+    /// Whether the server took `latest` once: only headers that worked can have gone stale; a
+    /// helper whose fresh output is refused would print the same again.
+    worked: std::sync::atomic::AtomicBool,
 }
 
 impl Helper {
@@ -40,7 +43,14 @@ impl Helper {
             command: command.to_owned(),
             within,
             latest: tokio::sync::Mutex::new(header_values(server, printed)?),
+            worked: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The server took the latest headers.
+    pub(crate) fn worked(&self) {
+        self.worked
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The headers the helper printed last.
@@ -49,8 +59,8 @@ impl Helper {
     }
 
     /// After the server refused `sent`: the helper's headers printed since (by another
-    /// request's renewal), or those it prints when run again now; `None` when it prints the
-    /// same ones (the refusal stands) or fails (logged).
+    /// request's renewal), or those it prints when run again now; `None` when they never
+    /// worked, or it prints the same ones (the refusal stands), or it fails (logged).
     pub(crate) async fn renew(
         &self,
         sent: &HashMap<HeaderName, HeaderValue>,
@@ -58,6 +68,12 @@ impl Helper {
         let mut latest = self.latest.lock().await;
         if *latest != *sent {
             return Some(latest.clone());
+        }
+        if !self
+            .worked
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            return None;
         }
         let printed = run(&self.server, &self.command, self.within)
             .await

@@ -126,8 +126,8 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             let printed = helper_output(spec).await?;
             let headers = merged(headers, printed.as_ref());
             // A static or helper-made Authorization header is the user's choice of credentials.
-            let oauth = (!crate::auth::has_authorization_header(&headers))
-                .then(|| ctx.auth.server(spec, url));
+            let state = ctx.auth.server(spec, url);
+            let oauth = (!crate::auth::has_authorization_header(&headers)).then(|| state.clone());
             let helper = match (&spec.auth.headers_helper, &printed, &oauth) {
                 (Some(command), Some(printed), None) => {
                     Some(Arc::new(headers_helper::Helper::new(
@@ -139,8 +139,10 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
                 }
                 _ => None,
             };
+            let outside_oauth = oauth.is_none().then_some(state);
             let client = crate::auth::http_client::AuthorizingClient::new(ctx.http()?, oauth)
-                .with_helper(helper);
+                .with_helper(helper)
+                .reporting_refusals_to(outside_oauth);
             Ok(Opened::Http(http::connect(
                 &spec.name, url, &headers, client,
             )?))
