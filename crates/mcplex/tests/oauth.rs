@@ -234,6 +234,35 @@ async fn without_tokens_or_authorizer_the_server_needs_auth() {
 }
 
 #[tokio::test]
+async fn a_login_elsewhere_brings_a_server_needing_auth_back_without_a_restart() {
+    let server = oauth_server(&[]);
+    let dir = temp_dir("login-elsewhere");
+    let store = dir.path().join("tokens.json");
+    let hub = started(spec(&server.url), options(&store)).await;
+    assert!(
+        matches!(state(&hub), ServerState::NeedsAuth { .. }),
+        "{:?}",
+        state(&hub)
+    );
+    // `mcplex auth login remote`, run beside the hub, does this.
+    mcplex::auth::login(&spec(&server.url), &TokenStore::file(&store), headless())
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !matches!(state(&hub), ServerState::Connected { .. }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the login was not picked up: {:?}",
+            state(&hub)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(echo(&hub, "after login").await, "after login");
+    assert_eq!(stats(&server).await["authorizations"], 1);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
 async fn client_credentials_need_no_person() {
     let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
     let dir = temp_dir("client-credentials");

@@ -56,6 +56,15 @@ impl AuthContext {
         }
     }
 
+    /// The credentials stored for `spec`'s server now (see [`ServerAuth::stored_credentials`]);
+    /// `None` for other transports.
+    pub fn stored_credentials(&self, spec: &ServerSpec) -> Option<String> {
+        match &spec.transport {
+            TransportSpec::Http { url, .. } => self.server(spec, url).stored_credentials(),
+            _ => None,
+        }
+    }
+
     /// The last OAuth failure of `spec`'s server, cleared.
     pub fn take_failure(&self, spec: &ServerSpec) -> Option<String> {
         match &spec.transport {

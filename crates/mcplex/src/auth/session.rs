@@ -157,6 +157,14 @@ impl ServerAuth {
         }
     }
 
+    /// The credentials the token store holds for this server now, serialized: what changes
+    /// when a login elsewhere (`mcplex auth login` in another process) stores new ones. `None`
+    /// when there are none or the store cannot be read.
+    pub fn stored_credentials(&self) -> Option<String> {
+        let entry = self.store.get(&self.server, &self.resource).ok()??;
+        serde_json::to_string(&entry.credentials?).ok()
+    }
+
     /// Watches the refusals nothing could answer.
     pub fn refusals(&self) -> tokio::sync::watch::Receiver<u64> {
         self.refused.subscribe()

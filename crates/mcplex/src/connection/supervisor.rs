@@ -27,6 +27,9 @@ const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// Longest wait for the breaker's probe (`tools/list`) to answer.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a server that needs auth looks for a login's new tokens in the token store (a
+/// read of one small file).
+const LOGIN_POLL: Duration = Duration::from_millis(500);
 
 pub(super) struct Supervisor {
     pub spec: Arc<ServerSpec>,
@@ -96,6 +99,22 @@ impl Supervisor {
             .unwrap_or(self.spec.options.shutdown_grace)
     }
 
+    /// Waits, while the server needs auth, for credentials in the token store other than
+    /// `before`: a login in another process (`mcplex auth login`) is picked up without a
+    /// restart. False when the hub shuts down first.
+    async fn await_login(&self, before: Option<String>) -> bool {
+        loop {
+            tokio::select! {
+                () = self.shutdown.cancelled() => return false,
+                () = tokio::time::sleep(LOGIN_POLL) => {}
+            }
+            let now = self.shared.ctx.stored_credentials(&self.spec);
+            if now.is_some() && now != before {
+                return true;
+            }
+        }
+    }
+
     pub(super) async fn run(self) {
         let name = self.spec.name.clone();
         let backoff = self.spec.options.backoff;
@@ -137,16 +156,30 @@ impl Supervisor {
                     let auth = failure.auth;
                     let oauth = failure.oauth;
                     let (error, stderr_tail) = split_tail(failure.error);
+                    if auth && !oauth {
+                        tracing::warn!(server = %name, "{error}");
+                        self.finish(ServerState::NeedsAuth { message: error });
+                        return;
+                    }
                     if auth {
                         tracing::warn!(server = %name, "{error}");
+                        let before = self.shared.ctx.stored_credentials(&self.spec);
                         self.finish(ServerState::NeedsAuth {
-                            message: if oauth {
-                                needs_auth_advice(&self.spec, error)
-                            } else {
-                                error
-                            },
+                            message: needs_auth_advice(&self.spec, error),
                         });
-                        return;
+                        if !self.await_login(before).await {
+                            return;
+                        }
+                        tracing::info!(server = %name, "new credentials in the token store (a login); connecting again");
+                        attempt = 1;
+                        lost_at = None;
+                        last_error = None;
+                        self.publish(ServerState::Pending {
+                            attempt,
+                            next_retry_at: None,
+                            last_error: None,
+                        });
+                        continue;
                     }
                     if !ever_connected {
                         tracing::warn!(server = %name, "{error}");

@@ -44,6 +44,11 @@ impl TransportContext {
         self.auth.refusals(spec)
     }
 
+    /// The OAuth credentials stored for a server now, serialized, to notice a new login.
+    pub fn stored_credentials(&self, spec: &ServerSpec) -> Option<String> {
+        self.auth.stored_credentials(spec)
+    }
+
     /// The last OAuth failure of a server, in words, cleared.
     pub fn take_auth_failure(&self, spec: &ServerSpec) -> Option<String> {
         self.auth.take_failure(spec)
