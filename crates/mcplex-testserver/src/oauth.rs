@@ -5,7 +5,9 @@
 //! Owns the metadata documents (RFC 9728, RFC 8414), dynamic client registration (RFC 7591),
 //! the authorization endpoint (code flow with PKCE S256 only, RFC 8707 `resource` required,
 //! consent given at once: there is no login page), the token endpoint (authorization_code,
-//! refresh_token with rotation, client_credentials), the bearer check in front of `/mcp` and the
+//! refresh_token with rotation, client_credentials, and the RFC 7523 JWT-bearer grant with a
+//! workload's JWT, whose signature is not checked: any JWT with a `sub` stands for a workload),
+//! the bearer check in front of `/mcp` and the
 //! `/admin/oauth/*` knobs. It knows nothing of MCP: `http` decides where the check goes and what
 //! runs behind it.
 
@@ -35,6 +37,8 @@ use url::{Host, Url};
 
 use crate::dpop;
 
+/// The JWT-bearer grant type (RFC 7523 §2.1).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// Access-token lifetime when `--token-ttl` is not given: one hour, the usual default of hosted
 /// authorization servers.
 pub const DEFAULT_TOKEN_TTL_SECS: u64 = 3600;
@@ -177,6 +181,8 @@ struct Stats {
     code_exchanges: u64,
     refreshes: u64,
     client_credentials: u64,
+    /// Tokens issued for a workload JWT (RFC 7523 JWT-bearer grant).
+    jwt_bearer: u64,
     /// Requests to `/mcp` answered 401.
     rejected: u64,
     /// Tokens issued bound to a DPoP key.
@@ -302,7 +308,7 @@ impl AuthorizationServer {
             "token_endpoint": format!("{issuer}/token"),
             "registration_endpoint": format!("{issuer}/register"),
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", JWT_BEARER],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported":
                 ["none", "client_secret_basic", "client_secret_post"],
@@ -620,6 +626,7 @@ impl AuthorizationServer {
             Some("client_credentials") => {
                 self.client_credentials(&mut ledger, &client_id, &form, jkt)
             }
+            Some(JWT_BEARER) => self.jwt_bearer(&mut ledger, &client_id, &form, jkt),
             Some(other) => Err(OAuthError::bad(
                 "unsupported_grant_type",
                 format!("grant_type `{other}` is not supported"),
@@ -779,6 +786,45 @@ impl AuthorizationServer {
             .map_err(|message| OAuthError::bad("invalid_scope", message))?;
         let answer = self.issue(ledger, client_id, &scope, false, jkt);
         ledger.stats.client_credentials += 1;
+        note_issue(ledger, &scope, form);
+        Ok(answer)
+    }
+
+    /// RFC 7523 §2.1: a workload's JWT for a token, no refresh token (the workload presents a
+    /// fresh JWT instead). Only `--oauth-client` clients; the JWT must name its subject.
+    fn jwt_bearer(
+        &self,
+        ledger: &mut Ledger,
+        client_id: &str,
+        form: &Params,
+        jkt: Option<&str>,
+    ) -> Result<Value, OAuthError> {
+        let allowed = ledger
+            .clients
+            .get(client_id)
+            .is_some_and(|client| client.grants.contains(&Grant::ClientCredentials));
+        if !allowed {
+            return Err(OAuthError::bad(
+                "unauthorized_client",
+                "only --oauth-client clients may present workload JWTs",
+            ));
+        }
+        let claims = form
+            .get("assertion")
+            .and_then(|jwt| jwt.split('.').nth(1))
+            .and_then(|payload| URL_SAFE_NO_PAD.decode(payload).ok())
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+        if !claims.is_some_and(|claims| claims["sub"].is_string()) {
+            return Err(OAuthError::bad(
+                "invalid_grant",
+                "the assertion must be a JWT naming its subject (`sub`)",
+            ));
+        }
+        self.optional_resource(form.get("resource"))?;
+        let scope = grant_scope(form.get("scope").map(String::as_str))
+            .map_err(|message| OAuthError::bad("invalid_scope", message))?;
+        let answer = self.issue(ledger, client_id, &scope, false, jkt);
+        ledger.stats.jwt_bearer += 1;
         note_issue(ledger, &scope, form);
         Ok(answer)
     }

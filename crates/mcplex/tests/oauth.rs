@@ -608,3 +608,42 @@ async fn a_static_token_refused_mid_session_leaves_the_server_needing_auth() {
     );
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_workload_jwt_gets_a_dpop_bound_token() {
+    let server = oauth_server(&["--dpop-nonce", "--oauth-client", "robot:s3cret"]);
+    let dir = temp_dir("jwt-bearer-dpop");
+    let store = dir.path().join("tokens.json");
+    // A workload JWT as a platform mounts it (the test server reads its subject only).
+    let claims = base64::Engine::encode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        br#"{"sub":"system:serviceaccount:ci:agent","aud":"mcp"}"#,
+    );
+    let jwt = dir.path().join("workload.jwt");
+    std::fs::write(&jwt, format!("eyJhbGciOiJub25lIn0.{claims}.sig\n")).unwrap();
+    let mut oauth = OAuthSpec::jwt_bearer(
+        Some("robot".into()),
+        mcplex::config::TokenSource::File(jwt.clone()),
+    );
+    oauth.client_secret = Some("s3cret".into());
+    let hub = started(
+        spec(&server.url).with_auth(AuthSpec::oauth(oauth)),
+        options(&store),
+    )
+    .await;
+    assert_eq!(echo(&hub, "workload").await, "workload");
+    let counts = stats(&server).await;
+    assert_eq!(counts["jwt_bearer"], 1, "{counts}");
+    assert_eq!(counts["dpop_bound_tokens"], 1, "{counts}");
+    assert!(
+        counts["dpop_nonce_challenges"].as_u64().unwrap() >= 2,
+        "the token endpoint and /mcp each asked for their nonce: {counts}"
+    );
+    // An expired token is replaced by exchanging the (re-read) JWT again, with a proof.
+    admin(&server, "expire").await;
+    assert_eq!(echo(&hub, "again").await, "again");
+    let counts = stats(&server).await;
+    assert_eq!(counts["jwt_bearer"], 2, "{counts}");
+    assert_eq!(counts["dpop_bound_tokens"], 2, "{counts}");
+    hub.shutdown().await;
+}

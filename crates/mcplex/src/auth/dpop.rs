@@ -179,9 +179,15 @@ impl Dpop {
         write(&self.rs_nonce, nonce);
     }
 
-    fn token_proof(&self, url: &str) -> Result<String, AuthError> {
+    /// A proof for a token request to `url`.
+    pub fn token_proof(&self, url: &str) -> Result<String, AuthError> {
         let nonce = read(&self.as_nonce);
         self.key.proof("POST", url, nonce.as_deref(), None)
+    }
+
+    /// Remembers the authorization server's nonce.
+    pub fn set_token_nonce(&self, nonce: String) {
+        write(&self.as_nonce, nonce);
     }
 }
 
@@ -388,7 +394,7 @@ impl OAuthHttpClient for DpopOAuthClient {
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned);
                 if let Some(nonce) = &nonce {
-                    write(&self.dpop.as_nonce, nonce.clone());
+                    self.dpop.set_token_nonce(nonce.clone());
                 }
                 let asks_nonce = response.status() == http::StatusCode::BAD_REQUEST
                     && String::from_utf8_lossy(response.body()).contains("use_dpop_nonce");

@@ -10,6 +10,7 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationMetadata, OAuthTokenResponse, default_oauth_http_client,
 };
 
+use super::dpop::Dpop;
 use crate::config::IdentityProvider;
 
 /// The JWT-bearer grant type (RFC 7523 §2.1).
@@ -19,6 +20,8 @@ const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 ///
 /// A refusal (`invalid_grant`, `invalid_scope`, `unauthorized_client`) is returned as is, not
 /// retried and not answered with another grant: the workload's identity is what was refused.
+/// With `dpop`, the request carries a proof (the token comes back bound to its key), and a
+/// `use_dpop_nonce` refusal is answered once with the nonce it hands out.
 pub(super) async fn jwt_bearer(
     metadata: &AuthorizationMetadata,
     resource: &str,
@@ -26,6 +29,7 @@ pub(super) async fn jwt_bearer(
     client_secret: Option<&str>,
     scopes: &[String],
     assertion: &str,
+    dpop: Option<&Dpop>,
 ) -> Result<OAuthTokenResponse, AuthError> {
     let mut form = oauth2::url::form_urlencoded::Serializer::new(String::new());
     form.append_pair("grant_type", JWT_BEARER);
@@ -38,37 +42,63 @@ pub(super) async fn jwt_bearer(
         .redirect(reqwest::redirect::Policy::none())
         .timeout(std::time::Duration::from_secs(30))
         .build()?;
-    let mut request = client
-        .post(&metadata.token_endpoint)
-        .header("accept", "application/json");
-    match (client_id, client_secret) {
-        (Some(id), Some(secret)) => request = request.basic_auth(id, Some(secret)),
+    let basic = match (client_id, client_secret) {
+        (Some(id), Some(secret)) => Some((id, secret)),
         (Some(id), None) => {
             form.append_pair("client_id", id);
+            None
         }
-        (None, _) => {}
+        (None, _) => None,
+    };
+    let form = form.finish();
+    let mut nonce_sent = false;
+    loop {
+        let mut request = client
+            .post(&metadata.token_endpoint)
+            .header("accept", "application/json")
+            .header("content-type", "application/x-www-form-urlencoded");
+        if let Some((id, secret)) = basic {
+            request = request.basic_auth(id, Some(secret));
+        }
+        if let Some(dpop) = dpop {
+            request = request.header("dpop", dpop.token_proof(&metadata.token_endpoint)?);
+        }
+        let response = request.body(form.clone()).send().await?;
+        let status = response.status();
+        let nonce = response
+            .headers()
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response.text().await?;
+        if let (Some(dpop), Some(nonce)) = (dpop, nonce) {
+            dpop.set_token_nonce(nonce);
+            if status == reqwest::StatusCode::BAD_REQUEST
+                && body.contains("use_dpop_nonce")
+                && !nonce_sent
+            {
+                nonce_sent = true;
+                continue;
+            }
+        }
+        return token_response(status, &body);
     }
-    let response = request
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.finish())
-        .send()
-        .await?;
-    token_response(response).await
 }
 
 /// Reads a token endpoint's answer: the token, or its OAuth error in words.
-async fn token_response(response: reqwest::Response) -> Result<OAuthTokenResponse, AuthError> {
-    let status = response.status();
-    let body = response.text().await?;
+fn token_response(
+    status: reqwest::StatusCode,
+    body: &str,
+) -> Result<OAuthTokenResponse, AuthError> {
     if !status.is_success() {
-        let error: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let error: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
         let code = error["error"].as_str().unwrap_or("error");
-        let description = error["error_description"].as_str().unwrap_or(&body);
+        let description = error["error_description"].as_str().unwrap_or(body);
         return Err(AuthError::TokenExchangeFailed(format!(
             "the token endpoint answered {status}: {code}: {description}"
         )));
     }
-    serde_json::from_str(&body).map_err(|e| {
+    serde_json::from_str(body).map_err(|e| {
         AuthError::TokenExchangeFailed(format!("the token endpoint's answer is not a token: {e}"))
     })
 }

@@ -104,6 +104,11 @@ impl ServerAuth {
         if !self.dpop_bound.load(Ordering::Acquire) {
             return None;
         }
+        self.signing_key()
+    }
+
+    /// The DPoP state token requests are signed with, bound token or not.
+    fn signing_key(&self) -> Option<Arc<Dpop>> {
         match self.dpop.lock() {
             Ok(dpop) => dpop.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -616,11 +621,13 @@ impl ServerAuth {
     ) -> Result<(AuthorizationManager, String), AuthError> {
         let plain = self.fresh_manager().await?;
         let metadata = self.discover(&plain, challenge).await?;
-        // Client credentials go through rmcp's manager, whose token requests our client signs;
-        // the JWT-bearer and enterprise exchanges ask for bearer tokens (rmcp's enterprise
-        // exchange refuses any other kind).
-        let mut manager = if matches!(self.spec.grant, OAuthGrant::ClientCredentials { .. })
-            && dpop::supported(&metadata)
+        // Client credentials go through rmcp's manager, whose token requests our client signs,
+        // and the JWT-bearer exchange signs its own; the enterprise exchange asks for a bearer
+        // token (rmcp's refuses any other kind).
+        let mut manager = if matches!(
+            self.spec.grant,
+            OAuthGrant::ClientCredentials { .. } | OAuthGrant::JwtBearer { .. }
+        ) && dpop::supported(&metadata)
         {
             let stored_key = self.stored_dpop_key()?;
             let manager = self
@@ -662,6 +669,7 @@ impl ServerAuth {
                     self.spec.client_secret.as_deref(),
                     &self.spec.scopes,
                     &assertion,
+                    self.signing_key().as_deref(),
                 )
                 .await?;
                 self.note_token_type(token_type(Some(&response)).as_deref());
