@@ -771,22 +771,8 @@ impl AuthorizationServer {
         form: &Params,
         jkt: Option<&str>,
     ) -> Result<Value, OAuthError> {
-        let allowed = ledger
-            .clients
-            .get(client_id)
-            .is_some_and(|client| client.grants.contains(&Grant::ClientCredentials));
-        if !allowed {
-            return Err(OAuthError::bad(
-                "unauthorized_client",
-                "only --oauth-client clients may use client_credentials",
-            ));
-        }
-        self.optional_resource(form.get("resource"))?;
-        let scope = grant_scope(form.get("scope").map(String::as_str))
-            .map_err(|message| OAuthError::bad("invalid_scope", message))?;
-        let answer = self.issue(ledger, client_id, &scope, false, jkt);
+        let answer = self.machine_token(ledger, client_id, form, jkt, "use client_credentials")?;
         ledger.stats.client_credentials += 1;
-        note_issue(ledger, &scope, form);
         Ok(answer)
     }
 
@@ -799,16 +785,6 @@ impl AuthorizationServer {
         form: &Params,
         jkt: Option<&str>,
     ) -> Result<Value, OAuthError> {
-        let allowed = ledger
-            .clients
-            .get(client_id)
-            .is_some_and(|client| client.grants.contains(&Grant::ClientCredentials));
-        if !allowed {
-            return Err(OAuthError::bad(
-                "unauthorized_client",
-                "only --oauth-client clients may present workload JWTs",
-            ));
-        }
         let claims = form
             .get("assertion")
             .and_then(|jwt| jwt.split('.').nth(1))
@@ -820,11 +796,35 @@ impl AuthorizationServer {
                 "the assertion must be a JWT naming its subject (`sub`)",
             ));
         }
+        let answer = self.machine_token(ledger, client_id, form, jkt, "present workload JWTs")?;
+        ledger.stats.jwt_bearer += 1;
+        Ok(answer)
+    }
+
+    /// A token without a person or a refresh token, for an `--oauth-client` client only (`what`
+    /// it tried, for the refusal of any other).
+    fn machine_token(
+        &self,
+        ledger: &mut Ledger,
+        client_id: &str,
+        form: &Params,
+        jkt: Option<&str>,
+        what: &str,
+    ) -> Result<Value, OAuthError> {
+        let allowed = ledger
+            .clients
+            .get(client_id)
+            .is_some_and(|client| client.grants.contains(&Grant::ClientCredentials));
+        if !allowed {
+            return Err(OAuthError::bad(
+                "unauthorized_client",
+                format!("only --oauth-client clients may {what}"),
+            ));
+        }
         self.optional_resource(form.get("resource"))?;
         let scope = grant_scope(form.get("scope").map(String::as_str))
             .map_err(|message| OAuthError::bad("invalid_scope", message))?;
         let answer = self.issue(ledger, client_id, &scope, false, jkt);
-        ledger.stats.jwt_bearer += 1;
         note_issue(ledger, &scope, form);
         Ok(answer)
     }

@@ -90,16 +90,11 @@ async fn echo(hub: &Hub, text: &str) -> String {
         .to_text()
 }
 
-#[tokio::test]
-async fn authorizes_stores_privately_and_refreshes_after_expiry() {
-    let server = oauth_server(&[]);
-    let dir = temp_dir("round-trip");
-    let store = dir.path().join("tokens.json");
-
-    // First run: the 401 drives discovery, registration, the authorization and the exchange.
+/// A hub on `server` that logs in with the headless authorizer: connected, and a call works.
+async fn logged_in(server: &support::ServerProcess, store: &Path) -> Hub {
     let hub = started(
         spec(&server.url),
-        options(&store).with_authorizer(headless()),
+        options(store).with_authorizer(headless()),
     )
     .await;
     assert!(
@@ -108,6 +103,17 @@ async fn authorizes_stores_privately_and_refreshes_after_expiry() {
         state(&hub)
     );
     assert_eq!(echo(&hub, "hi").await, "hi");
+    hub
+}
+
+#[tokio::test]
+async fn authorizes_stores_privately_and_refreshes_after_expiry() {
+    let server = oauth_server(&[]);
+    let dir = temp_dir("round-trip");
+    let store = dir.path().join("tokens.json");
+
+    // First run: the 401 drives discovery, registration, the authorization and the exchange.
+    let hub = logged_in(&server, &store).await;
     let after_login = stats(&server).await;
     assert_eq!(after_login["registrations"], 1, "{after_login}");
     assert_eq!(after_login["authorizations"], 1, "{after_login}");
@@ -430,17 +436,7 @@ async fn dpop_binds_tokens_to_a_key_kept_with_them_across_restarts() {
     let dir = temp_dir("dpop");
     let store = dir.path().join("tokens.json");
 
-    let hub = started(
-        spec(&server.url),
-        options(&store).with_authorizer(headless()),
-    )
-    .await;
-    assert!(
-        matches!(state(&hub), ServerState::Connected { .. }),
-        "{:?}",
-        state(&hub)
-    );
-    assert_eq!(echo(&hub, "hi").await, "hi");
+    let hub = logged_in(&server, &store).await;
     let after_login = stats(&server).await;
     assert_eq!(after_login["dpop_bound_tokens"], 1, "{after_login}");
     assert!(

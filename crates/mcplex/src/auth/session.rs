@@ -445,6 +445,33 @@ impl ServerAuth {
         }
     }
 
+    /// Discovery (seeded by `challenge`) and a manager set up for the authorization server it
+    /// found: one whose token requests carry DPoP proofs when `signs` and the server takes
+    /// them, else a plain one.
+    async fn discovered(
+        &self,
+        challenge: Option<&str>,
+        signs: bool,
+    ) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthError> {
+        let plain = self.fresh_manager().await?;
+        let metadata = self.discover(&plain, challenge).await?;
+        let mut manager = if signs && dpop::supported(&metadata) {
+            // The DPoP manager learns what discovery taught the plain one (the challenge's
+            // scope, the resource) by discovering again through its own client.
+            let stored_key = self.stored_dpop_key()?;
+            let manager = self
+                .manager_for(&metadata, plain, stored_key.as_deref())
+                .await?;
+            self.discover(&manager, challenge).await?;
+            manager
+        } else {
+            self.set_dpop(None);
+            plain
+        };
+        manager.set_metadata(metadata.clone());
+        Ok((manager, metadata))
+    }
+
     /// The DPoP key stored for this server, if any.
     fn stored_dpop_key(&self) -> Result<Option<String>, AuthError> {
         Ok(self
@@ -505,22 +532,7 @@ impl ServerAuth {
         challenge: Option<&str>,
         authorizer: &dyn Authorizer,
     ) -> Result<(AuthorizationManager, String), AuthError> {
-        let plain = self.fresh_manager().await?;
-        let metadata = self.discover(&plain, challenge).await?;
-        let mut manager = if dpop::supported(&metadata) {
-            // The DPoP manager learns what discovery taught the plain one (the challenge's
-            // scope, the resource) by discovering again through its own client.
-            let stored_key = self.stored_dpop_key()?;
-            let manager = self
-                .manager_for(&metadata, plain, stored_key.as_deref())
-                .await?;
-            self.discover(&manager, challenge).await?;
-            manager
-        } else {
-            self.set_dpop(None);
-            plain
-        };
-        manager.set_metadata(metadata.clone());
+        let (mut manager, metadata) = self.discovered(challenge, true).await?;
         let scopes = if self.spec.scopes.is_empty() {
             manager.select_initial_scopes(&[]).await
         } else {
@@ -619,27 +631,14 @@ impl ServerAuth {
         &self,
         challenge: Option<&str>,
     ) -> Result<(AuthorizationManager, String), AuthError> {
-        let plain = self.fresh_manager().await?;
-        let metadata = self.discover(&plain, challenge).await?;
         // Client credentials go through rmcp's manager, whose token requests our client signs,
         // and the JWT-bearer exchange signs its own; the enterprise exchange asks for a bearer
         // token (rmcp's refuses any other kind).
-        let mut manager = if matches!(
+        let signs = matches!(
             self.spec.grant,
             OAuthGrant::ClientCredentials { .. } | OAuthGrant::JwtBearer { .. }
-        ) && dpop::supported(&metadata)
-        {
-            let stored_key = self.stored_dpop_key()?;
-            let manager = self
-                .manager_for(&metadata, plain, stored_key.as_deref())
-                .await?;
-            self.discover(&manager, challenge).await?;
-            manager
-        } else {
-            self.set_dpop(None);
-            plain
-        };
-        manager.set_metadata(metadata.clone());
+        );
+        let (mut manager, metadata) = self.discovered(challenge, signs).await?;
         let client_id = self
             .spec
             .client_id
