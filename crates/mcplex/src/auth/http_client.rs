@@ -75,37 +75,7 @@ impl AuthorizingClient {
         let Some(auth) = &self.auth else {
             let outcome = match &self.helper {
                 None => send(Presented::bearer(given)).await,
-                Some(helper) => {
-                    let sent = helper.latest().await;
-                    let outcome = send(Presented {
-                        bearer: given.clone(),
-                        headers: sent.clone(),
-                    })
-                    .await;
-                    match &outcome {
-                        Ok(_) => {
-                            helper.worked();
-                            outcome
-                        }
-                        Err(refusal) if refused_credentials(refusal) => {
-                            match helper.renew(&sent).await {
-                                Some(fresh) => {
-                                    let again = send(Presented {
-                                        bearer: given,
-                                        headers: fresh,
-                                    })
-                                    .await;
-                                    if again.is_ok() {
-                                        helper.worked();
-                                    }
-                                    again
-                                }
-                                None => outcome,
-                            }
-                        }
-                        _ => outcome,
-                    }
-                }
+                Some(helper) => with_helper(helper, given, send).await,
             };
             if let (Err(refusal), Some(state)) = (&outcome, &self.refusals)
                 && refused_credentials(refusal)
@@ -279,6 +249,38 @@ fn present(
         bearer: None,
         headers,
     })
+}
+
+/// Runs `send` with the helper's latest headers; when the server refuses them, once more with
+/// what the helper prints when run again (if anything new).
+async fn with_helper<T, F, Fut>(
+    helper: &Helper,
+    given: Option<String>,
+    send: F,
+) -> Result<T, HttpError>
+where
+    F: Fn(Presented) -> Fut,
+    Fut: Future<Output = Result<T, HttpError>>,
+{
+    let sent = helper.latest().await;
+    let mut outcome = send(Presented {
+        bearer: given.clone(),
+        headers: sent.clone(),
+    })
+    .await;
+    if matches!(&outcome, Err(refusal) if refused_credentials(refusal))
+        && let Some(fresh) = helper.renew(&sent).await
+    {
+        outcome = send(Presented {
+            bearer: given,
+            headers: fresh,
+        })
+        .await;
+    }
+    if outcome.is_ok() {
+        helper.worked();
+    }
+    outcome
 }
 
 /// Whether the server answered HTTP 401: with a challenge rmcp reads it as `AuthRequired`,
