@@ -90,6 +90,23 @@ async fn echo(hub: &Hub, text: &str) -> String {
         .to_text()
 }
 
+/// A later run, with no authorizer, on the tokens in `store` after they expired: it connects
+/// by refreshing (the server's second refresh), with no new authorization, and calls work.
+async fn restart_refreshes(server: &support::ServerProcess, store: &Path) {
+    admin(server, "expire").await;
+    let hub = started(spec(&server.url), options(store)).await;
+    assert!(
+        matches!(state(&hub), ServerState::Connected { .. }),
+        "{:?}",
+        state(&hub)
+    );
+    assert_eq!(echo(&hub, "restarted").await, "restarted");
+    let after_restart = stats(server).await;
+    assert_eq!(after_restart["refreshes"], 2, "{after_restart}");
+    assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
+    hub.shutdown().await;
+}
+
 /// A hub on `server` that logs in with the headless authorizer: connected, and a call works.
 async fn logged_in(server: &support::ServerProcess, store: &Path) -> Hub {
     let hub = started(
@@ -151,18 +168,7 @@ async fn authorizes_stores_privately_and_refreshes_after_expiry() {
 
     // A later run, with no authorizer at all, uses the stored tokens: an expired access token
     // is refreshed with the stored registration, no person involved.
-    admin(&server, "expire").await;
-    let hub = started(spec(&server.url), options(&store)).await;
-    assert!(
-        matches!(state(&hub), ServerState::Connected { .. }),
-        "{:?}",
-        state(&hub)
-    );
-    assert_eq!(echo(&hub, "restarted").await, "restarted");
-    let after_restart = stats(&server).await;
-    assert_eq!(after_restart["refreshes"], 2, "{after_restart}");
-    assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
-    hub.shutdown().await;
+    restart_refreshes(&server, &store).await;
 }
 
 #[tokio::test]
@@ -464,13 +470,7 @@ async fn dpop_binds_tokens_to_a_key_kept_with_them_across_restarts() {
     hub.shutdown().await;
 
     // A later run signs with the stored key: its refresh and its calls are accepted.
-    admin(&server, "expire").await;
-    let hub = started(spec(&server.url), options(&store)).await;
-    assert_eq!(echo(&hub, "restarted").await, "restarted");
-    let after_restart = stats(&server).await;
-    assert_eq!(after_restart["refreshes"], 2, "{after_restart}");
-    assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
-    hub.shutdown().await;
+    restart_refreshes(&server, &store).await;
 }
 
 #[tokio::test]
