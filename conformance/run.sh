@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite's client scenarios (`--suite all`) against
-# `mcplex-conformance`, the client built on the mcplex library, for both pinned suite
+# `mcpmux-conformance`, the client built on the mcpmux library, for both pinned suite
 # versions: 0.1.16 (conformance/) and the 0.2.0 alpha line with the 2026-07-28 scenarios
 # (conformance/alpha/). Scenarios that cannot pass yet are listed, with the reason, in each
 # folder's expected-failures.yml: a run fails on any other failure (a regression) and on a
@@ -31,13 +31,13 @@ if [[ -n "$scenario" && ${#suites[@]} -gt 1 ]]; then
   suites=("$here")
 fi
 
-bin_debug="$root/target/debug/mcplex-conformance"
-bin_release="$root/target/release/mcplex-conformance"
+bin_debug="$root/target/debug/mcpmux-conformance"
+bin_release="$root/target/release/mcpmux-conformance"
 if [[ -x "$bin_release" && ( ! -x "$bin_debug" || "$bin_release" -nt "$bin_debug" ) ]]; then
   bin="$bin_release"
 else
   bin="$bin_debug"
-  (cd "$root" && cargo build --quiet -p mcplex-conformance)
+  (cd "$root" && cargo build --quiet -p mcpmux-conformance)
 fi
 
 run_suite() {

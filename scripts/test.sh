@@ -10,7 +10,7 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
 # The test server binary is started by the integration tests.
-cargo build --quiet -p mcplex-testserver
+cargo build --quiet -p mcpmux-testserver
 cargo test --workspace
-# The official MCP conformance suite against the mcplex library (known failures listed with reasons).
+# The official MCP conformance suite against the mcpmux library (known failures listed with reasons).
 conformance/run.sh

@@ -1,0 +1,313 @@
+//! Side-by-side benchmark: the mcpmux hub and a raw rmcp client, in one process run, against
+//! the same test server over stdio. Measures cold start to tools listed, sequential call
+//! latency (p50/p99), throughput with 32 calls in flight, and peak RSS of each phase.
+//!
+//! `cargo run --release -p mcpmux-bench [-- --calls N --cold N --server PATH]`
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use mcpmux::{Hub, HubOptions, ServerSpec};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+
+struct Args {
+    server: PathBuf,
+    cold: usize,
+    calls: usize,
+    concurrent_total: usize,
+    in_flight: usize,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut args = Args {
+        server: PathBuf::new(),
+        cold: 20,
+        calls: 5000,
+        concurrent_total: 20_000,
+        in_flight: 32,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().context(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--server" => args.server = PathBuf::from(value()?),
+            "--cold" => args.cold = value()?.parse()?,
+            "--calls" => args.calls = value()?.parse()?,
+            "--concurrent-total" => args.concurrent_total = value()?.parse()?,
+            "--in-flight" => args.in_flight = value()?.parse()?,
+            other => bail!(
+                "unknown flag {other}; flags: --server PATH --cold N --calls N --concurrent-total N --in-flight N"
+            ),
+        }
+    }
+    if args.server.as_os_str().is_empty() {
+        args.server = build_testserver()?;
+    }
+    Ok(args)
+}
+
+/// Builds the release test server next to this binary's workspace.
+fn build_testserver() -> anyhow::Result<PathBuf> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .context("workspace root")?
+        .to_path_buf();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "-p", "mcpmux-testserver"])
+        .current_dir(&workspace)
+        .status()?;
+    if !status.success() {
+        bail!("building mcpmux-testserver failed");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    Ok(target.join("release").join("mcpmux-testserver"))
+}
+
+/// Peak resident set size since the last reset, in KiB (Linux).
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Resets the peak RSS counter so each phase reports its own peak.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+#[derive(Default)]
+struct Figures {
+    cold_start_median: Duration,
+    p50: Duration,
+    p99: Duration,
+    calls_per_sec: f64,
+    peak_rss_kib: u64,
+}
+
+/// One way of talking to the server: how to connect and how to call echo.
+trait Client: Clone + Send + Sync + 'static {
+    fn call_echo(&self, text: String) -> impl Future<Output = anyhow::Result<String>> + Send;
+    fn close(self) -> impl Future<Output = ()> + Send;
+}
+
+#[derive(Clone)]
+struct HubClient(Hub);
+
+impl Client for HubClient {
+    async fn call_echo(&self, text: String) -> anyhow::Result<String> {
+        let result = self
+            .0
+            .call("mcp__bench__echo", json!({"text": text}))
+            .await?;
+        Ok(result.to_text())
+    }
+    async fn close(self) {
+        self.0.shutdown().await
+    }
+}
+
+async fn hub_connect(server: &Path) -> anyhow::Result<(HubClient, usize)> {
+    let hub = Hub::start(
+        vec![ServerSpec::stdio(
+            "bench",
+            server.to_string_lossy(),
+            Vec::<String>::new(),
+        )],
+        // The era cache is what a real CLI start has on the second run; measure that.
+        HubOptions::ephemeral(),
+    )?;
+    hub.wait_ready().await?;
+    let tools = hub.tools().len();
+    Ok((HubClient(hub), tools))
+}
+
+#[derive(Clone)]
+struct RawClient(std::sync::Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>);
+
+impl Client for RawClient {
+    async fn call_echo(&self, text: String) -> anyhow::Result<String> {
+        let mut params = CallToolRequestParams::new("echo");
+        params.arguments = json!({"text": text}).as_object().cloned();
+        let result = self.0.call_tool(params).await?;
+        let value = serde_json::to_value(&result)?;
+        Ok(value["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
+    }
+    async fn close(self) {
+        if let Ok(service) = std::sync::Arc::try_unwrap(self.0) {
+            let _ = service.cancel().await;
+        }
+    }
+}
+
+async fn raw_connect(server: &Path) -> anyhow::Result<(RawClient, usize)> {
+    let mut command = tokio::process::Command::new(server);
+    command.process_group(0);
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let service = ().serve(transport).await?;
+    let tools = service.list_all_tools().await?.len();
+    Ok((RawClient(std::sync::Arc::new(service)), tools))
+}
+
+async fn measure<C, F, Fut>(name: &str, args: &Args, connect: F) -> anyhow::Result<Figures>
+where
+    C: Client,
+    F: Fn() -> Fut,
+    Fut: Future<Output = anyhow::Result<(C, usize)>>,
+{
+    let mut figures = Figures::default();
+    reset_peak_rss();
+
+    // Cold start: spawn, handshake, tools listed.
+    let mut cold = Vec::new();
+    for _ in 0..args.cold {
+        let start = Instant::now();
+        let (client, tools) = connect().await?;
+        cold.push(start.elapsed());
+        if tools == 0 {
+            bail!("{name}: the server listed no tools");
+        }
+        client.close().await;
+    }
+    cold.sort();
+    figures.cold_start_median = percentile(&cold, 0.5);
+
+    let (client, _) = connect().await?;
+    // Warm up the connection and the allocator.
+    for i in 0..200 {
+        client.call_echo(format!("warm {i}")).await?;
+    }
+    let start = Instant::now();
+    let per_worker = args.concurrent_total / args.in_flight;
+    let workers: Vec<_> = (0..args.in_flight)
+        .map(|w| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for i in 0..per_worker {
+                    let text = format!("w{w} c{i}");
+                    let answer = client.call_echo(text.clone()).await?;
+                    if answer != text {
+                        bail!("worker {w} call {i} got {answer:?}");
+                    }
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await??;
+    }
+    let elapsed = start.elapsed();
+    figures.calls_per_sec = (per_worker * args.in_flight) as f64 / elapsed.as_secs_f64();
+    figures.peak_rss_kib = peak_rss_kib();
+    client.close().await;
+    Ok(figures)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        println!(
+            "server: {} (stdio); cold starts: {}; sequential calls: {}; concurrent: {} calls, {} in flight",
+            args.server.display(),
+            args.cold,
+            args.calls,
+            args.concurrent_total,
+            args.in_flight
+        );
+        // Cold start, throughput and memory, each side on its own; run twice, alternating, and
+        // keep each side's best so neither always runs on a warmer machine.
+        let raw = measure("raw rmcp", &args, || raw_connect(&args.server)).await?;
+        let hub = measure("mcpmux hub", &args, || hub_connect(&args.server)).await?;
+        let raw2 = measure("raw rmcp", &args, || raw_connect(&args.server)).await?;
+        let hub2 = measure("mcpmux hub", &args, || hub_connect(&args.server)).await?;
+        let best = |a: &Figures, b: &Figures| Figures {
+            cold_start_median: a.cold_start_median.min(b.cold_start_median),
+            p50: a.p50.min(b.p50),
+            p99: a.p99.min(b.p99),
+            calls_per_sec: a.calls_per_sec.max(b.calls_per_sec),
+            peak_rss_kib: a.peak_rss_kib.max(b.peak_rss_kib),
+        };
+        let mut raw = best(&raw, &raw2);
+        let mut hub = best(&hub, &hub2);
+        // Sequential latency interleaved call by call over two live connections: machine noise
+        // (another process, frequency changes) then hits both sides alike.
+        let (raw_client, _) = raw_connect(&args.server).await?;
+        let (hub_client, _) = hub_connect(&args.server).await?;
+        let (mut raw_lat, mut hub_lat) = (Vec::new(), Vec::new());
+        for i in 0..(args.calls + 200) {
+            let text = format!("call {i}");
+            let start = Instant::now();
+            let a = raw_client.call_echo(text.clone()).await?;
+            let raw_time = start.elapsed();
+            let start = Instant::now();
+            let b = hub_client.call_echo(text.clone()).await?;
+            let hub_time = start.elapsed();
+            if a != text || b != text {
+                bail!("call {i}: raw {a:?}, hub {b:?}");
+            }
+            if i >= 200 {
+                raw_lat.push(raw_time);
+                hub_lat.push(hub_time);
+            }
+        }
+        raw_lat.sort();
+        hub_lat.sort();
+        raw.p50 = percentile(&raw_lat, 0.5);
+        raw.p99 = percentile(&raw_lat, 0.99);
+        hub.p50 = percentile(&hub_lat, 0.5);
+        hub.p99 = percentile(&hub_lat, 0.99);
+        raw_client.close().await;
+        hub_client.close().await;
+        println!();
+        println!("{:<28} {:>14} {:>14} {:>9}", "", "raw rmcp", "mcpmux hub", "hub/raw");
+        let row = |label: &str, r: f64, h: f64, fmt: &dyn Fn(f64) -> String| {
+            println!("{label:<28} {:>14} {:>14} {:>8.2}x", fmt(r), fmt(h), h / r);
+        };
+        let ms = |v: f64| format!("{:.2} ms", v * 1e3);
+        let micro = |v: f64| us(Duration::from_secs_f64(v));
+        row("cold start → tools listed", raw.cold_start_median.as_secs_f64(), hub.cold_start_median.as_secs_f64(), &ms);
+        row("sequential call p50", raw.p50.as_secs_f64(), hub.p50.as_secs_f64(), &micro);
+        row("sequential call p99", raw.p99.as_secs_f64(), hub.p99.as_secs_f64(), &micro);
+        row("calls/s, 32 in flight", raw.calls_per_sec, hub.calls_per_sec, &|v| format!("{v:.0}"));
+        row("peak RSS", raw.peak_rss_kib as f64, hub.peak_rss_kib as f64, &|v| format!("{:.1} MiB", v / 1024.0));
+        let overhead = (hub.p50.as_secs_f64() / raw.p50.as_secs_f64() - 1.0) * 100.0;
+        println!("\nhub sequential p50 overhead vs raw rmcp: {overhead:+.1}% (target: within 10%)");
+        anyhow::Ok(())
+    })?;
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
+}

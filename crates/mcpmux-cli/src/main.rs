@@ -1,0 +1,584 @@
+//! `mcpmux`: the command line over the library. It parses arguments, calls the library and
+//! prints; every behaviour a harness could want lives in the library.
+
+mod auth;
+mod output;
+mod spinner;
+
+use std::io::{IsTerminal, Write};
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use mcpmux::{CallOptions, Hub, HubOptions, LoadOptions};
+
+/// Many MCP servers, one tool set.
+#[derive(Parser)]
+#[command(name = "mcpmux", version, about, long_about = None)]
+struct Cli {
+    /// Extra config file, read after every discovered one (repeatable; later wins).
+    #[arg(long = "config", short = 'c', global = true, value_name = "FILE")]
+    config: Vec<PathBuf>,
+
+    /// Log filter (e.g. `debug`, `mcpmux=trace`); also `MCPMUX_LOG`.
+    #[arg(
+        long,
+        short = 'v',
+        global = true,
+        env = "MCPMUX_LOG",
+        value_name = "FILTER"
+    )]
+    verbose: Option<String>,
+
+    /// Do not read or write the protocol-era cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+
+    /// Approve every call a policy `ask` rule would ask about (without a terminal, such calls
+    /// are refused unless this is given).
+    #[arg(long, short = 'y', global = true)]
+    yes: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the configured servers with their transport, protocol era, state and tool count.
+    Servers {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tools of every connected server.
+    Tools {
+        /// Only this server's tools.
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Print JSON (name, server, description, schemas) instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Print the tool set as a model provider wants it: anthropic, openai, openai-strict,
+        /// gemini.
+        #[arg(long, value_name = "PROVIDER")]
+        format: Option<String>,
+    },
+    /// Call a tool: `mcpmux call mcp__demo__echo '{"text":"hi"}'`.
+    Call {
+        /// The tool's exposed name (see `mcpmux tools`).
+        name: String,
+        /// Arguments as a JSON object (default `{}`); `-` reads them from stdin.
+        arguments: Option<String>,
+        /// Deadline in seconds (default: the server's call timeout).
+        #[arg(long)]
+        timeout: Option<f64>,
+        /// Print the result as JSON (content blocks, structuredContent, isError).
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the resources of every connected server that offers them.
+    Resources {
+        /// Only this server's resources.
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// List the resource templates (URI patterns) instead.
+        #[arg(long)]
+        templates: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the prompts of every connected server that offers them.
+    Prompts {
+        /// Only this server's prompts.
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Log in to remote servers with OAuth, log out, and show the stored logins.
+    Auth {
+        #[command(subcommand)]
+        command: auth::AuthCommand,
+    },
+    /// Read a resource: `mcpmux read file:///notes/todo.md`.
+    Read {
+        /// The resource's URI (see `mcpmux resources`).
+        uri: String,
+        /// The server to read it from (default: the one that lists it).
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Print the contents as JSON (text, or base64 `blob` for binary).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose.as_deref());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcpmux: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // Servers are reaped inside `run`; do not wait for stray blocking tasks.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+fn init_logging(filter: Option<&str>) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("mcpmux=error"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mcpmux=error"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let config = mcpmux::config::load(&LoadOptions::from_env(cli.config.clone()));
+    if let Command::Auth { command } = &cli.command {
+        // Starts no server: only the config and the token file are needed.
+        let outcome = tokio::select! {
+            outcome = auth::run(&config, command) => outcome.map_err(Failure::Other),
+            () = interrupted() => {
+                eprintln!("mcpmux: interrupted");
+                Err(Failure::Interrupted)
+            }
+        };
+        return exit_code(outcome);
+    }
+    let used_demo = config.servers.is_empty() && config.problems.is_empty();
+    let config = if used_demo {
+        mcpmux::ConfigSet {
+            servers: vec![mcpmux::demo::demo_spec()],
+            ..config
+        }
+    } else {
+        config
+    };
+    let mut options = HubOptions::default().with_approver(approver(cli.yes));
+    if cli.no_cache {
+        options = options.with_era_cache(None);
+    }
+    // A token file others can read is refused for every remote server; say so once, plainly,
+    // rather than only inside each server's connection error.
+    if let Err(e) = options.token_store.servers() {
+        eprintln!("mcpmux: {e}");
+    }
+    let hub = match Hub::from_config(config, options) {
+        Ok(hub) => hub,
+        Err(e) => {
+            eprintln!("mcpmux: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if used_demo && !matches!(cli.command, Command::Call { .. }) {
+        eprintln!(
+            "mcpmux: no MCP servers configured (.mcp.json, ~/.claude.json, mcpmux.toml, --config); \
+             showing the built-in demo server"
+        );
+    }
+
+    // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
+    let outcome = tokio::select! {
+        outcome = command(&hub, &cli.command) => outcome,
+        () = interrupted() => {
+            eprintln!("mcpmux: interrupted; closing servers");
+            Err(Failure::Interrupted)
+        }
+    };
+    let _ = std::io::stdout().flush();
+    hub.shutdown().await;
+    exit_code(outcome)
+}
+
+/// 0 on success, 1 for a tool's own error, 130 when interrupted, 2 for everything else
+/// (printed here).
+fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::ToolError) => ExitCode::from(1),
+        Err(Failure::Interrupted) => ExitCode::from(130),
+        Err(Failure::Other(e)) => {
+            eprintln!("mcpmux: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Who approves calls a policy `ask` rule matches: everyone with `--yes`, the person at the
+/// terminal when there is one, nobody otherwise.
+fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
+    use mcpmux::policy::{Approval, ApprovalRequest, ApproveAll, DenyAll};
+    if yes {
+        return std::sync::Arc::new(ApproveAll);
+    }
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return std::sync::Arc::new(DenyAll);
+    }
+    std::sync::Arc::new(|request: ApprovalRequest| async move {
+        let question = format!(
+            "mcpmux: call `{}` ({}; policy rule `{}`) with {}? [y/N] ",
+            request.tool.name, request.effects, request.rule, request.arguments
+        );
+        let answer = tokio::task::spawn_blocking(move || {
+            eprint!("{question}");
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        })
+        .await;
+        match answer {
+            Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => Approval::Approve,
+            _ => Approval::Deny {
+                reason: Some("not approved at the terminal".into()),
+            },
+        }
+    })
+}
+
+enum Failure {
+    /// The tool answered with `isError: true`; already printed.
+    ToolError,
+    Interrupted,
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+impl From<mcpmux::Error> for Failure {
+    fn from(e: mcpmux::Error) -> Self {
+        Failure::Other(e.into())
+    }
+}
+
+async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
+    match command {
+        Command::Resources { .. } | Command::Prompts { .. } | Command::Read { .. } => {
+            resource_command(hub, command).await
+        }
+        // Runs in `run` before any hub is built.
+        Command::Auth { .. } => Ok(()),
+        Command::Servers { json } => {
+            startup(hub).await?;
+            let servers = hub.servers();
+            if *json {
+                output::print_json(&servers)?;
+            } else {
+                output::print_servers(&servers)?;
+            }
+            Ok(())
+        }
+        Command::Tools {
+            server,
+            json,
+            format,
+        } => {
+            let provider = format
+                .as_deref()
+                .map(str::parse::<mcpmux::schema::export::Provider>)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            startup(hub).await?;
+            let tools: Vec<_> = hub
+                .tools()
+                .into_iter()
+                .filter(|t| server.as_ref().is_none_or(|s| &t.server == s))
+                .collect();
+            if let Some(s) = server
+                && !hub.servers().iter().any(|status| &status.name == s)
+            {
+                return Err(anyhow::anyhow!("no server named `{s}` (see `mcpmux servers`)").into());
+            }
+            if let Some(provider) = provider {
+                let export = mcpmux::schema::export::export(&tools, provider);
+                output::print_json(&export.definitions())?;
+            } else if *json {
+                output::print_json(&tools)?;
+            } else {
+                output::print_tools(&tools)?;
+            }
+            output::warn_unavailable(&hub.servers());
+            Ok(())
+        }
+        Command::Call {
+            name,
+            arguments,
+            timeout,
+            json,
+        } => {
+            let arguments = parse_arguments(arguments.as_deref())?;
+            let mut options = CallOptions::default();
+            if let Some(secs) = timeout {
+                let timeout = Duration::try_from_secs_f64(*secs)
+                    .ok()
+                    .filter(|t| !t.is_zero())
+                    .context("--timeout must be a positive number of seconds")?;
+                options = options.with_timeout(timeout);
+            }
+            let result = match hub.call_with(name, arguments, options).await {
+                Ok(result) => result,
+                Err(e) => {
+                    // The cause may be a server or a config file that could not be used.
+                    output::warn_unavailable_besides(&hub.servers(), &e.to_string());
+                    return Err(e.into());
+                }
+            };
+            if *json {
+                output::print_json(&result)?;
+            } else {
+                output::print_text(&result.to_text())?;
+            }
+            if result.is_error {
+                eprintln!("mcpmux: the tool `{name}` reported an error (isError: true)");
+                return Err(Failure::ToolError);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `mcpmux resources`, `mcpmux prompts` and `mcpmux read`.
+async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
+    startup(hub).await?;
+    match command {
+        Command::Resources {
+            server,
+            templates: false,
+            json,
+        } => {
+            let listing = hub.resources(server.as_deref()).await?;
+            if *json {
+                output::print_json(&listing.items)?;
+            } else {
+                let rows = listing
+                    .items
+                    .iter()
+                    .map(|r| {
+                        let about = r.title.as_deref().or(r.description.as_deref());
+                        [
+                            r.server.as_str(),
+                            r.uri.as_str(),
+                            r.mime_type.as_deref().unwrap_or("-"),
+                            about.unwrap_or(&r.name),
+                        ]
+                    })
+                    .collect::<Vec<_>>();
+                print_rows(["SERVER", "URI", "TYPE", "NAME"], &rows, "no resources")?;
+            }
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Resources {
+            server, json: true, ..
+        } => {
+            let listing = hub.resource_templates(server.as_deref()).await?;
+            output::print_json(&listing.items)?;
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Resources { server, .. } => {
+            let listing = hub.resource_templates(server.as_deref()).await?;
+            let rows = listing
+                .items
+                .iter()
+                .map(|t| {
+                    let about = t.title.as_deref().or(t.description.as_deref());
+                    [
+                        t.server.as_str(),
+                        t.uri_template.as_str(),
+                        t.mime_type.as_deref().unwrap_or("-"),
+                        about.unwrap_or(&t.name),
+                    ]
+                })
+                .collect::<Vec<_>>();
+            print_rows(
+                ["SERVER", "URI TEMPLATE", "TYPE", "NAME"],
+                &rows,
+                "no resource templates",
+            )?;
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Prompts { server, json } => {
+            let listing = hub.prompts(server.as_deref()).await?;
+            if *json {
+                output::print_json(&listing.items)?;
+            } else {
+                let arguments: Vec<String> = listing
+                    .items
+                    .iter()
+                    .map(|p| {
+                        p.arguments
+                            .iter()
+                            .map(|a| {
+                                if a.required {
+                                    a.name.clone()
+                                } else {
+                                    format!("[{}]", a.name)
+                                }
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect();
+                let rows = listing
+                    .items
+                    .iter()
+                    .zip(&arguments)
+                    .map(|(p, args)| {
+                        let about = p.title.as_deref().or(p.description.as_deref());
+                        [
+                            p.server.as_str(),
+                            p.name.as_str(),
+                            args.as_str(),
+                            about.unwrap_or(""),
+                        ]
+                    })
+                    .collect::<Vec<_>>();
+                print_rows(
+                    ["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"],
+                    &rows,
+                    "no prompts",
+                )?;
+            }
+            warn_listing_errors(hub, &listing.errors);
+        }
+        Command::Read { uri, server, json } => {
+            let contents = hub.read_resource(server.as_deref(), uri).await?;
+            if *json {
+                output::print_json(&contents)?;
+            } else {
+                for part in &contents {
+                    match part {
+                        mcpmux::ResourceContents::Text { text, .. } => output::print_text(text)?,
+                        mcpmux::ResourceContents::Blob {
+                            uri,
+                            mime_type,
+                            blob,
+                            ..
+                        } => output::print_text(&format!(
+                            "[binary {} from {uri}: {} bytes of base64; --json prints it]",
+                            mime_type.as_deref().unwrap_or("data"),
+                            blob.len()
+                        ))?,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A plain aligned table on stdout (the last column is cut to one line), or `empty` on
+/// stderr when there are no rows.
+fn print_rows<const N: usize>(
+    header: [&str; N],
+    rows: &[[&str; N]],
+    empty: &str,
+) -> anyhow::Result<()> {
+    if rows.is_empty() {
+        eprintln!("mcpmux: {empty}");
+        return Ok(());
+    }
+    let cell = |text: &str| text.lines().next().unwrap_or("").trim().to_string();
+    let all: Vec<Vec<String>> = std::iter::once(header.map(str::to_string).to_vec())
+        .chain(rows.iter().map(|row| row.map(cell).to_vec()))
+        .collect();
+    let widths: Vec<usize> = (0..N)
+        .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for row in &all {
+        let mut line = String::new();
+        for (i, value) in row.iter().enumerate() {
+            if i + 1 == N {
+                line.push_str(value);
+            } else {
+                line.push_str(&format!("{value:<width$}  ", width = widths[i]));
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    output::print_text(text.trim_end())
+}
+
+/// Says on stderr which servers could not list, and which are not connected.
+fn warn_listing_errors(hub: &Hub, errors: &[mcpmux::Error]) {
+    for error in errors {
+        eprintln!("mcpmux: {error}");
+    }
+    output::warn_unavailable(&hub.servers());
+}
+
+/// Waits for startup to settle, with a spinner when a person is watching.
+async fn startup(hub: &Hub) -> Result<(), Failure> {
+    if std::io::stderr().is_terminal() {
+        spinner::wait_with_spinner(hub).await?;
+    } else {
+        hub.wait_ready().await?;
+    }
+    Ok(())
+}
+
+fn parse_arguments(text: Option<&str>) -> anyhow::Result<serde_json::Value> {
+    let text = match text {
+        None => return Ok(serde_json::json!({})),
+        Some("-") => {
+            let mut buf = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf)
+                .context("cannot read arguments from stdin")?;
+            buf
+        }
+        Some(text) => text.to_string(),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "arguments are not valid JSON (expected an object like '{{\"text\":\"hi\"}}'): {text}"
+        )
+    })?;
+    if !value.is_object() {
+        anyhow::bail!("arguments must be a JSON object, like '{{\"text\":\"hi\"}}'");
+    }
+    Ok(value)
+}

@@ -1,0 +1,44 @@
+//! A startup spinner on stderr with per-server progress; only when stderr is a terminal.
+
+use std::io::Write;
+use std::time::Duration;
+
+use mcpmux::{Hub, ServerState};
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Waits for the hub's startup to settle, redrawing one status line.
+pub async fn wait_with_spinner(hub: &Hub) -> Result<(), mcpmux::Error> {
+    let ready = hub.wait_ready();
+    tokio::pin!(ready);
+    let mut tick = tokio::time::interval(Duration::from_millis(80));
+    let mut frame = 0usize;
+    let result = loop {
+        tokio::select! {
+            result = &mut ready => break result,
+            _ = tick.tick() => {
+                let servers = hub.servers();
+                let done = servers.iter().filter(|s| !matches!(s.state, ServerState::Pending { .. })).count();
+                let waiting: Vec<&str> = servers
+                    .iter()
+                    .filter(|s| matches!(s.state, ServerState::Pending { .. }))
+                    .map(|s| s.name.as_str())
+                    .collect();
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\r\x1b[2K{} starting servers {done}/{}: waiting for {}",
+                    FRAMES[frame % FRAMES.len()],
+                    servers.len(),
+                    waiting.join(", ")
+                );
+                let _ = err.flush();
+                frame += 1;
+            }
+        }
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[2K");
+    let _ = err.flush();
+    result
+}

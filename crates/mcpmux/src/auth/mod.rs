@@ -1,0 +1,195 @@
+//! OAuth 2.1 for remote servers, on rmcp's `auth`: the token store, the pluggable
+//! authorization step, each server's OAuth state, and the HTTP client that uses it.
+//!
+//! A hub never opens a browser by itself: a server that needs a person's authorization and has
+//! no token ends `NeedsAuth` with the command to run (`mcpmux auth login NAME`), unless the
+//! harness gave the hub an [`Authorizer`] (`HubOptions::with_authorizer`), in which case the
+//! flow runs where the 401 happened. Client-credentials servers need no person and always
+//! obtain their tokens themselves.
+
+mod authorizer;
+pub(crate) mod dpop;
+mod grants;
+pub(crate) mod http_client;
+pub(crate) mod session;
+mod store;
+
+use std::sync::Arc;
+
+pub use authorizer::{
+    AuthorizationPrompt, AuthorizeFuture, Authorizer, HeadlessAuthorizer, LoopbackAuthorizer,
+};
+pub use store::{StoreError, TokenStore};
+
+use crate::config::{ServerSpec, TransportSpec};
+use crate::error::Error;
+use session::ServerAuth;
+
+/// What a hub knows for OAuth: where tokens live and who authorizes.
+#[derive(Clone)]
+pub(crate) struct AuthContext {
+    /// The token store.
+    pub store: TokenStore,
+    /// Runs the person-facing step inside the hub; `None`: servers end `NeedsAuth`.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// Each server's OAuth state, kept across reconnects.
+    servers: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<ServerAuth>>>>,
+}
+
+impl AuthContext {
+    /// A context on `store`, with `authorizer` if any.
+    pub fn new(store: TokenStore, authorizer: Option<Arc<dyn Authorizer>>) -> Self {
+        Self {
+            store,
+            authorizer,
+            servers: Arc::default(),
+        }
+    }
+
+    /// Refusals of a streamable HTTP server's credentials that nothing could answer (see
+    /// [`ServerAuth::refusals`]), by OAuth or of a header it does not manage; `None` for
+    /// other transports.
+    pub fn refusals(&self, spec: &ServerSpec) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match &spec.transport {
+            TransportSpec::Http { url, .. } => Some(self.server(spec, url).refusals()),
+            _ => None,
+        }
+    }
+
+    /// The credentials stored for `spec`'s server now (see [`ServerAuth::stored_credentials`]);
+    /// `None` for other transports.
+    pub fn stored_credentials(&self, spec: &ServerSpec) -> Option<String> {
+        match &spec.transport {
+            TransportSpec::Http { url, .. } => self.server(spec, url).stored_credentials(),
+            _ => None,
+        }
+    }
+
+    /// The last OAuth failure of `spec`'s server, cleared.
+    pub fn take_failure(&self, spec: &ServerSpec) -> Option<String> {
+        match &spec.transport {
+            TransportSpec::Http { url, .. } => self.server(spec, url).take_failure(),
+            _ => None,
+        }
+    }
+
+    /// The OAuth state of `spec`'s server at `url`, created on first use.
+    pub fn server(&self, spec: &ServerSpec, url: &str) -> Arc<ServerAuth> {
+        let mut servers = match self.servers.lock() {
+            Ok(servers) => servers,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        servers
+            .entry(format!("{}\n{url}", spec.name))
+            .or_insert_with(|| {
+                Arc::new(ServerAuth::new(
+                    &spec.name,
+                    url,
+                    spec.auth.oauth.clone(),
+                    self.store.clone(),
+                    self.authorizer.clone(),
+                ))
+            })
+            .clone()
+    }
+}
+
+/// Runs the configured OAuth flow for `spec` now and stores the tokens (`mcpmux auth login`):
+/// the server is asked first so its 401 challenge seeds discovery and scope selection.
+pub async fn login(
+    spec: &ServerSpec,
+    store: &TokenStore,
+    authorizer: Arc<dyn Authorizer>,
+) -> Result<(), Error> {
+    let failed = |message: String| Error::Auth {
+        server: spec.name.clone(),
+        message,
+    };
+    let TransportSpec::Http { url, headers } = &spec.transport else {
+        return Err(failed(format!(
+            "OAuth applies to streamable HTTP servers; this one is `{}`",
+            spec.transport.kind()
+        )));
+    };
+    let challenge = challenge(url, headers)
+        .await
+        .map_err(|e| failed(format!("cannot reach {url}: {e}")))?;
+    let auth = Arc::new(ServerAuth::new(
+        &spec.name,
+        url,
+        spec.auth.oauth.clone(),
+        store.clone(),
+        Some(authorizer),
+    ));
+    session::detached(move || async move { auth.login(challenge.as_deref()).await })
+        .await
+        .map_err(|e| failed(describe(&e)))
+}
+
+/// The server's `WWW-Authenticate` challenge to an unauthenticated `initialize`, if it sends
+/// one.
+async fn challenge(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<Option<String>, String> {
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "mcpmux", "version": env!("CARGO_PKG_VERSION")}
+                }
+            })
+            .to_string(),
+        );
+    for (name, value) in headers {
+        if !name.eq_ignore_ascii_case("authorization") {
+            request = request.header(name, value);
+        }
+    }
+    let response = request.send().await.map_err(|e| e.to_string())?;
+    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return Ok(None);
+    }
+    Ok(response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned))
+}
+
+/// An rmcp auth error in words a person can act on.
+pub(crate) fn describe(error: &rmcp::transport::auth::AuthError) -> String {
+    use rmcp::transport::auth::AuthError;
+    match error {
+        AuthError::NoAuthorizationSupport => {
+            "the server publishes no OAuth metadata: give a token in its `headers` instead".into()
+        }
+        AuthError::PkceUnsupported => {
+            "the authorization server does not support PKCE with S256, which OAuth 2.1 requires; mcpmux will not authorize without it".into()
+        }
+        AuthError::RegistrationFailed(message) => format!(
+            "client registration failed ({message}): register a client with the authorization server and set `oauth.clientId`"
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Whether the static headers already authenticate (an `Authorization` header), in which
+/// case OAuth stays out of the way.
+pub(crate) fn has_authorization_header(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    headers
+        .keys()
+        .any(|name| name.eq_ignore_ascii_case("authorization"))
+}

@@ -1,0 +1,168 @@
+//! Which files are read, in which order, in which dialect.
+//!
+//! The order is the merge order (later wins per server name): user files, then project files,
+//! then `--config` files. Only paths are decided here; nothing is read.
+
+use std::path::{Path, PathBuf};
+
+use super::claude::Shape;
+use super::{Dialect, LoadOptions};
+
+/// One file that may be read.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    /// Where it is.
+    pub path: PathBuf,
+    /// How to read it.
+    pub dialect: Dialect,
+    /// Which Claude shapes to accept (ignored for `mcpmux.toml`).
+    pub shape: Shape,
+    /// A required file that is missing is a problem; an optional one is skipped.
+    pub required: bool,
+}
+
+/// Every file to try, in merge order.
+pub(crate) fn candidates(
+    options: &LoadOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Candidate> {
+    let mut list = Vec::new();
+    let optional = |path: PathBuf, dialect: Dialect, shape: Shape| Candidate {
+        path,
+        dialect,
+        shape,
+        required: false,
+    };
+
+    if let Some(home) = &options.home {
+        // Claude Code keeps user-scope servers at the top of ~/.claude.json and local-scope ones
+        // (this project only) under projects["<dir>"]; the local ones are more specific.
+        list.push(optional(
+            home.join(".claude.json"),
+            Dialect::Claude,
+            Shape {
+                flat: false,
+                project_dir: Some(options.project_dir.clone()),
+            },
+        ));
+        list.push(optional(
+            home.join(".claude").join("settings.json"),
+            Dialect::Claude,
+            Shape::default(),
+        ));
+    }
+    if let Some(config_home) = config_home(options.home.as_deref(), env) {
+        list.push(optional(
+            config_home.join("mcpmux").join("config.toml"),
+            Dialect::Mcpmux,
+            Shape::default(),
+        ));
+    }
+
+    let project = &options.project_dir;
+    list.push(optional(
+        project.join(".claude").join("settings.json"),
+        Dialect::Claude,
+        Shape::default(),
+    ));
+    list.push(optional(
+        project.join(".mcp.json"),
+        Dialect::Claude,
+        Shape {
+            flat: true,
+            project_dir: None,
+        },
+    ));
+    list.push(optional(
+        project.join("mcpmux.toml"),
+        Dialect::Mcpmux,
+        Shape::default(),
+    ));
+
+    for path in &options.extra_files {
+        list.push(Candidate {
+            path: path.clone(),
+            dialect: dialect_of(path),
+            shape: Shape {
+                flat: true,
+                project_dir: None,
+            },
+            required: true,
+        });
+    }
+    list
+}
+
+/// `$XDG_CONFIG_HOME`, or `~/.config`. The XDG spec says a relative value is to be ignored.
+fn config_home(home: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| home.map(|home| home.join(".config")))
+}
+
+/// `.toml` is mcpmux's dialect; anything else is read as Claude JSON.
+fn dialect_of(path: &Path) -> Dialect {
+    match path.extension() {
+        Some(extension) if extension.eq_ignore_ascii_case("toml") => Dialect::Mcpmux,
+        _ => Dialect::Claude,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_and_dialects() {
+        let options = LoadOptions {
+            home: Some(PathBuf::from("/h")),
+            project_dir: PathBuf::from("/p"),
+            extra_files: vec![PathBuf::from("x.TOML"), PathBuf::from("y.json")],
+        };
+        let list = candidates(&options, &|_| None);
+        let seen: Vec<_> = list
+            .iter()
+            .map(|c| (c.path.to_string_lossy().into_owned(), c.dialect, c.required))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("/h/.claude.json".to_owned(), Dialect::Claude, false),
+                (
+                    "/h/.claude/settings.json".to_owned(),
+                    Dialect::Claude,
+                    false
+                ),
+                (
+                    "/h/.config/mcpmux/config.toml".to_owned(),
+                    Dialect::Mcpmux,
+                    false
+                ),
+                (
+                    "/p/.claude/settings.json".to_owned(),
+                    Dialect::Claude,
+                    false
+                ),
+                ("/p/.mcp.json".to_owned(), Dialect::Claude, false),
+                ("/p/mcpmux.toml".to_owned(), Dialect::Mcpmux, false),
+                ("x.TOML".to_owned(), Dialect::Mcpmux, true),
+                ("y.json".to_owned(), Dialect::Claude, true),
+            ]
+        );
+    }
+
+    #[test]
+    fn xdg_config_home_wins_when_absolute() {
+        let home = Some(Path::new("/h"));
+        let xdg = |name: &str| (name == "XDG_CONFIG_HOME").then(|| "/xdg".to_owned());
+        assert_eq!(config_home(home, &xdg), Some(PathBuf::from("/xdg")));
+        let relative = |name: &str| (name == "XDG_CONFIG_HOME").then(|| "rel".to_owned());
+        assert_eq!(
+            config_home(home, &relative),
+            Some(PathBuf::from("/h/.config"))
+        );
+        assert_eq!(config_home(None, &xdg), Some(PathBuf::from("/xdg")));
+        assert_eq!(config_home(None, &|_| None), None);
+    }
+}

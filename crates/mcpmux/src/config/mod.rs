@@ -1,0 +1,449 @@
+//! Config files → `Vec<ServerSpec>`: discovery, dialects, `${VAR}` expansion and validation.
+//!
+//! Knows nothing of connections or the hub. Every problem is a value naming the file, the
+//! server and the field; one bad entry never stops the others. Files are read in a fixed order
+//! (see `discover.rs`) and merged per server name, the later file winning; `mcpmux.toml` may
+//! also hold overlays that adjust the options of a server another file defines, and `[policy]`
+//! rules, which add up across files in merge order.
+
+mod auth;
+mod claude;
+mod discover;
+mod duration;
+mod entry;
+mod expand;
+mod mcpmux_toml;
+mod options;
+mod size;
+mod spec;
+
+pub use spec::{
+    AuthSpec, Backoff, Breaker, Dialect, IdentityProvider, InProcessFuture, InProcessServer,
+    OAuthGrant, OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource,
+    ToolFilter, TransportSpec,
+};
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use entry::{Context, Entry};
+
+/// Where to look for config files.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The user's home directory (user-level files); none when unknown.
+    pub home: Option<PathBuf>,
+    /// The project directory (project-level files).
+    pub project_dir: PathBuf,
+    /// Files given with `--config`, read last, in order.
+    pub extra_files: Vec<PathBuf>,
+}
+
+impl LoadOptions {
+    /// Options for this process: `$HOME` as home, the current directory as the project.
+    pub fn from_env(extra_files: Vec<PathBuf>) -> Self {
+        let home = std::env::var_os("HOME")
+            .filter(|home| !home.is_empty())
+            .map(PathBuf::from);
+        // A deleted current directory leaves only "." to go on; project files then just miss.
+        let project_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Self {
+            home,
+            project_dir,
+            extra_files,
+        }
+    }
+}
+
+/// What loading found: the servers, the problems, and the files read.
+#[derive(Debug, Default)]
+pub struct ConfigSet {
+    /// Valid servers after merging, in a stable order.
+    pub servers: Vec<ServerSpec>,
+    /// Entries or files that could not be used, each with its error.
+    pub problems: Vec<ConfigProblem>,
+    /// Every file that was read, in merge order.
+    pub files: Vec<PathBuf>,
+    /// Global permission rules (`[policy]`).
+    pub policy: PolicyRules,
+}
+
+/// One file or server entry that could not be used.
+#[derive(Debug)]
+pub struct ConfigProblem {
+    /// The file it is in.
+    pub file: PathBuf,
+    /// The server entry, when the problem is in one entry rather than the whole file.
+    pub server: Option<String>,
+    /// What is wrong.
+    pub error: ConfigError,
+}
+
+/// A configuration error: names the file, the server and the field, and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file exists (or was asked for with `--config`) but could not be read.
+    #[error("{}: cannot read the file: {}", file.display(), read_reason(source))]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why reading failed.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The file is not valid JSON or TOML; nothing in it is used.
+    #[error(
+        "{}{}: not valid {format}: {message}: fix the syntax (nothing in this file is used until then)",
+        file.display(),
+        position(*line, *column)
+    )]
+    Parse {
+        /// The file.
+        file: PathBuf,
+        /// `JSON` or `TOML`.
+        format: &'static str,
+        /// 1-based line of the error, when known.
+        line: Option<usize>,
+        /// 1-based column (in characters) of the error, when known.
+        column: Option<usize>,
+        /// What the parser said.
+        message: String,
+    },
+
+    /// A field the entry needs is absent.
+    #[error("{}: field \"{field}\" is missing: {hint}", place(file, Some(server)))]
+    MissingField {
+        /// The file.
+        file: PathBuf,
+        /// The server entry.
+        server: String,
+        /// The missing field.
+        field: String,
+        /// What the entry needs, in the file's own syntax.
+        hint: String,
+    },
+
+    /// `type` names no transport mcpmux knows.
+    #[error(
+        "{}: field \"type\" is \"{value}\", which is not a transport: use one of {}",
+        place(file, Some(server)),
+        entry::VALID_TYPES
+    )]
+    UnknownType {
+        /// The file.
+        file: PathBuf,
+        /// The server entry.
+        server: String,
+        /// The type as written.
+        value: String,
+    },
+
+    /// A `${VAR}` reference to an unset variable, with no default.
+    #[error(
+        "{}: field \"{field}\" uses ${{{variable}}}, which is not set: set {variable} in the environment, or give a default with ${{{variable}:-default}}",
+        place(file, Some(server))
+    )]
+    UnsetVariable {
+        /// The file.
+        file: PathBuf,
+        /// The server entry.
+        server: String,
+        /// The field holding the reference (`env.TOKEN`, `args[2]`, `headers.Authorization`).
+        field: String,
+        /// The variable's name.
+        variable: String,
+    },
+
+    /// A key `mcpmux.toml` does not know (other dialects tolerate unknown keys).
+    #[error("{}: unknown key \"{key}\": {}", place(file, server.as_deref()), key_advice(suggestion.as_deref(), valid))]
+    UnknownKey {
+        /// The file.
+        file: PathBuf,
+        /// The server entry; none for a top-level key.
+        server: Option<String>,
+        /// The key as written.
+        key: String,
+        /// The nearest valid key, when one is close.
+        suggestion: Option<String>,
+        /// Every valid key at that place.
+        valid: &'static [&'static str],
+    },
+
+    /// A field has a value of the wrong type or shape (bad duration, bad URL, number for text).
+    #[error("{}{}: {message}", place(file, server.as_deref()), field_part(field.as_deref()))]
+    InvalidValue {
+        /// The file.
+        file: PathBuf,
+        /// The server entry, when the value is in one.
+        server: Option<String>,
+        /// The field (`url`, `env.TOKEN`, `startup_timeout`); none when the entry as a whole is wrong.
+        field: Option<String>,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+
+    /// An `mcpmux.toml` overlay (options only) for a server no earlier file defines.
+    #[error(
+        "{}: nothing to adjust: no earlier file defines server \"{server}\": define it here with `command` or `url`, or fix the name",
+        place(file, Some(server))
+    )]
+    NothingToAdjust {
+        /// The file.
+        file: PathBuf,
+        /// The server the overlay names.
+        server: String,
+    },
+}
+
+impl ConfigError {
+    /// The file the error is in.
+    pub fn file(&self) -> &Path {
+        match self {
+            ConfigError::Read { file, .. }
+            | ConfigError::Parse { file, .. }
+            | ConfigError::MissingField { file, .. }
+            | ConfigError::UnknownType { file, .. }
+            | ConfigError::UnsetVariable { file, .. }
+            | ConfigError::UnknownKey { file, .. }
+            | ConfigError::InvalidValue { file, .. }
+            | ConfigError::NothingToAdjust { file, .. } => file,
+        }
+    }
+
+    /// The server entry the error is in, when it is in one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            ConfigError::Read { .. } | ConfigError::Parse { .. } => None,
+            ConfigError::MissingField { server, .. }
+            | ConfigError::UnknownType { server, .. }
+            | ConfigError::UnsetVariable { server, .. }
+            | ConfigError::NothingToAdjust { server, .. } => Some(server),
+            ConfigError::UnknownKey { server, .. } | ConfigError::InvalidValue { server, .. } => {
+                server.as_deref()
+            }
+        }
+    }
+}
+
+/// `path: server "name"`, the prefix of every message about an entry.
+fn place(file: &Path, server: Option<&str>) -> String {
+    match server {
+        Some(server) => format!("{}: server \"{server}\"", file.display()),
+        None => file.display().to_string(),
+    }
+}
+
+fn field_part(field: Option<&str>) -> String {
+    field
+        .map(|field| format!(": field \"{field}\""))
+        .unwrap_or_default()
+}
+
+/// `:line:column`, the form editors and terminals turn into a link.
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(":{line}:{column}"),
+        (Some(line), None) => format!(":{line}"),
+        _ => String::new(),
+    }
+}
+
+fn read_reason(error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::NotFound => "no such file: check the path".to_owned(),
+        io::ErrorKind::PermissionDenied => "permission denied: make it readable".to_owned(),
+        io::ErrorKind::IsADirectory => "it is a directory: give the path of a file".to_owned(),
+        _ => error.to_string(),
+    }
+}
+
+fn key_advice(suggestion: Option<&str>, valid: &[&str]) -> String {
+    match suggestion {
+        Some(suggestion) => format!("did you mean \"{suggestion}\"?"),
+        None => format!("valid keys are {}", valid.join(", ")),
+    }
+}
+
+/// Reads and merges every config file `options` points at.
+///
+/// `${VAR}` references are looked up in this process's environment.
+pub fn load(options: &LoadOptions) -> ConfigSet {
+    load_with_env(options, &|name| std::env::var(name).ok())
+}
+
+/// [`load`] with the environment given as a lookup function (tests, embedding harnesses).
+///
+/// `env` answers `${VAR}` references and `XDG_CONFIG_HOME`.
+pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>) -> ConfigSet {
+    let mut set = ConfigSet::default();
+    // `None` marks a name whose latest entry was bad: it hides earlier good ones, since it is
+    // what the user wrote last, and its problem is already reported.
+    let mut merged: BTreeMap<String, Option<ServerSpec>> = BTreeMap::new();
+
+    for candidate in discover::candidates(options, env) {
+        let path = candidate.path.as_path();
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(source) if source.kind() == io::ErrorKind::NotFound && !candidate.required => {
+                tracing::trace!(file = %path.display(), "config file absent, skipped");
+                continue;
+            }
+            Err(source) => {
+                set.problem(ConfigError::Read {
+                    file: path.to_path_buf(),
+                    source,
+                });
+                continue;
+            }
+        };
+        set.files.push(candidate.path.clone());
+        tracing::debug!(file = %path.display(), dialect = ?candidate.dialect, "reading config file");
+
+        let format = match candidate.dialect {
+            Dialect::Mcpmux => "TOML",
+            Dialect::Claude => "JSON",
+        };
+        let text = match decode(path, format, &bytes) {
+            Ok(text) => text,
+            Err(error) => {
+                set.problem(error);
+                continue;
+            }
+        };
+        let cx = Context {
+            file: path,
+            dialect: candidate.dialect,
+            env,
+            home: options.home.as_deref(),
+        };
+        let parsed = match candidate.dialect {
+            Dialect::Mcpmux => mcpmux_toml::parse(&text, &cx),
+            Dialect::Claude => claude::parse(&text, &cx, &candidate.shape),
+        };
+        let file = match parsed {
+            Ok(file) => file,
+            Err(error) => {
+                set.problem(error);
+                continue;
+            }
+        };
+        for error in file.problems {
+            set.problem(error);
+        }
+        set.add_policy(file.policy);
+        for (name, entry) in file.entries {
+            merge(&mut set, &mut merged, path, name, entry);
+        }
+    }
+
+    set.servers = merged.into_values().flatten().collect();
+    set
+}
+
+/// Folds one entry into the merged map: later definitions replace, overlays adjust.
+fn merge(
+    set: &mut ConfigSet,
+    merged: &mut BTreeMap<String, Option<ServerSpec>>,
+    file: &Path,
+    name: String,
+    entry: Result<Entry, ConfigError>,
+) {
+    match entry {
+        Ok(Entry::Define(spec)) => {
+            if let Some(Some(old)) = merged.get(&name) {
+                tracing::debug!(server = %name, file = %file.display(), replaced = ?old.origin, "later entry replaces earlier one");
+            }
+            merged.insert(name, Some(spec));
+        }
+        Ok(Entry::Adjust(overlay)) => match merged.get_mut(&name) {
+            Some(Some(spec)) => match overlay.apply(spec) {
+                Ok(()) => {
+                    tracing::debug!(server = %name, file = %file.display(), "overlay adjusts options");
+                }
+                // Refused whole, and like any bad entry it hides the earlier definition: it is
+                // what the user wrote last for this server.
+                Err(invalid) => {
+                    merged.insert(name.clone(), None);
+                    set.problem(ConfigError::InvalidValue {
+                        file: file.to_path_buf(),
+                        server: Some(name),
+                        field: Some(invalid.field),
+                        message: invalid.message,
+                    });
+                }
+            },
+            Some(None) => {
+                tracing::debug!(server = %name, file = %file.display(), "overlay ignored: the server's latest entry has a problem");
+            }
+            None => set.problem(ConfigError::NothingToAdjust {
+                file: file.to_path_buf(),
+                server: name,
+            }),
+        },
+        Err(error) => {
+            if let Some(Some(old)) = merged.insert(name.clone(), None) {
+                tracing::debug!(server = %name, file = %file.display(), replaced = ?old.origin, "bad entry replaces earlier good one");
+            }
+            set.problem(error);
+        }
+    }
+}
+
+impl ConfigSet {
+    /// Appends one file's rules: later files add rules, none replaces another's (at evaluation
+    /// deny beats ask beats allow, whichever file each came from).
+    fn add_policy(&mut self, rules: PolicyRules) {
+        let PolicyRules { allow, ask, deny } = rules;
+        self.policy.allow.extend(allow);
+        self.policy.ask.extend(ask);
+        self.policy.deny.extend(deny);
+    }
+
+    fn problem(&mut self, error: ConfigError) {
+        tracing::debug!(error = %error, "config problem");
+        self.problems.push(ConfigProblem {
+            file: error.file().to_path_buf(),
+            server: error.server().map(str::to_owned),
+            error,
+        });
+    }
+}
+
+/// UTF-8 text without a byte-order mark (Windows editors write one; both parsers reject it).
+/// Invalid UTF-8 is a parse error with a position, not an I/O error: the file was read fine.
+fn decode(file: &Path, format: &'static str, bytes: &[u8]) -> Result<String, ConfigError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text.strip_prefix('\u{feff}').unwrap_or(text).to_owned()),
+        Err(error) => {
+            let (line, column) = line_column(bytes, error.valid_up_to());
+            Err(ConfigError::Parse {
+                file: file.to_path_buf(),
+                format,
+                line: Some(line),
+                column: Some(column),
+                message: "the file is not UTF-8 text".to_owned(),
+            })
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `bytes`.
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = bytes.get(..offset).unwrap_or(bytes);
+    let line_start = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,350 @@
+//! Our side of each MCP session: the client identity and capabilities we announce, the
+//! notifications we route (progress to the call that asked for it, list changes to the
+//! supervisor, resource notices to the host, logs to tracing), and the server→client requests
+//! we hand to the harness's [`Host`] callbacks (roots, sampling, elicitation) — converting
+//! between rmcp's types and the host's plain ones here, so rmcp stays inside `connection/`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::ClientHandler;
+#[allow(deprecated)]
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
+    ErrorData, FormElicitationCapability, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ResourceUpdatedNotificationParam, RootsCapabilities, SamplingCapability,
+    UrlElicitationCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+
+use crate::host::{
+    ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, ResourceEvent,
+    SamplingMessage, SamplingRequest,
+};
+use crate::hub::Progress;
+
+/// Where the progress of one call goes: the caller's channel, if it asked for progress, and
+/// the call's deadline, which every notification extends.
+pub(crate) struct Route {
+    pub tx: Option<mpsc::UnboundedSender<Progress>>,
+    pub bump: Arc<Notify>,
+}
+
+/// Routes progress notifications to the call that owns the token.
+#[derive(Clone, Default)]
+pub(crate) struct ProgressRoutes(Arc<Mutex<HashMap<ProgressToken, Route>>>);
+
+impl ProgressRoutes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Route>> {
+        match self.0.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    pub(crate) fn add(&self, token: ProgressToken, route: Route) {
+        self.lock().insert(token, route);
+    }
+
+    pub(crate) fn remove(&self, token: &ProgressToken) {
+        self.lock().remove(token);
+    }
+
+    fn deliver(&self, params: &ProgressNotificationParam) -> bool {
+        let map = self.lock();
+        match map.get(&params.progress_token) {
+            Some(route) => {
+                route.bump.notify_one();
+                if let Some(tx) = &route.tx {
+                    let _ = tx.send(Progress {
+                        progress: params.progress,
+                        total: params.total,
+                        message: params.message.clone(),
+                    });
+                }
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The rmcp client handler of one session.
+pub(crate) struct HubClient {
+    pub(crate) server: String,
+    pub(crate) progress: ProgressRoutes,
+    /// Signalled when the server says its tool list changed.
+    pub(crate) tools_changed: Arc<Notify>,
+    /// The harness's callbacks for server→client requests.
+    pub(crate) host: Host,
+}
+
+/// The client identity announced in every session (rmcp's default says "rmcp"), with a
+/// capability for each host callback that is set and none for the others.
+#[allow(deprecated)]
+pub(crate) fn client_info(host: &Host) -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    if host.offers_roots() {
+        // Roots are fixed for a hub's lifetime: no `roots/list_changed` is ever sent.
+        capabilities.roots = Some(RootsCapabilities::default());
+    }
+    if host.offers_sampling() {
+        capabilities.sampling = Some(SamplingCapability::default());
+    }
+    if host.offers_elicitation() {
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::new());
+        if host.offers_url_elicitation() {
+            elicitation.url = Some(UrlElicitationCapability::default());
+        }
+        capabilities.elicitation = Some(elicitation);
+    }
+    let mut info = ClientConfig::new(
+        capabilities,
+        Implementation::new("mcpmux", env!("CARGO_PKG_VERSION")),
+    );
+    // The handshake offers the newest handshake-era version; 2026-07-28 has no `initialize`.
+    info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+    info
+}
+
+/// The refusal of a request whose capability we did not advertise.
+fn not_offered(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("{method} is not supported by this client (no host callback is set)"),
+        None,
+    )
+}
+
+fn host_error(error: HostError) -> ErrorData {
+    ErrorData::new(ErrorCode(error.code), error.message, None)
+}
+
+/// Runs a host callback until it answers or the server cancels the request.
+async fn unless_cancelled<T>(
+    context: &RequestContext<RoleClient>,
+    work: impl Future<Output = T>,
+) -> Result<T, ErrorData> {
+    tokio::select! {
+        result = work => Ok(result),
+        () = context.ct.cancelled() => Err(ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            "the request was cancelled by the server",
+            None,
+        )),
+    }
+}
+
+#[allow(deprecated)]
+fn sampling_request(server: &str, params: CreateMessageRequestParams) -> SamplingRequest {
+    let system_prompt = params.system_prompt.clone();
+    let max_tokens = params.max_tokens;
+    let raw = serde_json::to_value(&params).unwrap_or(Value::Null);
+    let messages = raw
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| {
+                    let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+                    let content = match m.get("content") {
+                        Some(Value::Array(blocks)) => blocks.clone(),
+                        Some(block) => vec![block.clone()],
+                        None => Vec::new(),
+                    };
+                    SamplingMessage::new(role, content)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    SamplingRequest {
+        server: server.to_string(),
+        messages,
+        system_prompt,
+        max_tokens,
+        params: raw,
+    }
+}
+
+impl ClientHandler for HubClient {
+    fn get_info(&self) -> ClientConfig {
+        client_info(&self.host)
+    }
+
+    // Roots are deprecated by SEP-2577, but every handshake-era server may still ask.
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = unless_cancelled(&context, self.host.roots(&self.server))
+            .await?
+            .ok_or_else(|| not_offered("roots/list"))?;
+        tracing::debug!(server = %self.server, roots = roots.len(), "answering roots/list");
+        let roots = roots
+            .into_iter()
+            .map(|root| {
+                let r = rmcp::model::Root::new(root.uri);
+                match root.name {
+                    Some(name) => r.with_name(name),
+                    None => r,
+                }
+            })
+            .collect();
+        Ok(ListRootsResult::new(roots))
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !self.host.offers_sampling() {
+            return Err(not_offered("sampling/createMessage"));
+        }
+        tracing::debug!(server = %self.server, "asking the host to sample");
+        let request = sampling_request(&self.server, params);
+        let reply = unless_cancelled(&context, self.host.sample(request))
+            .await?
+            .ok_or_else(|| not_offered("sampling/createMessage"))?
+            .map_err(host_error)?;
+        let mut result = serde_json::json!({
+            "model": reply.model,
+            "role": "assistant",
+            "content": reply.content,
+        });
+        if let Some(reason) = reply.stop_reason {
+            result["stopReason"] = Value::String(reason);
+        }
+        serde_json::from_value(result).map_err(|e| {
+            ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("the host's sampling reply is not a valid MCP message: {e}"),
+                None,
+            )
+        })
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if !self.host.offers_elicitation() {
+            return Err(not_offered("elicitation/create"));
+        }
+        let (message, kind) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message,
+                ElicitationKind::Form {
+                    schema: serde_json::to_value(&requested_schema).unwrap_or(Value::Null),
+                },
+            ),
+            ElicitRequestParams::UrlElicitationParams {
+                message,
+                url,
+                elicitation_id,
+                ..
+            } => {
+                if !self.host.offers_url_elicitation() {
+                    return Err(not_offered("URL-mode elicitation/create"));
+                }
+                (
+                    message,
+                    ElicitationKind::Url {
+                        url,
+                        elicitation_id,
+                    },
+                )
+            }
+            #[allow(unreachable_patterns)]
+            _ => return Err(not_offered("this elicitation/create mode")),
+        };
+        tracing::debug!(server = %self.server, "asking the host for input (elicitation)");
+        let request = ElicitationRequest {
+            server: self.server.clone(),
+            message,
+            kind,
+        };
+        let reply = unless_cancelled(&context, self.host.elicit(request))
+            .await?
+            .ok_or_else(|| not_offered("elicitation/create"))?;
+        Ok(match reply {
+            ElicitationReply::Accept(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+            }
+            ElicitationReply::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitationReply::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(server = %self.server, uri = %params.uri, "resource updated");
+        self.host.publish(ResourceEvent::Updated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.host.publish(ResourceEvent::ResourcesChanged {
+            server: self.server.clone(),
+        });
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.host.publish(ResourceEvent::PromptsChanged {
+            server: self.server.clone(),
+        });
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if !self.progress.deliver(&params) {
+            tracing::trace!(server = %self.server, token = ?params.progress_token, "progress for a call that has ended");
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "server says its tool list changed");
+        self.tools_changed.notify_one();
+    }
+
+    // Logging is deprecated by SEP-2577, but the Node reference servers still send it and a
+    // server's own log is worth keeping in ours.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let logger = params.logger.as_deref().unwrap_or("");
+        match params.level {
+            LoggingLevel::Emergency
+            | LoggingLevel::Alert
+            | LoggingLevel::Critical
+            | LoggingLevel::Error => {
+                tracing::warn!(server = %self.server, logger, data = %params.data, "server log")
+            }
+            _ => tracing::debug!(server = %self.server, logger, data = %params.data, "server log"),
+        }
+    }
+}

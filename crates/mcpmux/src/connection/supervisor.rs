@@ -1,0 +1,515 @@
+//! The supervisor task of one server: the only owner of its session and state. It connects,
+//! publishes every state change, refreshes the tools when the server says they changed,
+//! reconnects with backoff after a crash or a lost session (giving up after a while), holds the
+//! server off while its circuit breaker is open and probes it after the cool-down.
+//!
+//! A server that fails its very first connection is not retried: that is a configuration
+//! problem (a wrong command, a missing key) for a person to fix, shown in `mcpmux servers`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::breaker::Breaker;
+use super::handshake::{self, AttemptFailure, Session, close_session, split_tail};
+use super::{Live, ServerState, Shared};
+use crate::catalog::ServerTool;
+use crate::config::{Backoff, ServerSpec, TransportSpec};
+use crate::error::fmt_duration;
+use crate::hub::HubEvent;
+
+/// Tool-list notifications arriving within this window cause one refresh, not many.
+const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// Longest wait for the breaker's probe (`tools/list`) to answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a server that needs auth looks for a login's new tokens in the token store (a
+/// read of one small file).
+const LOGIN_POLL: Duration = Duration::from_millis(500);
+
+pub(super) struct Supervisor {
+    pub spec: Arc<ServerSpec>,
+    pub shared: Shared,
+    pub state: watch::Sender<ServerState>,
+    pub settled: watch::Sender<bool>,
+    pub live: Arc<RwLock<Option<Arc<Live>>>>,
+    pub known: Arc<RwLock<Option<Arc<Vec<ServerTool>>>>>,
+    pub generation: Arc<AtomicU64>,
+    pub breaker: Arc<Breaker>,
+    pub shutdown: CancellationToken,
+}
+
+/// How one session ended.
+enum Outcome {
+    /// We are shutting down.
+    Shutdown,
+    /// It was connected and the connection was lost.
+    Lost { reason: String },
+    /// It never got connected.
+    Failed { failure: AttemptFailure },
+}
+
+impl Supervisor {
+    fn publish(&self, state: ServerState) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        let settles = !matches!(state, ServerState::Pending { .. });
+        // The state first: whoever wakes on `settled` must read the settled state.
+        self.state.send_replace(state.clone());
+        if settles {
+            self.settled.send_replace(true);
+        }
+        let _ = self.shared.events.send(HubEvent::StateChanged {
+            server: self.spec.name.clone(),
+            state,
+        });
+    }
+
+    fn set_live(&self, live: Option<Arc<Live>>) {
+        if let Some(live) = &live {
+            self.set_known(Some(live.tools.clone()));
+        }
+        match self.live.write() {
+            Ok(mut slot) => *slot = live,
+            Err(poisoned) => *poisoned.into_inner() = live,
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn set_known(&self, tools: Option<Arc<Vec<ServerTool>>>) {
+        match self.known.write() {
+            Ok(mut slot) => *slot = tools,
+            Err(poisoned) => *poisoned.into_inner() = tools,
+        }
+    }
+
+    /// Publishes a state the supervisor will not leave: calls stop routing to the server.
+    fn finish(&self, state: ServerState) {
+        self.set_known(None);
+        self.set_live(None);
+        self.publish(state);
+    }
+
+    fn grace(&self) -> Duration {
+        self.shared
+            .shutdown_grace
+            .unwrap_or(self.spec.options.shutdown_grace)
+    }
+
+    /// Waits, while the server needs auth, for credentials in the token store other than
+    /// `before`: a login in another process (`mcpmux auth login`) is picked up without a
+    /// restart. False when the hub shuts down first.
+    async fn await_login(&self, before: Option<String>) -> bool {
+        loop {
+            tokio::select! {
+                () = self.shutdown.cancelled() => return false,
+                () = tokio::time::sleep(LOGIN_POLL) => {}
+            }
+            let now = self.shared.ctx.stored_credentials(&self.spec);
+            if now.is_some() && now != before {
+                return true;
+            }
+        }
+    }
+
+    pub(super) async fn run(self) {
+        let name = self.spec.name.clone();
+        let backoff = self.spec.options.backoff;
+        let mut attempt: u32 = 1;
+        let mut ever_connected = false;
+        let mut lost_at: Option<Instant> = None;
+        let mut last_error: Option<String> = None;
+        loop {
+            if attempt > 1 || ever_connected {
+                self.publish(ServerState::Pending {
+                    attempt,
+                    next_retry_at: None,
+                    last_error: last_error.clone(),
+                });
+            }
+            let connected = tokio::select! {
+                result = handshake::connect(&self.spec, &self.shared) => result,
+                () = self.shutdown.cancelled() => {
+                    self.finish(ServerState::Stopped);
+                    return;
+                }
+            };
+            let outcome = match connected {
+                Ok(session) => self.serve(session, &mut ever_connected).await,
+                Err(failure) => Outcome::Failed { failure },
+            };
+            match outcome {
+                Outcome::Shutdown => {
+                    self.finish(ServerState::Stopped);
+                    return;
+                }
+                Outcome::Lost { reason } => {
+                    tracing::warn!(server = %name, "connection lost: {reason}; reconnecting");
+                    lost_at = Some(Instant::now());
+                    last_error = Some(reason);
+                    attempt = 1;
+                }
+                Outcome::Failed { failure } => {
+                    let auth = failure.auth;
+                    let oauth = failure.oauth;
+                    let (error, stderr_tail) = split_tail(failure.error);
+                    if auth && !oauth {
+                        tracing::warn!(server = %name, "{error}");
+                        self.finish(ServerState::NeedsAuth { message: error });
+                        return;
+                    }
+                    if auth {
+                        tracing::warn!(server = %name, "{error}");
+                        let before = self.shared.ctx.stored_credentials(&self.spec);
+                        self.finish(ServerState::NeedsAuth {
+                            message: needs_auth_advice(&self.spec, error),
+                        });
+                        if !self.await_login(before).await {
+                            return;
+                        }
+                        tracing::info!(server = %name, "new credentials in the token store (a login); connecting again");
+                        attempt = 1;
+                        lost_at = None;
+                        last_error = None;
+                        self.publish(ServerState::Pending {
+                            attempt,
+                            next_retry_at: None,
+                            last_error: None,
+                        });
+                        continue;
+                    }
+                    if !ever_connected {
+                        tracing::warn!(server = %name, "{error}");
+                        self.finish(ServerState::Failed { error, stderr_tail });
+                        return;
+                    }
+                    tracing::debug!(server = %name, attempt, "reconnect failed: {error}");
+                    last_error = Some(error);
+                }
+            }
+            let since = lost_at.unwrap_or_else(Instant::now);
+            if since.elapsed() >= backoff.give_up {
+                let reason = format!(
+                    "gave up reconnecting after {}; last error: {}",
+                    fmt_duration(backoff.give_up),
+                    last_error.as_deref().unwrap_or("unknown")
+                );
+                tracing::warn!(server = %name, "{reason}");
+                self.finish(ServerState::Disabled { reason });
+                return;
+            }
+            let delay = backoff_delay(&backoff, attempt);
+            attempt += 1;
+            self.publish(ServerState::Pending {
+                attempt,
+                next_retry_at: Some(SystemTime::now() + delay),
+                last_error: last_error.clone(),
+            });
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.shutdown.cancelled() => {
+                    self.finish(ServerState::Stopped);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Holds one session until it ends: refreshes tools on list_changed, and runs the breaker.
+    async fn serve(&self, session: Session, ever_connected: &mut bool) -> Outcome {
+        let Session {
+            running,
+            era,
+            version,
+            side,
+            progress,
+            tools_changed,
+        } = session;
+        let peer = running.peer().clone();
+        let closed = CancellationToken::new();
+        let exit = side.process.as_ref().map(|p| p.exit_watch());
+        let stderr = side.process.as_ref().map(|p| p.stderr().clone());
+        let tools =
+            match handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout).await {
+                Ok(tools) => tools,
+                Err(error) => {
+                    let error = match error {
+                        crate::Error::Connect {
+                            server,
+                            message,
+                            stderr_tail,
+                        } if stderr_tail.is_empty() => crate::Error::Connect {
+                            server,
+                            message,
+                            stderr_tail: side.drained_tail().await,
+                        },
+                        other => other,
+                    };
+                    close_session(running, side, self.grace()).await;
+                    return Outcome::Failed {
+                        failure: error.into(),
+                    };
+                }
+            };
+        let make_live = |tools: Arc<Vec<ServerTool>>| {
+            Arc::new(Live {
+                peer: peer.clone(),
+                tools,
+                progress: progress.clone(),
+                closed: closed.clone(),
+                exit: exit.clone(),
+                stderr: stderr.clone(),
+                host: self.shared.host.clone(),
+            })
+        };
+        let mut tools_version: u64 = 1;
+        let mut tools = Arc::new(tools);
+        // A fresh session starts with a closed breaker: the handshake was its probe. A signal
+        // left from the last session's failures is stale.
+        self.breaker.close();
+        {
+            use futures::FutureExt;
+            let _ = self.breaker.opened.notified().now_or_never();
+        }
+        self.set_live(Some(make_live(tools.clone())));
+        *ever_connected = true;
+        tracing::info!(server = %self.spec.name, %era, %version, tools = tools.len(), "connected");
+        let connected = |tools: usize, tools_version: u64| ServerState::Connected {
+            era,
+            version: version.clone(),
+            tools,
+            tools_version,
+        };
+        self.publish(connected(tools.len(), tools_version));
+
+        let listener = (era == super::Era::Stateless).then(|| {
+            tokio::spawn(listen_for_tool_changes(
+                peer.clone(),
+                self.spec.name.clone(),
+                tools_changed.clone(),
+            ))
+        });
+        let service_token = running.cancellation_token();
+        let mut waiting = tokio::spawn(running.waiting());
+        let mut exit_watch = exit.clone();
+        let mut refusals = self.shared.ctx.auth_refusals(&self.spec);
+        let mut probe_at: Option<Instant> = None;
+        let lost = loop {
+            tokio::select! {
+                () = self.shutdown.cancelled() => break None,
+                // The credentials are gone (revoked, refresh refused): reconnecting asks the
+                // server afresh and ends `NeedsAuth` if it still refuses.
+                Some(()) = async {
+                    match refusals.as_mut() {
+                        Some(r) => r.changed().await.ok(),
+                        None => std::future::pending().await,
+                    }
+                } => break Some("the server refused the access token and it could not be renewed".into()),
+                quit = &mut waiting => break Some(format!("the session ended ({quit:?})")),
+                Some(info) = async {
+                    match exit_watch.as_mut() {
+                        Some(w) => w.wait_for(Option::is_some).await.ok().and_then(|v| v.clone()),
+                        None => std::future::pending().await,
+                    }
+                } => break Some(info.to_string()),
+                () = tools_changed.notified() => {
+                    // Coalesce a burst of notifications into one refresh.
+                    tokio::time::sleep(LIST_CHANGED_DEBOUNCE).await;
+                    use futures::FutureExt;
+                    let _ = tools_changed.notified().now_or_never();
+                    match handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout).await {
+                        Ok(new_tools) => {
+                            tools = Arc::new(new_tools);
+                            tools_version += 1;
+                            self.set_live(Some(make_live(tools.clone())));
+                            if !self.breaker.is_open() {
+                                self.publish(connected(tools.len(), tools_version));
+                            }
+                            tracing::info!(server = %self.spec.name, tools = tools.len(), tools_version, "tool list changed");
+                            let _ = self.shared.events.send(HubEvent::ToolsChanged {
+                                server: self.spec.name.clone(),
+                            });
+                        }
+                        Err(e) => tracing::warn!(server = %self.spec.name, "tool list refresh failed: {e}"),
+                    }
+                }
+                () = self.breaker.opened.notified() => {
+                    if self.breaker.is_open() {
+                        self.publish(ServerState::Disabled { reason: self.breaker.describe() });
+                        probe_at = self.breaker.probe_due();
+                    }
+                }
+                () = async {
+                    match probe_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    let probe = tokio::time::timeout(
+                        PROBE_TIMEOUT.min(self.spec.call_timeout),
+                        handshake::list_tools(&peer, &self.spec.name, PROBE_TIMEOUT),
+                    )
+                    .await;
+                    match probe {
+                        Ok(Ok(new_tools)) => {
+                            self.breaker.close();
+                            probe_at = None;
+                            if *tools != new_tools {
+                                tools = Arc::new(new_tools);
+                                tools_version += 1;
+                            }
+                            self.set_live(Some(make_live(tools.clone())));
+                            tracing::warn!(server = %self.spec.name, "circuit breaker closed: the server answers again");
+                            self.publish(connected(tools.len(), tools_version));
+                        }
+                        Ok(Err(e)) => {
+                            self.breaker.reopen(&e.to_string());
+                            probe_at = self.breaker.probe_due();
+                            self.publish(ServerState::Disabled { reason: self.breaker.describe() });
+                        }
+                        Err(_) => {
+                            self.breaker.reopen("the probe timed out");
+                            probe_at = self.breaker.probe_due();
+                            self.publish(ServerState::Disabled { reason: self.breaker.describe() });
+                        }
+                    }
+                }
+            }
+        };
+        closed.cancel();
+        if let Some(listener) = listener {
+            listener.abort();
+        }
+        self.set_live(None);
+        service_token.cancel();
+        if !waiting.is_finished() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut waiting).await;
+        }
+        waiting.abort();
+        let outcome = match lost {
+            None => Outcome::Shutdown,
+            Some(reason) => {
+                let mut reason = match &exit {
+                    Some(exit) => handshake::wait_exit(exit.clone(), Duration::from_millis(100))
+                        .await
+                        .map(|info| info.to_string())
+                        .unwrap_or(reason),
+                    None => reason,
+                };
+                let tail = side.drained_tail().await;
+                if let Some(last) = tail.last() {
+                    reason.push_str(&format!(" (stderr: {last})"));
+                }
+                Outcome::Lost { reason }
+            }
+        };
+        side.stop(self.grace()).await;
+        outcome
+    }
+}
+
+/// The stateless era sends no notification without a subscription: when the server can
+/// announce tool-list changes, subscribe and forward them to the supervisor.
+async fn listen_for_tool_changes(
+    peer: rmcp::service::Peer<rmcp::RoleClient>,
+    server: String,
+    tools_changed: Arc<tokio::sync::Notify>,
+) {
+    let announces = peer
+        .peer_info()
+        .and_then(|info| {
+            info.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+        })
+        .unwrap_or(false);
+    if !announces {
+        return;
+    }
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .build();
+    let mut subscription = match peer.listen(filter).await {
+        Ok(subscription) => subscription,
+        Err(e) => {
+            tracing::debug!(server = %server, "cannot subscribe to tool-list changes: {e}");
+            return;
+        }
+    };
+    loop {
+        match subscription.next().await {
+            Ok(Some(rmcp::model::ServerNotification::ToolListChangedNotification(_))) => {
+                tools_changed.notify_one();
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return,
+        }
+    }
+}
+
+/// What to do about a server that wants authorization: an OAuth login where mcpmux runs OAuth
+/// for it, else better credentials in its headers (the transports' own messages say how).
+fn needs_auth_advice(spec: &ServerSpec, error: String) -> String {
+    let name = &spec.name;
+    match &spec.transport {
+        TransportSpec::Http { headers, .. }
+            if !crate::auth::has_authorization_header(headers)
+                && spec.auth.headers_helper.is_none() =>
+        {
+            format!("{error}; run `mcpmux auth login {name}` (or give a token in its `headers`)")
+        }
+        TransportSpec::Http { .. } => format!(
+            "{error}; the server refused the `Authorization` header it was given: give a valid token in its `headers` or `headersHelper`"
+        ),
+        _ => error,
+    }
+}
+
+/// `initial` doubling per attempt up to `max`, with ±20% jitter so that many servers (or many
+/// mcpmux processes) lost at once do not reconnect in lockstep.
+fn backoff_delay(backoff: &Backoff, attempt: u32) -> Duration {
+    let exponent = attempt.saturating_sub(1).min(20);
+    let base = backoff
+        .initial
+        .saturating_mul(1u32 << exponent)
+        .min(backoff.max);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    // A cheap spread in [0.8, 1.2): jitter needs no cryptographic randomness.
+    let factor = 0.8 + f64::from(nanos % 1000) / 2500.0;
+    base.mul_f64(factor).min(backoff.max.mul_f64(1.2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_up_to_the_cap() {
+        let backoff = Backoff {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(30),
+            give_up: Duration::from_secs(600),
+        };
+        for (attempt, expected) in [
+            (1, 1.0),
+            (2, 2.0),
+            (3, 4.0),
+            (5, 16.0),
+            (6, 30.0),
+            (30, 30.0),
+        ] {
+            let delay = backoff_delay(&backoff, attempt).as_secs_f64();
+            assert!(
+                delay >= expected * 0.8 - 1e-9 && delay < expected * 1.2 + 1e-9,
+                "attempt {attempt}: {delay}"
+            );
+        }
+    }
+}

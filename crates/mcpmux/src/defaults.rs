@@ -1,0 +1,79 @@
+//! Every default number in one place, each with where it comes from.
+
+use std::time::Duration;
+
+/// Time for spawn + probe + handshake + first `tools/list`. 30 s is what Claude Code and the
+/// official SDK clients allow a cold `npx` server on a slow machine.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A tool call's default deadline; the SDKs use 60 s, agent tools (builds, searches) need more.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Absolute cap for a call whose deadline keeps being extended by progress notifications.
+pub const CALL_TIMEOUT_CAP: Duration = Duration::from_secs(600);
+
+/// How long `server/discover` may go unanswered before we assume a legacy server that ignores
+/// unknown methods (rmcp's own `Auto` mode waits 10 s; the answer is cached, so this is paid once).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The probe deadline for streamable HTTP servers. An old HTTP server refuses `server/discover`
+/// at once (HTTP 400/404/405 or a JSON-RPC error); silence there is a busy server, not an old
+/// one. Under rmcp's own `Auto` limit of 10 s, which would otherwise decide first.
+pub const HTTP_PROBE_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// How long a POST carrying our answer to a server request (or a cancellation) may take.
+/// rmcp's 5 s loses an elicitation answer to a server that is only busy, and the server then
+/// waits for it forever; the server's own request deadline is 60 s in the SDKs.
+pub const HTTP_CONTROL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a stdio server gets to exit after its stdin closes, before SIGTERM then SIGKILL.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a server gets after SIGTERM before SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_millis(500);
+
+/// How many stderr lines of a server we keep for error messages.
+pub const STDERR_TAIL_LINES: usize = 40;
+
+/// Longest stderr line kept; longer ones are cut (a server can print megabytes on one line).
+pub const STDERR_LINE_MAX: usize = 2000;
+
+/// Most `tools/list` pages followed before we call a server's pagination broken.
+pub const MAX_LIST_PAGES: usize = 1000;
+
+/// Longest exposed tool name: OpenAI and Anthropic both cap function names at 64.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Environment variables a stdio server inherits from us; everything else must be configured.
+/// The same list goose and Claude Code pass; a smaller environment also starts Node faster.
+pub const ENV_ALLOWLIST: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR",
+];
+
+/// Largest JSON-RPC line accepted from a stdio server (a 50 MB result must not take us down).
+pub const MAX_STDIO_FRAME: usize = 64 * 1024 * 1024;
+
+/// How many stderr lines an error message quotes (the full tail is in `mcpmux servers --json`).
+pub const ERROR_TAIL_LINES: usize = 8;
+
+/// Retries of a safe (read-only or idempotent) call after a transport failure.
+pub const MAX_RETRIES: u32 = 2;
+
+/// Largest tool result kept inline; the rest is spilled to a file. 100 KiB is about 25k tokens,
+/// already a large share of a model's context for one tool answer.
+pub const MAX_RESULT_BYTES: usize = 100 * 1024;
+
+/// First reconnect delay after a crash.
+pub const BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+
+/// Longest reconnect delay.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Failed reconnects for this long disable the server (a human has to look).
+pub const BACKOFF_GIVE_UP: Duration = Duration::from_secs(600);
+
+/// Consecutive failed calls that open the circuit breaker.
+pub const BREAKER_THRESHOLD: u32 = 3;
+
+/// How long an open breaker waits before letting one probe call through.
+pub const BREAKER_COOL_DOWN: Duration = Duration::from_secs(30);

@@ -1,0 +1,225 @@
+//! The one error type of the library: each variant is something a harness can act on.
+
+use std::time::Duration;
+
+use crate::config::ConfigError;
+
+/// Everything that can go wrong between a harness and a tool.
+///
+/// A tool that answers `isError: true` is *not* an `Err`: it is a successful call whose
+/// [`ToolResult`](crate::ToolResult) says the tool failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration is wrong.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+
+    /// A server could not be started or connected.
+    #[error(
+        "server `{server}`: could not connect: {message}{}",
+        tail_suffix(stderr_tail)
+    )]
+    Connect {
+        /// The server's name.
+        server: String,
+        /// What went wrong, in words.
+        message: String,
+        /// The last lines the server wrote to stderr, if any.
+        stderr_tail: Vec<String>,
+    },
+
+    /// OAuth failed for a server: discovery, registration, the authorization, the token
+    /// store, or the server refused every token.
+    #[error("server `{server}`: authorization failed: {message}")]
+    Auth {
+        /// The server's name.
+        server: String,
+        /// What went wrong and what to do.
+        message: String,
+    },
+
+    /// Something did not answer in time.
+    #[error("server `{server}`: {what} timed out after {}", fmt_duration(*after))]
+    Timeout {
+        /// The server's name.
+        server: String,
+        /// What timed out (`startup`, `tools/call echo`, ...).
+        what: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
+
+    /// The server exists but cannot take calls now.
+    #[error("server `{server}` is {state}: {reason}")]
+    Unavailable {
+        /// The server's name.
+        server: String,
+        /// Its state (`pending`, `failed`, `disabled`, ...).
+        state: String,
+        /// Why, and what to do.
+        reason: String,
+    },
+
+    /// The server's circuit breaker is open: it failed too many calls in a row.
+    #[error("server `{server}`: {message}")]
+    CircuitOpen {
+        /// The server's name.
+        server: String,
+        /// How many failures, the last one, and when it is probed again.
+        message: String,
+    },
+
+    /// The connection broke while the call was in flight.
+    #[error(
+        "server `{server}`: connection lost during {what}: {reason}{}",
+        tail_suffix(stderr_tail)
+    )]
+    ConnectionLost {
+        /// The server's name.
+        server: String,
+        /// What was in flight.
+        what: String,
+        /// Exit status or transport error.
+        reason: String,
+        /// The last lines the server wrote to stderr, if any.
+        stderr_tail: Vec<String>,
+    },
+
+    /// No tool has that name.
+    #[error("no tool named `{name}`{}", suggest_suffix(suggestion))]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The closest existing name, if one is close.
+        suggestion: Option<String>,
+    },
+
+    /// The server answered with a JSON-RPC error.
+    #[error("server `{server}` returned error {code}: {message}")]
+    Server {
+        /// The server's name.
+        server: String,
+        /// JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+    },
+
+    /// The server answered something that is not valid MCP.
+    #[error("server `{server}` violated the protocol: {message}")]
+    Protocol {
+        /// The server's name.
+        server: String,
+        /// What was wrong.
+        message: String,
+    },
+
+    /// The caller cancelled, or the hub is shutting down.
+    #[error("call cancelled: {0}")]
+    Cancelled(String),
+
+    /// Arguments given by the caller are not valid JSON or not an object.
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments {
+        /// The exposed tool name.
+        tool: String,
+        /// What is wrong, in words a model can act on.
+        message: String,
+    },
+
+    /// Two servers were given the same name.
+    #[error("two servers are named `{name}`: server names must be unique")]
+    DuplicateServer {
+        /// The name.
+        name: String,
+    },
+
+    /// The permission policy refused the call (it never reached the server).
+    #[error("{0}")]
+    Denied(crate::policy::Refusal),
+
+    /// The permission rules are invalid.
+    #[error("invalid policy: {0}")]
+    Policy(String),
+
+    /// A required server failed to start.
+    #[error("required server `{server}` failed to start: {message}")]
+    RequiredServerFailed {
+        /// The server's name.
+        server: String,
+        /// Its error.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Whether this failure says something about the server's health (transport, timeout,
+    /// server error), as opposed to the caller's input or a tool's own `isError` answer.
+    pub(crate) fn counts_against_server(&self) -> bool {
+        matches!(
+            self,
+            Error::Timeout { .. }
+                | Error::ConnectionLost { .. }
+                | Error::Server { .. }
+                | Error::Protocol { .. }
+        )
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn tail_suffix(tail: &[String]) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n  server stderr (last lines):\n    {}",
+            tail.join("\n    ")
+        )
+    }
+}
+
+fn suggest_suffix(suggestion: &Option<String>) -> String {
+    match suggestion {
+        Some(s) => format!(" (did you mean `{s}`? `mcpmux tools` lists them)"),
+        None => " (`mcpmux tools` lists the tools available)".to_string(),
+    }
+}
+
+/// Durations as a person reads them: `250ms`, `3s`, `1.5s`.
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_error_shows_the_stderr_tail() {
+        let err = Error::Connect {
+            server: "broken".into(),
+            message: "process exited with status 3".into(),
+            stderr_tail: vec!["Error: missing API key".into()],
+        };
+        let text = err.to_string();
+        assert!(text.contains("server `broken`"), "{text}");
+        assert!(text.contains("Error: missing API key"), "{text}");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(fmt_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(fmt_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
+    }
+}

@@ -1,0 +1,991 @@
+//! Tool sources: MCP servers, built-in tools and custom handlers all list tools and answer
+//! calls through one trait, [`ToolSource`], so a harness sees one [`Tool`] type and one call
+//! path.
+//!
+//! A built-in tool is a plain async Rust function registered with a name and a description;
+//! its JSON schema is derived by `schemars` from the argument type, and arguments are
+//! deserialized into that type. The [`HandlerRegistry`] resolves local tools by name, a custom
+//! handler overriding a built-in of the same name. [`merge`] puts local and MCP tools into one
+//! stable list: built-ins first, then by name; a local tool shadows an MCP tool of the same
+//! exposed name, and every drop is recorded with its reason. Knows nothing of connections.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::catalog::{Tool, ToolAnnotations};
+use crate::content::{Content, ToolResult};
+use crate::error::{Error, Result};
+use crate::hub::CallOptions;
+
+/// The `server` field of tools that no MCP server provides.
+pub const BUILTIN_SOURCE: &str = "builtin";
+
+impl Tool {
+    /// A tool served in-process (built-in or custom handler): exposed and raw name are both
+    /// `name`, its source is [`BUILTIN_SOURCE`].
+    pub fn local(name: impl Into<String>, input_schema: Value) -> Tool {
+        let name = name.into();
+        Tool {
+            raw_name: name.clone(),
+            name,
+            server: BUILTIN_SOURCE.to_string(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+        }
+    }
+
+    /// Builder-style: set the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Builder-style: set the human title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Builder-style: set the output schema.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Builder-style: set the side-effect hints.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Builder-style: set the source name (a custom handler's name; a server's name).
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.server = source.into();
+        self
+    }
+}
+
+/// Whether a source can take calls now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Health {
+    /// Ready for calls.
+    Ready,
+    /// Takes calls, but something is wrong (slow, partially failing).
+    Degraded {
+        /// What is wrong.
+        reason: String,
+    },
+    /// Cannot take calls now.
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What kind of source a tool comes from: decides precedence and ordering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceKind {
+    /// A built-in tool of the harness.
+    Builtin,
+    /// A custom handler registered by the harness (e.g. a REST API wrapped as tools).
+    Custom,
+    /// An MCP server.
+    Mcp,
+}
+
+/// Anything that lists tools and answers calls: an MCP server, the built-in tools, a custom
+/// handler. Object-safe: the hub holds `Arc<dyn ToolSource>`.
+pub trait ToolSource: Send + Sync {
+    /// The source's name (server name, handler name, `builtin`).
+    fn name(&self) -> &str;
+
+    /// What kind of source it is.
+    fn kind(&self) -> SourceKind;
+
+    /// Its tools now. `Tool::name` is the name the tool is exposed (and called) as.
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>>>;
+
+    /// Calls the tool exposed as `name`. A tool that fails answers `Ok` with `is_error`.
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        options: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult>>;
+
+    /// Whether it can take calls now.
+    fn health(&self) -> Health {
+        Health::Ready
+    }
+}
+
+/// What a built-in tool function may return.
+pub trait IntoToolResult {
+    /// Converts into the result the model sees.
+    fn into_tool_result(self) -> ToolResult;
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> ToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for Value {
+    /// JSON as text; an object is also given as `structuredContent`.
+    fn into_tool_result(self) -> ToolResult {
+        let text = self.to_string();
+        let structured = self.is_object().then_some(self);
+        ToolResult {
+            content: vec![Content::Text { text }],
+            structured_content: structured,
+            is_error: false,
+            output_problems: Vec::new(),
+        }
+    }
+}
+
+/// Any serialisable value, returned as JSON text and `structuredContent`.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> ToolResult {
+        match serde_json::to_value(self.0) {
+            Ok(value) => value.into_tool_result(),
+            Err(e) => error_result(format!("could not serialise the result: {e}")),
+        }
+    }
+}
+
+impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for std::result::Result<T, E> {
+    /// `Err` becomes a tool error (`isError: true`) the model sees and may act on.
+    fn into_tool_result(self) -> ToolResult {
+        match self {
+            Ok(value) => value.into_tool_result(),
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+}
+
+/// A failed tool's result: its message as text, `isError: true`.
+pub fn error_result(message: impl Into<String>) -> ToolResult {
+    ToolResult {
+        content: vec![Content::Text {
+            text: message.into(),
+        }],
+        structured_content: None,
+        is_error: true,
+        output_problems: Vec::new(),
+    }
+}
+
+/// The argument type of a built-in tool that takes none.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+type HandlerFn =
+    dyn Fn(Value) -> std::result::Result<BoxFuture<'static, ToolResult>, String> + Send + Sync;
+
+/// A built-in tool: a plain async function with a name, a description and a derived schema.
+#[derive(Clone)]
+pub struct Builtin {
+    tool: Tool,
+    handler: Arc<HandlerFn>,
+}
+
+impl fmt::Debug for Builtin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builtin").field("tool", &self.tool).finish()
+    }
+}
+
+/// The JSON schema of `T` as a tool's input schema: schemars' 2020-12 output without the
+/// type's title; a unit type becomes an object without properties.
+pub fn input_schema_for<T: JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(T).to_value();
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("title");
+        if map.get("type") == Some(&Value::String("null".into())) {
+            map.insert("type".into(), "object".into());
+            map.insert("properties".into(), Value::Object(Default::default()));
+            map.insert("additionalProperties".into(), Value::Bool(false));
+        }
+    }
+    schema
+}
+
+impl Builtin {
+    /// Registers `f` as the tool `name`: its schema is derived from `T`, its arguments are
+    /// deserialized into `T`. The function returns a [`ToolResult`], a `String`, a JSON value,
+    /// a [`Json`] or a `Result` of those (an `Err` is a tool error the model sees).
+    pub fn new<T, F, Fut, R>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
+    where
+        T: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult + 'static,
+    {
+        let schema = input_schema_for::<T>();
+        let handler = move |arguments: Value| {
+            let arguments = match arguments {
+                Value::Null => Value::Object(Default::default()),
+                other => other,
+            };
+            // A unit-like argument type reads from null; give it null for "no arguments".
+            let parsed = serde_json::from_value::<T>(arguments.clone()).or_else(|e| {
+                if arguments.as_object().is_some_and(|m| m.is_empty()) {
+                    serde_json::from_value::<T>(Value::Null).map_err(|_| e)
+                } else {
+                    Err(e)
+                }
+            });
+            match parsed {
+                Ok(args) => {
+                    let fut = f(args);
+                    let boxed: BoxFuture<'static, ToolResult> =
+                        Box::pin(async move { fut.await.into_tool_result() });
+                    Ok(boxed)
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        Builtin {
+            tool: Tool::local(name, schema).with_description(description),
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// The tool as listed.
+    pub fn tool(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// Builder-style: it only reads (`readOnlyHint: true`).
+    pub fn read_only(mut self) -> Self {
+        self.tool.annotations.read_only_hint = Some(true);
+        self
+    }
+
+    /// Builder-style: it may destroy data (`destructiveHint: true`).
+    pub fn destructive(mut self) -> Self {
+        self.tool.annotations.read_only_hint = Some(false);
+        self.tool.annotations.destructive_hint = Some(true);
+        self
+    }
+
+    /// Builder-style: whether it reaches the open world (`openWorldHint`).
+    pub fn open_world(mut self, open: bool) -> Self {
+        self.tool.annotations.open_world_hint = Some(open);
+        self
+    }
+
+    /// Builder-style: set all the hints at once.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool.annotations = annotations;
+        self
+    }
+
+    /// Builder-style: set the human title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.tool.title = Some(title.into());
+        self
+    }
+
+    /// Calls it: arguments that do not fit the type are `InvalidArguments`; the deadline and
+    /// cancellation of `options` apply.
+    pub async fn call(&self, arguments: Value, options: &CallOptions) -> Result<ToolResult> {
+        let fut = (self.handler)(arguments).map_err(|message| Error::InvalidArguments {
+            tool: self.tool.name.clone(),
+            message,
+        })?;
+        run_with_options(&self.tool.server, &self.tool.name, fut, options).await
+    }
+}
+
+/// Applies a call's deadline and cancellation to a local tool's future.
+async fn run_with_options(
+    source: &str,
+    name: &str,
+    fut: BoxFuture<'static, ToolResult>,
+    options: &CallOptions,
+) -> Result<ToolResult> {
+    let timed = async {
+        match options.timeout {
+            Some(after) => tokio::time::timeout(after, fut)
+                .await
+                .map_err(|_| Error::Timeout {
+                    server: source.to_string(),
+                    what: format!("tools/call {name}"),
+                    after,
+                }),
+            None => Ok(fut.await),
+        }
+    };
+    match &options.cancel {
+        Some(token) => tokio::select! {
+            _ = token.cancelled() => Err(Error::Cancelled(format!("call to `{name}` cancelled"))),
+            result = timed => result,
+        },
+        None => timed.await,
+    }
+}
+
+/// Where a tool in a merged list comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ToolOrigin {
+    /// A built-in tool.
+    Builtin,
+    /// A custom handler, by name.
+    Custom {
+        /// The handler's name.
+        source: String,
+    },
+    /// An MCP server, by name.
+    Mcp {
+        /// The server's name.
+        server: String,
+    },
+}
+
+impl ToolOrigin {
+    /// The kind of source.
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            ToolOrigin::Builtin => SourceKind::Builtin,
+            ToolOrigin::Custom { .. } => SourceKind::Custom,
+            ToolOrigin::Mcp { .. } => SourceKind::Mcp,
+        }
+    }
+
+    /// Who wins a name clash: custom over built-in over MCP.
+    fn precedence(&self) -> u8 {
+        match self {
+            ToolOrigin::Custom { .. } => 0,
+            ToolOrigin::Builtin => 1,
+            ToolOrigin::Mcp { .. } => 2,
+        }
+    }
+
+    /// Listing order: local tools (built-in and custom) first, then MCP tools.
+    fn group(&self) -> u8 {
+        match self {
+            ToolOrigin::Builtin | ToolOrigin::Custom { .. } => 0,
+            ToolOrigin::Mcp { .. } => 1,
+        }
+    }
+}
+
+impl fmt::Display for ToolOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolOrigin::Builtin => f.write_str("built-in tool"),
+            ToolOrigin::Custom { source } => write!(f, "custom handler `{source}`"),
+            ToolOrigin::Mcp { server } => write!(f, "MCP server `{server}`"),
+        }
+    }
+}
+
+/// A tool with where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourcedTool {
+    /// The tool.
+    pub tool: Tool,
+    /// Its source.
+    pub origin: ToolOrigin,
+}
+
+/// A tool left out of a merged list because another took its name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dropped {
+    /// The tool left out.
+    pub tool: Tool,
+    /// Where it came from.
+    pub origin: ToolOrigin,
+    /// Where the tool that kept the name comes from.
+    pub kept: ToolOrigin,
+    /// Why, in words (for logs and `mcpmux servers`).
+    pub reason: String,
+}
+
+/// The result of [`merge`]: one tool per exposed name, in listing order, and what was dropped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Merged {
+    /// Built-in and custom tools first, then MCP tools; each group sorted by exposed name.
+    pub tools: Vec<SourcedTool>,
+    /// Tools shadowed by another of the same exposed name.
+    pub dropped: Vec<Dropped>,
+}
+
+/// Merges tools of every source into one stable list. On a name clash a custom handler wins
+/// over a built-in, which wins over an MCP tool; among equals the first given wins. Every drop
+/// is logged and recorded.
+pub fn merge(candidates: impl IntoIterator<Item = SourcedTool>) -> Merged {
+    let mut winners: Vec<SourcedTool> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut losers: Vec<SourcedTool> = Vec::new();
+    for candidate in candidates {
+        match index.get(&candidate.tool.name) {
+            None => {
+                index.insert(candidate.tool.name.clone(), winners.len());
+                winners.push(candidate);
+            }
+            Some(&i) => {
+                if candidate.origin.precedence() < winners[i].origin.precedence() {
+                    let loser = std::mem::replace(&mut winners[i], candidate);
+                    losers.push(loser);
+                } else {
+                    losers.push(candidate);
+                }
+            }
+        }
+    }
+    let dropped = losers
+        .into_iter()
+        .map(|loser| {
+            let kept = index
+                .get(&loser.tool.name)
+                .map(|&i| winners[i].origin.clone())
+                .unwrap_or(ToolOrigin::Builtin);
+            let reason = format!(
+                "`{}` from {} is shadowed by the {} of the same name",
+                loser.tool.name, loser.origin, kept
+            );
+            tracing::info!(tool = %loser.tool.name, origin = %loser.origin, kept = %kept, "tool dropped: {reason}");
+            Dropped {
+                tool: loser.tool,
+                origin: loser.origin,
+                kept,
+                reason,
+            }
+        })
+        .collect();
+    winners.sort_by(|a, b| {
+        a.origin
+            .group()
+            .cmp(&b.origin.group())
+            .then_with(|| a.tool.name.cmp(&b.tool.name))
+    });
+    Merged {
+        tools: winners,
+        dropped,
+    }
+}
+
+/// How a registry resolved a name.
+#[derive(Clone)]
+pub enum Resolved {
+    /// A built-in tool.
+    Builtin(Arc<Builtin>),
+    /// A tool of a custom handler.
+    Custom {
+        /// The handler.
+        source: Arc<dyn ToolSource>,
+        /// The tool as it listed it.
+        tool: Tool,
+    },
+}
+
+impl Resolved {
+    /// The tool as listed.
+    pub fn tool(&self) -> &Tool {
+        match self {
+            Resolved::Builtin(b) => b.tool(),
+            Resolved::Custom { tool, .. } => tool,
+        }
+    }
+
+    /// Where it comes from.
+    pub fn origin(&self) -> ToolOrigin {
+        match self {
+            Resolved::Builtin(_) => ToolOrigin::Builtin,
+            Resolved::Custom { source, .. } => ToolOrigin::Custom {
+                source: source.name().to_string(),
+            },
+        }
+    }
+
+    /// Calls it.
+    pub async fn call(&self, arguments: Value, options: &CallOptions) -> Result<ToolResult> {
+        match self {
+            Resolved::Builtin(b) => b.call(arguments, options).await,
+            Resolved::Custom { source, tool } => source.call(&tool.name, arguments, options).await,
+        }
+    }
+}
+
+impl fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resolved")
+            .field("tool", &self.tool().name)
+            .field("origin", &self.origin())
+            .finish()
+    }
+}
+
+/// The harness's local tools: built-ins and custom handlers, resolved by name, custom
+/// overriding built-in. Itself a [`ToolSource`] named `builtin`.
+#[derive(Default)]
+pub struct HandlerRegistry {
+    builtins: Vec<Arc<Builtin>>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    /// Tools listed by each custom source at the last refresh.
+    listed: Vec<Vec<Tool>>,
+    merged: Merged,
+    by_name: HashMap<String, usize>,
+}
+
+impl fmt::Debug for HandlerRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self
+            .merged
+            .tools
+            .iter()
+            .map(|t| t.tool.name.as_str())
+            .collect();
+        f.debug_struct("HandlerRegistry")
+            .field("tools", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HandlerRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a built-in tool; a later built-in of the same name replaces an earlier one.
+    pub fn register(&mut self, builtin: Builtin) -> &mut Self {
+        self.builtins.push(Arc::new(builtin));
+        self.rebuild();
+        self
+    }
+
+    /// Builder-style [`HandlerRegistry::register`].
+    pub fn with(mut self, builtin: Builtin) -> Self {
+        self.register(builtin);
+        self
+    }
+
+    /// Adds a custom handler; its tools are listed at the next [`HandlerRegistry::refresh`]
+    /// and override built-ins of the same name.
+    pub fn register_source(&mut self, source: Arc<dyn ToolSource>) -> &mut Self {
+        self.sources.push(source);
+        self.listed.push(Vec::new());
+        self
+    }
+
+    /// Lists every custom handler's tools again; a handler that fails keeps no tools, and its
+    /// error is returned with its name.
+    pub async fn refresh(&mut self) -> Vec<(String, Error)> {
+        let lists = futures::future::join_all(self.sources.iter().map(|s| s.tools())).await;
+        let mut errors = Vec::new();
+        for (i, list) in lists.into_iter().enumerate() {
+            self.listed[i] = match list {
+                Ok(tools) => tools,
+                Err(e) => {
+                    let name = self.sources[i].name().to_string();
+                    tracing::warn!(source = %name, "custom handler failed to list tools: {e}");
+                    errors.push((name, e));
+                    Vec::new()
+                }
+            };
+        }
+        self.rebuild();
+        errors
+    }
+
+    fn rebuild(&mut self) {
+        // Later built-ins replace earlier ones of the same name: give them first.
+        let builtins = self.builtins.iter().rev().map(|b| SourcedTool {
+            tool: b.tool().clone(),
+            origin: ToolOrigin::Builtin,
+        });
+        let custom = self
+            .sources
+            .iter()
+            .zip(&self.listed)
+            .flat_map(|(source, tools)| {
+                tools.iter().map(move |t| SourcedTool {
+                    tool: t.clone(),
+                    origin: ToolOrigin::Custom {
+                        source: source.name().to_string(),
+                    },
+                })
+            });
+        self.merged = merge(custom.chain(builtins));
+        self.by_name = self
+            .merged
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.tool.name.clone(), i))
+            .collect();
+    }
+
+    /// Local tools with their origin, sorted by name: what [`merge`] takes next to MCP tools.
+    pub fn entries(&self) -> &[SourcedTool] {
+        &self.merged.tools
+    }
+
+    /// Local tools, sorted by name.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.merged.tools.iter().map(|t| t.tool.clone()).collect()
+    }
+
+    /// Local tools left out because another local tool took their name.
+    pub fn dropped(&self) -> &[Dropped] {
+        &self.merged.dropped
+    }
+
+    /// The local tool exposed as `name`.
+    pub fn resolve(&self, name: &str) -> Option<Resolved> {
+        let entry = &self.merged.tools[*self.by_name.get(name)?];
+        match &entry.origin {
+            ToolOrigin::Builtin => self
+                .builtins
+                .iter()
+                .rev()
+                .find(|b| b.tool().name == name)
+                .map(|b| Resolved::Builtin(b.clone())),
+            ToolOrigin::Custom { source } => {
+                self.sources
+                    .iter()
+                    .find(|s| s.name() == source)
+                    .map(|s| Resolved::Custom {
+                        source: s.clone(),
+                        tool: entry.tool.clone(),
+                    })
+            }
+            ToolOrigin::Mcp { .. } => None,
+        }
+    }
+}
+
+impl ToolSource for HandlerRegistry {
+    fn name(&self) -> &str {
+        BUILTIN_SOURCE
+    }
+
+    fn kind(&self) -> SourceKind {
+        SourceKind::Builtin
+    }
+
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>>> {
+        let tools = HandlerRegistry::tools(self);
+        Box::pin(async move { Ok(tools) })
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        options: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult>> {
+        Box::pin(async move {
+            match self.resolve(name) {
+                Some(resolved) => resolved.call(arguments, options).await,
+                None => Err(Error::UnknownTool {
+                    name: name.to_string(),
+                    suggestion: None,
+                }),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct ReadArgs {
+        /// The file to read.
+        path: String,
+        /// How many lines from the end.
+        tail: Option<u32>,
+    }
+
+    fn read_tool() -> Builtin {
+        Builtin::new("read_file", "Reads a file.", |args: ReadArgs| async move {
+            format!("read {} tail {:?}", args.path, args.tail)
+        })
+        .read_only()
+    }
+
+    #[test]
+    fn schema_is_derived_from_the_argument_type() {
+        let tool = read_tool().tool().clone();
+        assert_eq!(tool.name, "read_file");
+        assert_eq!(tool.raw_name, "read_file");
+        assert_eq!(tool.server, BUILTIN_SOURCE);
+        assert_eq!(tool.description.as_deref(), Some("Reads a file."));
+        assert_eq!(tool.annotations.read_only_hint, Some(true));
+        let schema = &tool.input_schema;
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["path"]));
+        assert_eq!(schema["properties"]["path"]["type"], "string");
+        assert_eq!(
+            schema["properties"]["path"]["description"],
+            "The file to read."
+        );
+        assert!(schema.get("title").is_none());
+
+        let none = input_schema_for::<NoArgs>();
+        assert_eq!(none["type"], "object");
+        let unit = input_schema_for::<()>();
+        assert_eq!(unit["type"], "object");
+        assert_eq!(unit["properties"], json!({}));
+    }
+
+    #[tokio::test]
+    async fn calls_deserialize_arguments_into_the_type() {
+        let tool = read_tool();
+        let options = CallOptions::default();
+        let result = tool
+            .call(json!({"path": "/a", "tail": 3}), &options)
+            .await
+            .unwrap();
+        assert_eq!(result.to_text(), "read /a tail Some(3)");
+        let err = tool.call(json!({"tail": 3}), &options).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArguments { tool, message } if tool == "read_file" && message.contains("path")),
+            "{err}"
+        );
+
+        let none = Builtin::new("ping", "Pings.", |_: NoArgs| async { "pong" });
+        assert_eq!(
+            none.call(Value::Null, &options).await.unwrap().to_text(),
+            "pong"
+        );
+        let unit = Builtin::new("unit", "Unit.", |_: ()| async { "ok" });
+        assert_eq!(
+            unit.call(json!({}), &options).await.unwrap().to_text(),
+            "ok"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_become_tool_errors_and_json_becomes_structured() {
+        let options = CallOptions::default();
+        let failing = Builtin::new("fail", "Fails.", |_: NoArgs| async {
+            Err::<String, _>("disk full")
+        });
+        let result = failing.call(json!({}), &options).await.unwrap();
+        assert!(result.is_error);
+        assert_eq!(result.to_text(), "disk full");
+
+        let structured = Builtin::new("sum", "Sums.", |_: NoArgs| async {
+            Json(json!({"sum": 5}))
+        });
+        let result = structured.call(json!({}), &options).await.unwrap();
+        assert_eq!(result.structured_content, Some(json!({"sum": 5})));
+        assert!(!result.is_error);
+    }
+
+    #[tokio::test]
+    async fn deadline_and_cancellation_apply_to_builtins() {
+        let slow = Builtin::new("slow", "Sleeps.", |_: NoArgs| async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            "done"
+        });
+        let err = slow
+            .call(
+                json!({}),
+                &CallOptions::default().with_timeout(Duration::from_millis(20)),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err}");
+        let token = CancellationToken::new();
+        let options = CallOptions::default().with_cancel(token.clone());
+        let call = slow.call(json!({}), &options);
+        token.cancel();
+        assert!(matches!(call.await, Err(Error::Cancelled(_))));
+    }
+
+    fn sourced(name: &str, origin: ToolOrigin) -> SourcedTool {
+        SourcedTool {
+            tool: Tool::local(name, json!({"type": "object"})),
+            origin,
+        }
+    }
+
+    fn mcp(server: &str) -> ToolOrigin {
+        ToolOrigin::Mcp {
+            server: server.into(),
+        }
+    }
+
+    #[test]
+    fn merge_orders_builtins_first_then_by_name_and_builtins_shadow_mcp() {
+        let merged = merge(vec![
+            sourced("mcp__b__z", mcp("b")),
+            sourced("search", mcp("web")),
+            sourced("mcp__a__y", mcp("a")),
+            sourced("zap", ToolOrigin::Builtin),
+            sourced("search", ToolOrigin::Builtin),
+            sourced("ask", ToolOrigin::Builtin),
+        ]);
+        let names: Vec<(&str, SourceKind)> = merged
+            .tools
+            .iter()
+            .map(|t| (t.tool.name.as_str(), t.origin.kind()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("ask", SourceKind::Builtin),
+                ("search", SourceKind::Builtin),
+                ("zap", SourceKind::Builtin),
+                ("mcp__a__y", SourceKind::Mcp),
+                ("mcp__b__z", SourceKind::Mcp),
+            ]
+        );
+        assert_eq!(merged.dropped.len(), 1);
+        let drop = &merged.dropped[0];
+        assert_eq!(drop.origin, mcp("web"));
+        assert_eq!(drop.kept, ToolOrigin::Builtin);
+        assert_eq!(
+            drop.reason,
+            "`search` from MCP server `web` is shadowed by the built-in tool of the same name"
+        );
+        // Stable whatever the input order.
+        let again = merge(vec![
+            sourced("ask", ToolOrigin::Builtin),
+            sourced("search", ToolOrigin::Builtin),
+            sourced("mcp__a__y", mcp("a")),
+            sourced("zap", ToolOrigin::Builtin),
+            sourced("search", mcp("web")),
+            sourced("mcp__b__z", mcp("b")),
+        ]);
+        assert_eq!(again.tools, merged.tools);
+    }
+
+    #[test]
+    fn custom_beats_builtin_and_first_among_equals_wins() {
+        let custom = ToolOrigin::Custom {
+            source: "rest".into(),
+        };
+        let merged = merge(vec![
+            sourced("fetch", ToolOrigin::Builtin),
+            sourced("fetch", custom.clone()),
+            sourced("x", mcp("one")),
+            sourced("x", mcp("two")),
+        ]);
+        assert_eq!(merged.tools[0].origin, custom);
+        assert_eq!(merged.tools[1].origin, mcp("one"));
+        let reasons: Vec<&str> = merged.dropped.iter().map(|d| d.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "`fetch` from built-in tool is shadowed by the custom handler `rest` of the same name",
+                "`x` from MCP server `two` is shadowed by the MCP server `one` of the same name",
+            ]
+        );
+    }
+
+    /// A custom handler that wraps "an API" as two tools.
+    struct Rest;
+
+    impl ToolSource for Rest {
+        fn name(&self) -> &str {
+            "rest"
+        }
+        fn kind(&self) -> SourceKind {
+            SourceKind::Custom
+        }
+        fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>>> {
+            Box::pin(async {
+                Ok(vec![
+                    Tool::local("read_file", json!({"type": "object"})).with_source("rest"),
+                    Tool::local("get_user", json!({"type": "object"})).with_source("rest"),
+                ])
+            })
+        }
+        fn call<'a>(
+            &'a self,
+            name: &'a str,
+            _arguments: Value,
+            _options: &'a CallOptions,
+        ) -> BoxFuture<'a, Result<ToolResult>> {
+            Box::pin(async move { Ok(ToolResult::text(format!("rest answered {name}"))) })
+        }
+    }
+
+    #[tokio::test]
+    async fn registry_resolves_custom_over_builtin() {
+        let mut registry = HandlerRegistry::new().with(read_tool()).with(Builtin::new(
+            "ping",
+            "Pings.",
+            |_: NoArgs| async { "pong" },
+        ));
+        assert_eq!(registry.tools().len(), 2);
+        registry.register_source(Arc::new(Rest));
+        assert!(registry.refresh().await.is_empty());
+        let names: Vec<String> = registry.tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["get_user", "ping", "read_file"]);
+        assert_eq!(registry.dropped().len(), 1);
+        let options = CallOptions::default();
+        let read = registry.resolve("read_file").unwrap();
+        assert_eq!(
+            read.origin(),
+            ToolOrigin::Custom {
+                source: "rest".into()
+            }
+        );
+        let via_trait = ToolSource::call(&registry, "read_file", json!({}), &options)
+            .await
+            .unwrap();
+        assert_eq!(via_trait.to_text(), "rest answered read_file");
+        let ping = ToolSource::call(&registry, "ping", json!({}), &options)
+            .await
+            .unwrap();
+        assert_eq!(ping.to_text(), "pong");
+        let missing = ToolSource::call(&registry, "nope", json!({}), &options).await;
+        assert!(matches!(missing, Err(Error::UnknownTool { .. })));
+    }
+
+    #[test]
+    fn a_later_builtin_replaces_an_earlier_one() {
+        let registry = HandlerRegistry::new()
+            .with(Builtin::new("t", "first", |_: NoArgs| async { "1" }))
+            .with(Builtin::new("t", "second", |_: NoArgs| async { "2" }));
+        assert_eq!(registry.tools().len(), 1);
+        assert_eq!(registry.tools()[0].description.as_deref(), Some("second"));
+        let resolved = registry.resolve("t").unwrap();
+        assert_eq!(resolved.tool().description.as_deref(), Some("second"));
+    }
+}

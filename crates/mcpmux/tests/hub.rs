@@ -1,0 +1,443 @@
+//! The hub against our own test server, a real rmcp server process, over stdio and streamable
+//! HTTP: era detection and version negotiation, pagination, typed results, progress,
+//! deadlines with cancellation, the era cache, and concurrency.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use mcpmux::{CallOptions, Content, Era, Error, Hub, HubOptions, ServerSpec, ServerState};
+use serde_json::json;
+
+fn testserver(name: &str, args: &[&str]) -> ServerSpec {
+    ServerSpec::stdio(
+        name,
+        support::testserver().to_string_lossy(),
+        args.iter().map(|a| a.to_string()),
+    )
+}
+
+fn options() -> HubOptions {
+    HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200))
+}
+
+async fn started(specs: Vec<ServerSpec>) -> Hub {
+    let hub = Hub::start(specs, options()).unwrap();
+    hub.wait_ready().await.unwrap();
+    hub
+}
+
+fn era_of(hub: &Hub, name: &str) -> (Era, String) {
+    match hub
+        .servers()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap()
+        .state
+    {
+        ServerState::Connected { era, version, .. } => (era, version),
+        other => panic!("{name} is not connected: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn eras_and_versions_are_detected_per_server() {
+    let hub = started(vec![
+        testserver("modern", &["--era", "both"]),
+        testserver("stateless", &["--era", "stateless"]),
+        testserver("legacy", &["--era", "handshake"]),
+        testserver(
+            "old",
+            &["--era", "handshake", "--protocol-version", "2024-11-05"],
+        ),
+        testserver(
+            "june",
+            &["--era", "handshake", "--protocol-version", "2025-06-18"],
+        ),
+        testserver(
+            "march",
+            &["--era", "handshake", "--protocol-version", "2025-03-26"],
+        ),
+    ])
+    .await;
+    assert_eq!(
+        era_of(&hub, "modern"),
+        (Era::Stateless, "2026-07-28".into())
+    );
+    assert_eq!(
+        era_of(&hub, "stateless"),
+        (Era::Stateless, "2026-07-28".into())
+    );
+    assert_eq!(
+        era_of(&hub, "legacy"),
+        (Era::Handshake, "2025-11-25".into())
+    );
+    assert_eq!(era_of(&hub, "old"), (Era::Handshake, "2024-11-05".into()));
+    assert_eq!(era_of(&hub, "june"), (Era::Handshake, "2025-06-18".into()));
+    assert_eq!(era_of(&hub, "march"), (Era::Handshake, "2025-03-26".into()));
+    // Every era answers calls.
+    for server in ["modern", "stateless", "legacy", "old", "june", "march"] {
+        let result = hub
+            .call(&format!("mcp__{server}__echo"), json!({"text": server}))
+            .await
+            .unwrap();
+        assert_eq!(result.to_text(), server);
+    }
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_legacy_server_that_ignores_the_probe_costs_only_the_probe_deadline() {
+    let started_at = Instant::now();
+    let hub = started(vec![
+        testserver("quiet", &["--era", "handshake", "--ignore-unknown"])
+            .with_probe_timeout(Duration::from_millis(300)),
+    ])
+    .await;
+    assert_eq!(era_of(&hub, "quiet"), (Era::Handshake, "2025-11-25".into()));
+    // rmcp alone would have waited 10 s.
+    assert!(
+        started_at.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started_at.elapsed()
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_era_cache_skips_the_probe_next_time_and_heals_when_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("eras.json");
+    let spec = || {
+        testserver("quiet", &["--era", "handshake", "--ignore-unknown"])
+            .with_probe_timeout(Duration::from_millis(1500))
+    };
+    let with_cache = || options().with_era_cache(Some(cache.clone()));
+
+    let first = Instant::now();
+    let hub = Hub::start(vec![spec()], with_cache()).unwrap();
+    hub.wait_ready().await.unwrap();
+    assert!(
+        first.elapsed() >= Duration::from_millis(1500),
+        "the first start pays the probe"
+    );
+    hub.shutdown().await;
+    let text = std::fs::read_to_string(&cache).unwrap();
+    assert!(text.contains("handshake"), "{text}");
+    assert!(
+        !text.contains("mcpmux-testserver"),
+        "the cache stores hashes only: {text}"
+    );
+
+    let second = Instant::now();
+    let hub = Hub::start(vec![spec()], with_cache()).unwrap();
+    hub.wait_ready().await.unwrap();
+    assert!(
+        second.elapsed() < Duration::from_millis(1500),
+        "the cached era skips the probe: {:?}",
+        second.elapsed()
+    );
+    assert_eq!(era_of(&hub, "quiet").0, Era::Handshake);
+    hub.shutdown().await;
+
+    // A cache that lies (the server changed eras) is corrected on the next start.
+    let stale = text
+        .replace("handshake", "stateless")
+        .replace("2025-11-25", "2026-07-28");
+    std::fs::write(&cache, stale).unwrap();
+    let hub = Hub::start(vec![spec()], with_cache()).unwrap();
+    hub.wait_ready().await.unwrap();
+    assert_eq!(era_of(&hub, "quiet").0, Era::Handshake);
+    hub.shutdown().await;
+    assert!(
+        std::fs::read_to_string(&cache)
+            .unwrap()
+            .contains("handshake")
+    );
+}
+
+#[tokio::test]
+async fn streamable_http_in_both_eras() {
+    let modern = support::testserver_http(&[]);
+    let legacy = support::testserver_http(&["--era", "handshake"]);
+    let hub = started(vec![
+        ServerSpec::http("modern", &modern.url),
+        ServerSpec::http("legacy", &legacy.url),
+    ])
+    .await;
+    assert_eq!(era_of(&hub, "modern").0, Era::Stateless);
+    assert_eq!(
+        era_of(&hub, "legacy"),
+        (Era::Handshake, "2025-11-25".into())
+    );
+    for server in ["modern", "legacy"] {
+        let sum = hub
+            .call(&format!("mcp__{server}__add"), json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
+        assert_eq!(sum.to_text(), "5");
+        assert_eq!(sum.structured_content, Some(json!({"sum": 5})));
+    }
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn pagination_is_followed_and_a_repeated_cursor_does_not_loop() {
+    let hub = started(vec![
+        testserver("paged", &["--page-size", "2"]),
+        testserver("looping", &["--page-size", "2", "--repeat-cursor"]),
+        testserver("flat", &[]),
+    ])
+    .await;
+    let count = |server: &str| hub.tools().iter().filter(|t| t.server == server).count();
+    assert!(count("flat") >= 10);
+    assert_eq!(count("paged"), count("flat"));
+    // The broken server's first pages are kept; startup did not hang.
+    assert!(matches!(
+        hub.servers()
+            .iter()
+            .find(|s| s.name == "looping")
+            .unwrap()
+            .state,
+        ServerState::Connected { .. }
+    ));
+    assert!(
+        count("looping") >= 2 && count("looping") <= 4,
+        "{}",
+        count("looping")
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn results_keep_their_types_and_tool_errors_are_results() {
+    let hub = started(vec![testserver("t", &[])]).await;
+    let image = hub.call("mcp__t__image", json!({})).await.unwrap();
+    assert!(
+        matches!(&image.content[0], Content::Image { mime_type, .. } if mime_type == "image/png")
+    );
+    assert!(matches!(&image.content[1], Content::Text { text } if text == "a 1x1 PNG image"));
+    assert_eq!(
+        image.structured_content,
+        Some(json!({"width": 1, "height": 1}))
+    );
+
+    let failed = hub
+        .call("mcp__t__fail", json!({"message": "no such issue"}))
+        .await
+        .unwrap();
+    assert!(failed.is_error);
+    assert_eq!(failed.to_text(), "no such issue");
+
+    let tool = hub.tool("mcp__t__add").unwrap();
+    assert_eq!(tool.raw_name, "add");
+    assert_eq!(tool.annotations.read_only_hint, Some(true));
+    assert!(tool.output_schema.is_some());
+
+    let err = hub.call("mcp__t__echo", json!([1, 2])).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArguments { .. }), "{err}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_reaches_the_caller_and_extends_the_deadline() {
+    let hub = started(vec![testserver("t", &[])]).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // 600 ms of work with progress every 100 ms outlives a 250 ms deadline only because
+    // progress extends it.
+    let result = hub
+        .call_with(
+            "mcp__t__slow",
+            json!({"ms": 600, "steps": 6}),
+            CallOptions::default()
+                .with_timeout(Duration::from_millis(250))
+                .with_progress(tx),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.to_text(), "done after 6 steps");
+    let mut seen = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        seen.push(p);
+    }
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert_eq!(seen[5].progress, 6.0);
+    assert_eq!(seen[5].total, Some(6.0));
+    assert_eq!(seen[5].message.as_deref(), Some("step 6/6"));
+    hub.shutdown().await;
+}
+
+fn call_log_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+async fn wait_for_cancel_line(log: &std::path::Path, tool: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !call_log_lines(log).iter().any(|l| l["cancelled"] == tool) {
+        assert!(
+            Instant::now() < deadline,
+            "the server never saw the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_deadline_fails_the_call_and_tells_the_server_to_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let hub = started(vec![testserver(
+        "t",
+        &["--call-log", log.to_str().unwrap()],
+    )])
+    .await;
+    let started_at = Instant::now();
+    let err = hub
+        .call_with(
+            "mcp__t__hang",
+            json!({}),
+            CallOptions::default().with_timeout(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap_err();
+    assert!(started_at.elapsed() < Duration::from_secs(3));
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "server `t`: tools/call `hang` timed out after 300ms"
+    );
+    wait_for_cancel_line(&log, "hang").await;
+    // The connection is still good.
+    assert_eq!(
+        hub.call("mcp__t__echo", json!({"text": "still here"}))
+            .await
+            .unwrap()
+            .to_text(),
+        "still here"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dropped_or_cancelled_call_tells_the_server_to_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let hub = started(vec![testserver(
+        "t",
+        &["--call-log", log.to_str().unwrap()],
+    )])
+    .await;
+    // Cancelled through a token.
+    let token = tokio_util::sync::CancellationToken::new();
+    let call = {
+        let hub = hub.clone();
+        let token = token.clone();
+        tokio::spawn(async move {
+            hub.call_with(
+                "mcp__t__slow",
+                json!({"ms": 20000, "steps": 2}),
+                CallOptions::default().with_cancel(token),
+            )
+            .await
+        })
+    };
+    while call_log_lines(&log).is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    token.cancel();
+    let err = call.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Cancelled(_)), "{err}");
+    wait_for_cancel_line(&log, "slow").await;
+
+    // Dropped by the caller (a harness that gave up and moved on).
+    let hang = {
+        let hub = hub.clone();
+        tokio::spawn(async move { hub.call("mcp__t__hang", json!({})).await })
+    };
+    while !call_log_lines(&log).iter().any(|l| l["tool"] == "hang") {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    hang.abort();
+    wait_for_cancel_line(&log, "hang").await;
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_over_stdio_and_http_each_get_their_own_answer() {
+    let http = support::testserver_http(&[]);
+    let hub = started(vec![
+        testserver("local", &[]),
+        ServerSpec::http("remote", &http.url),
+    ])
+    .await;
+    let mut tasks = Vec::new();
+    for task in 0..16 {
+        let hub = hub.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut calls = Vec::new();
+            for i in 0..25 {
+                let hub = hub.clone();
+                calls.push(async move {
+                    let server = if (task + i) % 2 == 0 {
+                        "local"
+                    } else {
+                        "remote"
+                    };
+                    let text = format!("{server} {task} {i}");
+                    let got = hub
+                        .call(&format!("mcp__{server}__echo"), json!({"text": text}))
+                        .await
+                        .unwrap()
+                        .to_text();
+                    assert_eq!(got, text);
+                });
+            }
+            futures::future::join_all(calls).await.len()
+        }));
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.unwrap();
+    }
+    assert_eq!(total, 400);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_to_a_server_still_starting_waits_for_it() {
+    let hub = Hub::start(
+        vec![testserver("slowpoke", &["--startup-delay-ms", "400"])],
+        options(),
+    )
+    .unwrap();
+    // No wait_ready: the call itself waits for the server's tools.
+    let result = hub
+        .call("mcp__slowpoke__echo", json!({"text": "worth the wait"}))
+        .await
+        .unwrap();
+    assert_eq!(result.to_text(), "worth the wait");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn in_process_demo_server_works_without_any_process() {
+    let hub = started(vec![mcpmux::demo::demo_spec()]).await;
+    assert_eq!(era_of(&hub, "demo").0, Era::Stateless);
+    let names: Vec<String> = hub.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        ["mcp__demo__add", "mcp__demo__echo", "mcp__demo__time"]
+    );
+    let time = hub
+        .call("mcp__demo__time", json!({}))
+        .await
+        .unwrap()
+        .to_text();
+    assert!(time.ends_with('Z') && time.contains('T'), "{time}");
+    hub.shutdown().await;
+}
