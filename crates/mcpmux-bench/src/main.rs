@@ -3,6 +3,9 @@
 //! latency (p50/p99), throughput with 32 calls in flight, and peak RSS of each phase.
 //!
 //! `cargo run --release -p mcpmux-bench [-- --calls N --cold N --server PATH]`
+//!
+//! `cargo run --release -p mcpmux-bench -- peers` runs the peer clients side by side instead
+//! (see `peers.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +17,8 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
+
+mod peers;
 
 struct Args {
     server: PathBuf,
@@ -131,13 +136,9 @@ impl Client for HubClient {
     }
 }
 
-async fn hub_connect(server: &Path) -> anyhow::Result<(HubClient, usize)> {
+async fn hub_connect(program: &str, args: &[String]) -> anyhow::Result<(HubClient, usize)> {
     let hub = Hub::start(
-        vec![ServerSpec::stdio(
-            "bench",
-            server.to_string_lossy(),
-            Vec::<String>::new(),
-        )],
+        vec![ServerSpec::stdio("bench", program, args.iter().cloned())],
         // The era cache is what a real CLI start has on the second run; measure that.
         HubOptions::ephemeral(),
     )?;
@@ -167,9 +168,9 @@ impl Client for RawClient {
     }
 }
 
-async fn raw_connect(server: &Path) -> anyhow::Result<(RawClient, usize)> {
-    let mut command = tokio::process::Command::new(server);
-    command.process_group(0);
+async fn raw_connect(program: &str, args: &[String]) -> anyhow::Result<(RawClient, usize)> {
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).process_group(0);
     let (transport, _stderr) = TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::null())
         .spawn()?;
@@ -234,7 +235,13 @@ where
 }
 
 fn main() -> anyhow::Result<()> {
+    match std::env::args().nth(1).as_deref() {
+        Some("peers") => return peers::main(std::env::args().skip(2)),
+        Some("client") => return peers::client_main(std::env::args().skip(2)),
+        _ => {}
+    }
     let args = parse_args()?;
+    let server = args.server.to_string_lossy().into_owned();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -250,10 +257,10 @@ fn main() -> anyhow::Result<()> {
         );
         // Cold start, throughput and memory, each side on its own; run twice, alternating, and
         // keep each side's best so neither always runs on a warmer machine.
-        let raw = measure("raw rmcp", &args, || raw_connect(&args.server)).await?;
-        let hub = measure("mcpmux hub", &args, || hub_connect(&args.server)).await?;
-        let raw2 = measure("raw rmcp", &args, || raw_connect(&args.server)).await?;
-        let hub2 = measure("mcpmux hub", &args, || hub_connect(&args.server)).await?;
+        let raw = measure("raw rmcp", &args, || raw_connect(&server, &[])).await?;
+        let hub = measure("mcpmux hub", &args, || hub_connect(&server, &[])).await?;
+        let raw2 = measure("raw rmcp", &args, || raw_connect(&server, &[])).await?;
+        let hub2 = measure("mcpmux hub", &args, || hub_connect(&server, &[])).await?;
         let best = |a: &Figures, b: &Figures| Figures {
             cold_start_median: a.cold_start_median.min(b.cold_start_median),
             p50: a.p50.min(b.p50),
@@ -265,8 +272,8 @@ fn main() -> anyhow::Result<()> {
         let mut hub = best(&hub, &hub2);
         // Sequential latency interleaved call by call over two live connections: machine noise
         // (another process, frequency changes) then hits both sides alike.
-        let (raw_client, _) = raw_connect(&args.server).await?;
-        let (hub_client, _) = hub_connect(&args.server).await?;
+        let (raw_client, _) = raw_connect(&server, &[]).await?;
+        let (hub_client, _) = hub_connect(&server, &[]).await?;
         let (mut raw_lat, mut hub_lat) = (Vec::new(), Vec::new());
         for i in 0..(args.calls + 200) {
             let text = format!("call {i}");

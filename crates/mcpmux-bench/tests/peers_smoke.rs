@@ -1,0 +1,37 @@
+//! One quick run of the side-by-side peer benchmark, so it cannot rot: every client (the pinned
+//! Python and TypeScript SDKs, raw rmcp, the mcpmux hub) starts, lists, calls with its echoes
+//! checked, and reports figures. A smoke run, not a timed test: no figure is compared.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+#[test]
+fn every_peer_client_completes_a_quick_run_and_reports_its_figures() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mcpmux-bench"))
+        .args(["peers", "--quick", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "peers --quick failed: {}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    for client in ["Python SDK", "TypeScript SDK", "rmcp raw", "mcpmux hub"] {
+        let figures = &table[client];
+        for metric in [
+            "cold_ms",
+            "p50_us",
+            "p99_us",
+            "calls_per_sec",
+            "servers_ms",
+            "peak_rss_mb",
+        ] {
+            let value = figures[metric].as_f64().unwrap_or(0.0);
+            assert!(value > 0.0, "{client}: {metric} = {value} in {stdout}");
+        }
+    }
+}
