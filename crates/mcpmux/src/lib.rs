@@ -36,6 +36,7 @@ pub mod result;
 pub mod schema;
 mod subscriptions;
 mod transport;
+pub mod untrusted;
 
 pub use catalog::scope::Scope;
 pub use catalog::{Tool, ToolAnnotations};
