@@ -35,6 +35,7 @@ pub mod resources;
 pub mod result;
 pub mod schema;
 mod subscriptions;
+pub mod terminal;
 mod transport;
 pub mod untrusted;
 
