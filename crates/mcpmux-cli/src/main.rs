@@ -178,7 +178,11 @@ async fn run(cli: Cli) -> ExitCode {
     } else {
         config
     };
-    let mut options = HubOptions::default().with_approver(approver(cli.yes));
+    // `call` prints the path of a cut result's full output and exits: the file must outlive
+    // the process (files older than a day go at the next start, the folder is capped).
+    let mut options = HubOptions::default()
+        .with_approver(approver(cli.yes))
+        .with_keep_spills(matches!(cli.command, Command::Call { .. }));
     if cli.no_cache {
         options = options.with_era_cache(None);
     }

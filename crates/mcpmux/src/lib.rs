@@ -34,6 +34,7 @@ pub mod policy;
 pub mod resources;
 pub mod result;
 pub mod schema;
+mod spill;
 mod subscriptions;
 pub mod terminal;
 mod transport;

@@ -4,110 +4,15 @@
 //! close or re-open (`untrusted`, re-exported here). Knows nothing of servers: the hub passes
 //! the limit and the tool's name.
 
-use std::fs;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
 
 use crate::content::{Content, ToolResult};
+
+pub use crate::spill::Spill;
 
 pub use crate::untrusted::{
     UNTRUSTED_TAG, neutralize_delimiters, render_untrusted, render_untrusted_error, wrap_untrusted,
 };
-
-/// Where full outputs of truncated results go: one file per result, readable only by us.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spill {
-    dir: PathBuf,
-}
-
-impl Default for Spill {
-    fn default() -> Self {
-        Self::in_temp_dir()
-    }
-}
-
-/// Distinguishes spill files written in the same process and the same second.
-static SPILL_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-impl Spill {
-    /// Spill into `dir` (created 0700 when missing).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Spill { dir: dir.into() }
-    }
-
-    /// Spill into `$TMPDIR/mcpmux-spill`.
-    pub fn in_temp_dir() -> Self {
-        Self::new(std::env::temp_dir().join("mcpmux-spill"))
-    }
-
-    /// The directory spilled files go to.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Writes `text` to a new file named after `source`; the file is created 0600 and never
-    /// replaces an existing one. Refuses a directory that others can write to or that we do
-    /// not own.
-    pub fn write(&self, source: &str, text: &str) -> io::Result<PathBuf> {
-        self.prepare_dir()?;
-        let stem: String = source
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(80)
-            .collect();
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S");
-        let n = SPILL_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = self
-            .dir
-            .join(format!("{stem}-{stamp}-{}-{n}.txt", std::process::id()));
-        let mut options = fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&path)?;
-        file.write_all(text.as_bytes())?;
-        file.flush()?;
-        Ok(path)
-    }
-
-    fn prepare_dir(&self) -> io::Result<()> {
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder.create(&self.dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let meta = fs::symlink_metadata(&self.dir)?;
-            // SAFETY: getuid has no preconditions and cannot fail.
-            let uid = unsafe { libc::getuid() };
-            if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "{} is not a private directory of this user",
-                        self.dir.display()
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// A result after [`truncate`], with what was cut.
 #[derive(Debug, Clone, PartialEq)]
@@ -450,7 +355,7 @@ mod tests {
         std::fs::create_dir(&shared).unwrap();
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
         let err = Spill::new(&shared).write("t", "x").unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
         let t = truncate(text_result("abcdef"), 3, "t", Some(&Spill::new(&shared)));
         assert!(
             t.result
