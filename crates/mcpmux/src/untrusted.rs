@@ -149,9 +149,10 @@ pub fn render_untrusted(result: &ToolResult, source: &str) -> String {
 
 /// Text fit to stand in our own words: short, printable ASCII, no tag brackets.
 fn plain(text: &str) -> bool {
-    text.len() <= 200 && text.chars().all(|c| c.is_ascii_graphic() || c == ' ') && {
-        !text.contains(['<', '>'])
-    }
+    text.len() <= 200
+        && text
+            .chars()
+            .all(|c| (c.is_ascii_graphic() || c == ' ') && c != '<' && c != '>')
 }
 
 /// `message` followed by the stderr lines, as the server's words.
