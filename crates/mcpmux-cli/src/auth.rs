@@ -96,7 +96,7 @@ async fn login(
             .keys()
             .any(|header| header.eq_ignore_ascii_case("authorization"))
     {
-        eprintln!(
+        output::say!(
             "mcpmux: note: `{name}` sends an Authorization header from its config, which is used instead of OAuth tokens; remove it from `headers` for the login to take effect"
         );
     }

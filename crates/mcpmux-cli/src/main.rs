@@ -42,6 +42,12 @@ struct Cli {
     #[arg(long, short = 'y', global = true)]
     yes: bool,
 
+    /// Write servers' text as it is, control characters included. Without it, control
+    /// characters other than newline and tab are shown escaped (`\x1b`) on a terminal; a
+    /// pipe always gets the bytes as they are.
+    #[arg(long, global = true)]
+    raw: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -121,6 +127,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    output::init(cli.raw);
     init_logging(cli.verbose.as_deref());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -129,7 +136,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("mcpmux: cannot start the async runtime: {e}");
+            output::say!("mcpmux: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
@@ -156,7 +163,7 @@ async fn run(cli: Cli) -> ExitCode {
         let outcome = tokio::select! {
             outcome = auth::run(&config, command) => outcome.map_err(Failure::Other),
             () = interrupted() => {
-                eprintln!("mcpmux: interrupted");
+                output::say!("mcpmux: interrupted");
                 Err(Failure::Interrupted)
             }
         };
@@ -171,24 +178,28 @@ async fn run(cli: Cli) -> ExitCode {
     } else {
         config
     };
-    let mut options = HubOptions::default().with_approver(approver(cli.yes));
+    // `call` prints the path of a cut result's full output and exits: the file must outlive
+    // the process (files older than a day go at the next start, the folder is capped).
+    let mut options = HubOptions::default()
+        .with_approver(approver(cli.yes))
+        .with_keep_spills(matches!(cli.command, Command::Call { .. }));
     if cli.no_cache {
         options = options.with_era_cache(None);
     }
     // A token file others can read is refused for every remote server; say so once, plainly,
     // rather than only inside each server's connection error.
     if let Err(e) = options.token_store.servers() {
-        eprintln!("mcpmux: {e}");
+        output::say!("mcpmux: {e}");
     }
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
         Err(e) => {
-            eprintln!("mcpmux: {e}");
+            output::say!("mcpmux: {e}");
             return ExitCode::from(2);
         }
     };
     if used_demo && !matches!(cli.command, Command::Call { .. }) {
-        eprintln!(
+        output::say!(
             "mcpmux: no MCP servers configured (.mcp.json, ~/.claude.json, mcpmux.toml, --config); \
              showing the built-in demo server"
         );
@@ -198,7 +209,7 @@ async fn run(cli: Cli) -> ExitCode {
     let outcome = tokio::select! {
         outcome = command(&hub, &cli.command) => outcome,
         () = interrupted() => {
-            eprintln!("mcpmux: interrupted; closing servers");
+            output::say!("mcpmux: interrupted; closing servers");
             Err(Failure::Interrupted)
         }
     };
@@ -215,7 +226,7 @@ fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
         Err(Failure::ToolError) => ExitCode::from(1),
         Err(Failure::Interrupted) => ExitCode::from(130),
         Err(Failure::Other(e)) => {
-            eprintln!("mcpmux: {e:#}");
+            output::say!("mcpmux: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -259,7 +270,7 @@ fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
             request.tool.name, request.effects, request.rule, request.arguments
         );
         let answer = tokio::task::spawn_blocking(move || {
-            eprint!("{question}");
+            output::eprint_text(&question);
             let mut line = String::new();
             std::io::stdin().read_line(&mut line).map(|_| line)
         })
@@ -370,7 +381,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                 output::print_text(&result.to_text())?;
             }
             if result.is_error {
-                eprintln!("mcpmux: the tool `{name}` reported an error (isError: true)");
+                output::say!("mcpmux: the tool `{name}` reported an error (isError: true)");
                 return Err(Failure::ToolError);
             }
             Ok(())
@@ -517,7 +528,7 @@ fn print_rows<const N: usize>(
     empty: &str,
 ) -> anyhow::Result<()> {
     if rows.is_empty() {
-        eprintln!("mcpmux: {empty}");
+        output::say!("mcpmux: {empty}");
         return Ok(());
     }
     let cell = |text: &str| text.lines().next().unwrap_or("").trim().to_string();
@@ -546,7 +557,7 @@ fn print_rows<const N: usize>(
 /// Says on stderr which servers could not list, and which are not connected.
 fn warn_listing_errors(hub: &Hub, errors: &[mcpmux::Error]) {
     for error in errors {
-        eprintln!("mcpmux: {error}");
+        output::say!("mcpmux: {error}");
     }
     output::warn_unavailable(&hub.servers());
 }

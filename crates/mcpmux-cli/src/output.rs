@@ -1,11 +1,40 @@
-//! Tables and JSON for people and scripts.
+//! Tables and JSON for people and scripts, and the one place that decides how text reaches
+//! them: on a terminal, control characters from servers are shown escaped (an OSC sequence in
+//! a tool result must not retitle or clear the person's terminal); a pipe, or `--raw`, gets the
+//! bytes as they are.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
 
+use mcpmux::terminal::{escape_controls, escape_json_controls};
 use mcpmux::{ServerState, ServerStatus, Tool};
+
+/// Whether stdout and stderr escape control characters; set once by [`init`].
+static ESCAPE: OnceLock<(bool, bool)> = OnceLock::new();
+
+/// Decides, once, how output is written: escaped on a terminal unless `raw`, as is in a pipe.
+pub fn init(raw: bool) {
+    let _ = ESCAPE.set((
+        !raw && std::io::stdout().is_terminal(),
+        !raw && std::io::stderr().is_terminal(),
+    ));
+}
+
+fn escaping() -> (bool, bool) {
+    ESCAPE.get().copied().unwrap_or((false, false))
+}
 
 /// Writes to stdout; a reader that went away (`mcpmux tools | head -1`) is not an error.
 fn emit(text: &str) -> anyhow::Result<()> {
+    let text = if escaping().0 {
+        escape_controls(text)
+    } else {
+        text.into()
+    };
+    emit_raw(&text)
+}
+
+fn emit_raw(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
@@ -13,11 +42,35 @@ fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Prints any serialisable value as pretty JSON on stdout.
+/// Writes `text` to stderr, escaped when stderr is a terminal (see [`init`]).
+pub fn eprint_text(text: &str) {
+    let text = if escaping().1 {
+        escape_controls(text)
+    } else {
+        text.into()
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
+/// `eprintln!` for text that may carry a server's words: escaped when stderr is a terminal.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::eprint_text(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use say;
+
+/// Prints any serialisable value as pretty JSON on stdout (on a terminal, control characters
+/// JSON leaves raw are written as `\uXXXX`, which parses to the same value).
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
-    emit(&text)
+    if escaping().0 {
+        emit_raw(&escape_json_controls(&text))
+    } else {
+        emit_raw(&text)
+    }
 }
 
 /// Prints text and a newline on stdout.
@@ -139,7 +192,7 @@ pub fn warn_unavailable_besides(servers: &[ServerStatus], already: &str) {
                 one_line(error, 200)
             );
             if line != already {
-                eprintln!("mcpmux: {line}");
+                say!("mcpmux: {line}");
             }
         }
     }

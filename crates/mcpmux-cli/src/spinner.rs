@@ -30,7 +30,8 @@ pub async fn wait_with_spinner(hub: &Hub) -> Result<(), mcpmux::Error> {
                     "\r\x1b[2K{} starting servers {done}/{}: waiting for {}",
                     FRAMES[frame % FRAMES.len()],
                     servers.len(),
-                    waiting.join(", ")
+                    // Names from a project's config are someone else's words.
+                    mcpmux::terminal::escape_controls(&waiting.join(", "))
                 );
                 let _ = err.flush();
                 frame += 1;

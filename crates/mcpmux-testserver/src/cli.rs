@@ -19,7 +19,7 @@ use crate::oauth::{DEFAULT_TOKEN_TTL_SECS, PresetClient};
 /// process, not a mock.
 ///
 /// Tools: echo, add, slow, image, pid, hang, fail, huge, flood, change_tools (toggles `extra`),
-/// write_stderr, sleep_then_exit.
+/// write_stderr, sleep_then_exit, hostile.
 #[derive(Debug, Parser)]
 #[command(name = "mcpmux-testserver", version, about, long_about, after_long_help = AFTER_HELP)]
 pub struct Cli {
@@ -206,6 +206,24 @@ pub struct Cli {
     /// `use_dpop_nonce` with the nonce in `DPoP-Nonce` (400 at /token, 401 at /mcp).
     #[arg(long, requires = "oauth", help_heading = "OAuth")]
     pub dpop_nonce: bool,
+
+    // ----- hostile output -----
+    /// Write TEXT and a newline to stderr at startup, before `--stderr-lines` (terminal escape
+    /// sequences here test what a client shows of a server's stderr).
+    #[arg(long, value_name = "TEXT", help_heading = "Hostile output")]
+    pub stderr_text: Option<String>,
+
+    /// List TOOL with TEXT as its description (repeatable).
+    #[arg(long = "describe", value_name = "TOOL=TEXT", value_parser = parse_description, help_heading = "Hostile output")]
+    pub descriptions: Vec<(String, String)>,
+}
+
+/// `TOOL=TEXT` of `--describe`.
+fn parse_description(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((tool, text)) if !tool.is_empty() => Ok((tool.to_owned(), text.to_owned())),
+        _ => Err(format!("expected TOOL=TEXT, got `{value}`")),
+    }
 }
 
 const AFTER_HELP: &str = "\
@@ -332,6 +350,16 @@ mod tests {
             cli.ok().map(|cli| cli.token_ttl),
             Some(DEFAULT_TOKEN_TTL_SECS)
         );
+    }
+
+    #[test]
+    fn descriptions_are_tool_equals_text() {
+        assert_eq!(
+            parse_description("echo=a=b"),
+            Ok(("echo".to_owned(), "a=b".to_owned()))
+        );
+        assert!(parse_description("=x").is_err());
+        assert!(parse_description("echo").is_err());
     }
 
     #[test]

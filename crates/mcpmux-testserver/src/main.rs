@@ -76,6 +76,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(text) = &cli.stderr_text {
+        eprintln!("{text}");
+    }
     faults::run_startup(cli.stderr_lines, cli.startup_delay_ms, cli.exit_at_startup).await;
 
     let call_log = cli.call_log.as_deref().map(CallLog::open).transpose()?;
@@ -87,7 +90,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         call_log,
         faults: CallFaults::new(cli.crash_after, cli.crash_on, cli.slow_ms),
         extra_enabled: AtomicBool::new(false),
-        router: TestServer::tool_router(),
+        router: tools::describe(TestServer::tool_router(), &cli.descriptions),
     });
     let gate = Gate {
         era: cli.era,

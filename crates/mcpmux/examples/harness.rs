@@ -72,8 +72,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 };
                 println!("{text}");
             }
-            // Errors are for the model too: it can repair its call.
-            Err(e) => println!("error: {e}"),
+            // Errors are for the model too: it can repair its call. What a server said in
+            // one (its message, an HTTP body, its stderr) is wrapped as untrusted data.
+            Err(e) => println!("{}", e.render_for_model()),
         }
     }
     hub.shutdown().await;

@@ -77,3 +77,12 @@ pub const BREAKER_THRESHOLD: u32 = 3;
 
 /// How long an open breaker waits before letting one probe call through.
 pub const BREAKER_COOL_DOWN: Duration = Duration::from_secs(30);
+
+/// Most bytes the spill folder may hold; the oldest files go first beyond it. Four of the
+/// largest results a stdio server can send (`MAX_STDIO_FRAME`, 64 MiB): room for any one spill
+/// and recent ones, while a flood of cut results cannot fill the temp disk.
+pub const SPILL_MAX_TOTAL_BYTES: u64 = 4 * MAX_STDIO_FRAME as u64;
+
+/// Spill files older than this are removed when a hub starts: a day covers a working session
+/// that reads a spill after the hub that wrote it (kept with `keep_spills`) has ended.
+pub const SPILL_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);

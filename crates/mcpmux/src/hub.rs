@@ -46,6 +46,9 @@ pub struct HubOptions {
     pub registry: Arc<HandlerRegistry>,
     /// Where truncated results are spilled in full.
     pub spill: Spill,
+    /// Leave the spill files this hub wrote when it shuts down (they are removed otherwise;
+    /// files older than a day go when any hub starts).
+    pub keep_spills: bool,
     /// Answers to server→client requests (roots, sampling, elicitation); by default none is
     /// offered.
     pub host: Host,
@@ -78,6 +81,7 @@ impl Default for HubOptions {
             approver: Arc::new(DenyAll),
             registry: Arc::new(HandlerRegistry::new()),
             spill: Spill::in_temp_dir(),
+            keep_spills: false,
             host: Host::default(),
             token_store: TokenStore::user_default(),
             authorizer: None,
@@ -134,6 +138,12 @@ impl HubOptions {
     /// Builder-style: where truncated results are spilled.
     pub fn with_spill(mut self, spill: Spill) -> Self {
         self.spill = spill;
+        self
+    }
+
+    /// Builder-style: keep the spill files when the hub shuts down.
+    pub fn with_keep_spills(mut self, keep: bool) -> Self {
+        self.keep_spills = keep;
         self
     }
 
@@ -315,7 +325,18 @@ struct Inner {
     approver: Arc<dyn Approver>,
     registry: Arc<HandlerRegistry>,
     validators: ValidatorCache,
+    /// The spill folder, with this hub's own record of the files it wrote.
     spill: Spill,
+    keep_spills: bool,
+}
+
+impl Drop for Inner {
+    /// A hub dropped without [`Hub::shutdown`] cleans up its spill files too.
+    fn drop(&mut self) {
+        if !self.keep_spills {
+            self.spill.remove_written();
+        }
+    }
 }
 
 /// Many MCP servers as one tool set. Cheap to clone; all clones share the servers.
@@ -422,6 +443,14 @@ impl Hub {
             .into_iter()
             .map(|spec| Connection::start(spec, shared.clone()))
             .collect();
+        let spill = options.spill.detached();
+        match spill.remove_stale() {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(dir = %spill.dir().display(), "removed {n} stale spill files"),
+            Err(e) => {
+                tracing::warn!(dir = %spill.dir().display(), "could not clean the spill folder: {e}")
+            }
+        }
         Ok(Hub {
             inner: Arc::new(Inner {
                 connections,
@@ -437,7 +466,8 @@ impl Hub {
                 approver: options.approver,
                 registry: options.registry,
                 validators: ValidatorCache::default(),
-                spill: options.spill,
+                spill,
+                keep_spills: options.keep_spills,
             }),
         })
     }
@@ -849,6 +879,9 @@ impl Hub {
     /// Closes every server concurrently and reaps every child process.
     pub async fn shutdown(&self) {
         futures::future::join_all(self.inner.connections.iter().map(Connection::shutdown)).await;
+        if !self.inner.keep_spills {
+            self.inner.spill.remove_written();
+        }
     }
 }
 

@@ -34,8 +34,11 @@ pub mod policy;
 pub mod resources;
 pub mod result;
 pub mod schema;
+mod spill;
 mod subscriptions;
+pub mod terminal;
 mod transport;
+pub mod untrusted;
 
 pub use catalog::scope::Scope;
 pub use catalog::{Tool, ToolAnnotations};
