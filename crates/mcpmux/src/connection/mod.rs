@@ -256,7 +256,8 @@ impl Connection {
     /// Whether this server's tools are listed now: exactly when its state says connected
     /// (which takes the breaker in).
     pub(crate) fn listed(&self) -> bool {
-        matches!(self.state(), ServerState::Connected { .. })
+        // `state()` without its clone: this runs once per tool of every listing.
+        matches!(*self.state.borrow(), ServerState::Connected { .. }) && !self.breaker.is_open()
     }
 
     /// The live session's peer, while connected: resources and prompts go straight to it.
