@@ -72,6 +72,10 @@ enum Command {
         /// gemini.
         #[arg(long, value_name = "PROVIDER")]
         format: Option<String>,
+        /// Only the tools a stage and agent may use (servers' `stages` / `agents`): `plan/coder`,
+        /// `plan`, `*/coder`.
+        #[arg(long, value_name = "STAGE/AGENT")]
+        scope: Option<mcpmux::Scope>,
     },
     /// Call a tool: `mcpmux call mcp__demo__echo '{"text":"hi"}'`.
     Call {
@@ -85,6 +89,9 @@ enum Command {
         /// Print the result as JSON (content blocks, structuredContent, isError).
         #[arg(long)]
         json: bool,
+        /// Call as this stage and agent: a tool outside the scope is refused (`plan/coder`).
+        #[arg(long, value_name = "STAGE/AGENT")]
+        scope: Option<mcpmux::Scope>,
     },
     /// List the resources of every connected server that offers them.
     Resources {
@@ -324,6 +331,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             server,
             json,
             format,
+            scope,
         } => {
             let provider = format
                 .as_deref()
@@ -331,8 +339,11 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             startup(hub).await?;
-            let tools: Vec<_> = hub
-                .tools()
+            let tools = match scope {
+                Some(scope) => hub.tools_for(scope),
+                None => hub.tools(),
+            };
+            let tools: Vec<_> = tools
                 .into_iter()
                 .filter(|t| server.as_ref().is_none_or(|s| &t.server == s))
                 .collect();
@@ -357,9 +368,13 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             arguments,
             timeout,
             json,
+            scope,
         } => {
             let arguments = parse_arguments(arguments.as_deref())?;
             let mut options = CallOptions::default();
+            if let Some(scope) = scope {
+                options = options.with_scope(scope.clone());
+            }
             if let Some(secs) = timeout {
                 let timeout = Duration::try_from_secs_f64(*secs)
                     .ok()

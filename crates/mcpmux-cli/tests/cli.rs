@@ -840,3 +840,51 @@ fn ask_rules_refuse_without_a_terminal_unless_yes() {
         "{run:#?}"
     );
 }
+
+#[test]
+fn call_with_a_scope_refuses_a_tool_outside_it_and_tools_lists_only_the_scopes() {
+    let sandbox = Sandbox::new();
+    sandbox.mcp_json(json!({
+        "deploy": testserver_entry(&[]),
+        "notes": testserver_entry(&["--stderr-lines", "1"]),
+    }));
+    sandbox.write(
+        "mcpmux.toml",
+        "[servers.deploy]\nstages = [\"build\"]\nagents = [\"coder\"]\n",
+    );
+    let refused = sandbox.run(&[
+        "call",
+        "mcp__deploy__echo",
+        r#"{"text":"ship"}"#,
+        "--scope",
+        "plan/coder",
+    ]);
+    assert_code(&refused, 2);
+    assert!(
+        refused
+            .stderr
+            .contains("`mcp__deploy__echo` is outside scope `plan/coder`"),
+        "{refused:#?}"
+    );
+    assert!(!refused.stdout.contains("ship"), "{refused:#?}");
+    let allowed = sandbox.run(&[
+        "call",
+        "mcp__deploy__echo",
+        r#"{"text":"ship"}"#,
+        "--scope",
+        "build/coder",
+    ]);
+    assert_code(&allowed, 0);
+    assert!(allowed.stdout.contains("ship"), "{allowed:#?}");
+    let listed = sandbox.run(&["tools", "--json", "--scope", "plan/coder"]);
+    assert_code(&listed, 0);
+    let servers: Vec<Value> = json_array(&listed)
+        .iter()
+        .map(|t| t["server"].clone())
+        .collect();
+    assert!(servers.contains(&json!("notes")), "{servers:?}");
+    assert!(!servers.contains(&json!("deploy")), "{servers:?}");
+    let bad = sandbox.run(&["tools", "--scope", "a/b/c"]);
+    assert_code(&bad, 2);
+    assert!(bad.stderr.contains("STAGE/AGENT"), "{bad:#?}");
+}

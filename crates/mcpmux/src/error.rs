@@ -139,6 +139,23 @@ pub enum Error {
     #[error("{0}")]
     Denied(crate::policy::Refusal),
 
+    /// The tool belongs to a server outside the caller's scope (its `stages` / `agents`): the
+    /// call never reached the server.
+    #[error(
+        "tool `{tool}` is outside scope `{scope}`: server `{server}` is not for it ({reason}); \
+         call only tools listed by `tools_for` that scope"
+    )]
+    OutOfScope {
+        /// The exposed tool name.
+        tool: String,
+        /// Its server.
+        server: String,
+        /// The caller's scope, as `STAGE/AGENT`.
+        scope: String,
+        /// Which dimension does not admit the server.
+        reason: String,
+    },
+
     /// The permission rules are invalid.
     #[error("invalid policy: {0}")]
     Policy(String),

@@ -172,6 +172,9 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Fail at once when the server is reconnecting, instead of waiting for it.
     pub fail_fast: bool,
+    /// The caller's stage and agent: a tool of a server outside it is refused
+    /// ([`Error::OutOfScope`]), as [`Hub::tools_for`] leaves it out. `None` refuses nothing.
+    pub scope: Option<Scope>,
 }
 
 impl CallOptions {
@@ -196,6 +199,12 @@ impl CallOptions {
     /// Builder-style: cancel with a token.
     pub fn with_cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// Builder-style: call as `scope`, refusing tools outside it.
+    pub fn with_scope(mut self, scope: Scope) -> Self {
+        self.scope = Some(scope);
         self
     }
 }
@@ -731,6 +740,19 @@ impl Hub {
             _ => None,
         };
         let mut arguments = Value::Object(arguments.unwrap_or_default());
+
+        // Scope: what `tools_for` leaves out cannot be called by name either.
+        if let (Some(scope), Some(i)) = (&options.scope, index) {
+            let spec = &inner.connections[i].spec;
+            if let Some(reason) = scope.refuses(&spec.options) {
+                return Err(Error::OutOfScope {
+                    tool: tool.name.clone(),
+                    server: spec.name.clone(),
+                    scope: scope.to_string(),
+                    reason,
+                });
+            }
+        }
 
         // Policy: a denied call never reaches the server.
         if !inner.policy.is_allow_all() {

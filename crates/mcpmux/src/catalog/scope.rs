@@ -2,7 +2,12 @@
 //!
 //! A server lists the `stages` and `agents` it is for; an absent list means all of them. A
 //! [`Scope`] names the current stage and agent; an absent one means "do not filter on it".
-//! The two dimensions are AND-combined. Knows nothing of connections or tools' contents.
+//! The two dimensions are AND-combined. A scope given to a call refuses a tool outside it
+//! (the hub asks [`Scope::refuses`]), so a scope is a boundary, not only a listing filter.
+//! Knows nothing of connections or tools' contents.
+
+use std::fmt;
+use std::str::FromStr;
 
 use crate::config::ServerOptions;
 
@@ -57,6 +62,64 @@ impl Scope {
     /// [`Scope::admits`] for a server's options.
     pub fn admits_server(&self, options: &ServerOptions) -> bool {
         self.admits(options.stages.as_deref(), options.agents.as_deref())
+    }
+}
+
+/// `STAGE/AGENT` with `*` for a dimension not filtered on: what `--scope` takes and shows.
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}",
+            self.stage.as_deref().unwrap_or("*"),
+            self.agent.as_deref().unwrap_or("*")
+        )
+    }
+}
+
+/// A scope that cannot be read from text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid scope `{0}`: expected STAGE/AGENT (`plan/coder`, `plan/*`, `*/coder`) or STAGE")]
+pub struct ScopeParseError(String);
+
+/// Reads `STAGE/AGENT`, `STAGE` alone, or either side empty or `*` for "any".
+impl FromStr for Scope {
+    type Err = ScopeParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (stage, agent) = text.split_once('/').unwrap_or((text, ""));
+        let part = |p: &str| -> Result<Option<String>, ScopeParseError> {
+            let p = p.trim();
+            if p.contains('/') || p.chars().any(char::is_control) {
+                return Err(ScopeParseError(text.to_string()));
+            }
+            Ok((!p.is_empty() && p != "*").then(|| p.to_string()))
+        };
+        Ok(Scope {
+            stage: part(stage)?,
+            agent: part(agent)?,
+        })
+    }
+}
+
+impl Scope {
+    /// Why a server declared for `options` is outside this scope, or `None` when it is inside:
+    /// which dimension does not admit it and what the server is declared for.
+    pub fn refuses(&self, options: &ServerOptions) -> Option<String> {
+        let mut reasons = Vec::new();
+        for (label, wanted, declared) in [
+            ("stage", &self.stage, &options.stages),
+            ("agent", &self.agent, &options.agents),
+        ] {
+            if !dimension(wanted.as_deref(), declared.as_deref()) {
+                let list = declared.as_deref().unwrap_or_default().join(", ");
+                reasons.push(format!(
+                    "{label} `{}` is not among its {label}s [{list}]",
+                    wanted.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+        (!reasons.is_empty()).then(|| reasons.join(" and "))
     }
 }
 
@@ -148,6 +211,46 @@ mod tests {
         let stages = list(&["plan"]);
         assert!(!Scope::stage("Plan").admits(Some(&stages), None));
         assert!(!Scope::stage("pla").admits(Some(&stages), None));
+    }
+
+    #[test]
+    fn reads_and_shows_stage_slash_agent() {
+        let parse = |t: &str| t.parse::<Scope>();
+        assert_eq!(
+            parse("plan/coder"),
+            Ok(Scope::stage("plan").with_agent("coder"))
+        );
+        assert_eq!(parse("plan"), Ok(Scope::stage("plan")));
+        assert_eq!(parse("plan/*"), Ok(Scope::stage("plan")));
+        assert_eq!(parse("*/coder"), Ok(Scope::agent("coder")));
+        assert_eq!(parse("/coder"), Ok(Scope::agent("coder")));
+        assert_eq!(parse("*"), Ok(Scope::all()));
+        assert!(parse("a/b/c").is_err());
+        assert_eq!(
+            Scope::stage("plan").with_agent("coder").to_string(),
+            "plan/coder"
+        );
+        assert_eq!(Scope::agent("coder").to_string(), "*/coder");
+    }
+
+    #[test]
+    fn a_refusal_names_the_dimension_and_what_the_server_is_for() {
+        let options = ServerOptions {
+            stages: Some(list(&["build", "ship"])),
+            agents: Some(list(&["coder"])),
+            ..ServerOptions::default()
+        };
+        assert_eq!(Scope::stage("build").refuses(&options), None);
+        assert_eq!(
+            Scope::stage("plan")
+                .with_agent("reviewer")
+                .refuses(&options),
+            Some(
+                "stage `plan` is not among its stages [build, ship] and agent `reviewer` is \
+                 not among its agents [coder]"
+                    .into()
+            )
+        );
     }
 
     #[test]

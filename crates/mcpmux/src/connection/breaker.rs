@@ -1,7 +1,9 @@
 //! The circuit breaker of one server: after `threshold` consecutive failed calls (transport
-//! error, timeout, server error — not a tool answering `isError`) it opens; calls then fail at
-//! once and the server's tools are withheld. After the cool-down the supervisor sends one probe
-//! (`tools/list`); success closes the breaker, failure keeps it open for another cool-down.
+//! error, timeout, server error, the server crashing during the call — not a tool answering
+//! `isError`) it opens; calls then fail at once and the server's tools are withheld. After the
+//! cool-down the supervisor probes it (`tools/list`, or the reconnect of a server that crashed);
+//! success half-opens the breaker — calls go out again, and the first one to fail opens it at
+//! once, the first to succeed closes it — failure keeps it open for another cool-down.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -23,7 +25,11 @@ pub(crate) enum Admission {
 #[derive(Debug, Default)]
 struct BreakerState {
     consecutive_failures: u32,
+    /// How many of the consecutive failures were the server crashing during a call.
+    consecutive_crashes: u32,
     open_until: Option<Instant>,
+    /// Half-open: a probe succeeded, and the next failed call opens the breaker again.
+    trial: bool,
     last_failure: Option<String>,
 }
 
@@ -69,14 +75,31 @@ impl Breaker {
     pub(crate) fn record_success(&self) {
         let mut state = self.lock();
         state.consecutive_failures = 0;
+        state.consecutive_crashes = 0;
+        state.trial = false;
     }
 
     /// A call failed at the transport or protocol level. Returns true when this opened it.
     pub(crate) fn record_failure(&self, reason: &str) -> bool {
+        self.record(reason, false)
+    }
+
+    /// The server crashed (its session was lost) while a call was in flight on it: a failed
+    /// call like any other. Returns true when this opened the breaker.
+    pub(crate) fn record_crash(&self, reason: &str) -> bool {
+        self.record(reason, true)
+    }
+
+    fn record(&self, reason: &str, crash: bool) -> bool {
         let mut state = self.lock();
         state.consecutive_failures += 1;
+        if crash {
+            state.consecutive_crashes += 1;
+        }
         state.last_failure = Some(reason.to_string());
-        if state.open_until.is_none() && state.consecutive_failures >= self.config.threshold {
+        let tripped = state.trial || state.consecutive_failures >= self.config.threshold;
+        if state.open_until.is_none() && tripped {
+            state.trial = false;
             state.open_until = Some(Instant::now() + self.config.cool_down);
             drop(state);
             self.opened.notify_one();
@@ -85,11 +108,24 @@ impl Breaker {
         false
     }
 
-    /// The probe after the cool-down succeeded: close.
+    /// Forget every failure: a fresh session after a loss no call caused.
     pub(crate) fn close(&self) {
         let mut state = self.lock();
-        state.consecutive_failures = 0;
-        state.open_until = None;
+        *state = BreakerState::default();
+    }
+
+    /// The probe after the cool-down succeeded: let calls out again, on trial.
+    pub(crate) fn half_open(&self) {
+        let mut state = self.lock();
+        if state.open_until.take().is_some() {
+            state.trial = true;
+        }
+    }
+
+    /// How many calls in a row have failed: the reconnect backoff of a server that keeps
+    /// crashing during calls grows with it.
+    pub(crate) fn streak(&self) -> u32 {
+        self.lock().consecutive_failures
     }
 
     /// The probe failed: stay open for another cool-down.
@@ -116,9 +152,19 @@ impl Breaker {
             .open_until
             .map(|until| until.saturating_duration_since(Instant::now()))
             .unwrap_or(Duration::ZERO);
+        let failures = state.consecutive_failures.max(1);
+        let what = if state.consecutive_crashes >= failures {
+            format!("the server crashed during {failures} consecutive calls")
+        } else if state.consecutive_crashes > 0 {
+            format!(
+                "{failures} consecutive failed calls ({} of them crashed the server)",
+                state.consecutive_crashes
+            )
+        } else {
+            format!("{failures} consecutive failed calls")
+        };
         format!(
-            "circuit breaker open after {} consecutive failed calls{last}; probing again in {}",
-            state.consecutive_failures.max(self.config.threshold),
+            "circuit breaker open after {what}{last}; probing again in {}",
             crate::error::fmt_duration(retry)
         )
     }
@@ -168,5 +214,42 @@ mod tests {
         b.close();
         assert_eq!(b.admit(), Admission::Allowed);
         assert!(!b.is_open());
+    }
+
+    #[tokio::test]
+    async fn crashes_during_calls_open_it_and_name_the_crashes() {
+        let b = breaker();
+        assert!(!b.record_crash("exit status 3"));
+        assert!(!b.record_crash("exit status 3"));
+        assert_eq!(b.streak(), 2);
+        assert!(b.record_crash("exit status 3"));
+        assert!(
+            b.describe()
+                .contains("the server crashed during 3 consecutive calls (last: exit status 3)"),
+            "{}",
+            b.describe()
+        );
+    }
+
+    #[tokio::test]
+    async fn after_a_good_probe_one_failure_reopens_and_one_success_closes() {
+        let b = breaker();
+        for _ in 0..3 {
+            b.record_crash("boom");
+        }
+        b.half_open();
+        assert_eq!(b.admit(), Admission::Allowed);
+        assert!(b.record_crash("boom again"));
+        assert!(b.is_open());
+        assert!(b.describe().contains("crashed during 4 consecutive calls"));
+        b.half_open();
+        b.record_success();
+        assert!(!b.record_failure("timeout"));
+        assert!(!b.record_failure("timeout"));
+        assert!(!b.is_open());
+        // Half-opening a closed breaker starts no trial.
+        b.record_success();
+        b.half_open();
+        assert!(!b.record_failure("timeout"));
     }
 }

@@ -51,12 +51,6 @@ impl Connection {
         let mut attempt = 0;
         let mut failed_session: Option<Arc<Live>> = None;
         loop {
-            if let Admission::Open { .. } = self.breaker.admit() {
-                return Err(Error::CircuitOpen {
-                    server: self.spec.name.clone(),
-                    message: self.breaker.describe(),
-                });
-            }
             let live = self
                 .live_or_wait(deadline, options, failed_session.as_ref())
                 .await?;
@@ -64,13 +58,15 @@ impl Connection {
                 Some(args) => args,
                 None => spare.clone().flatten(),
             };
+            let flight = live.flights.start();
             let result = self.call_once(&live, tool, args, options, timeout).await;
-            // A lost session is the supervisor's to repair (it reconnects); the breaker counts
-            // failures of a server that is up.
             let session_lost = matches!(result, Err(Error::ConnectionLost { .. })) && live.ended();
+            // A session that ended under the call is the supervisor's to count (a crash during
+            // a call) and to repair; the caller counts the failures of a server that is up.
+            let ended_under_call = flight.land(session_lost);
             match &result {
                 Ok(_) => self.breaker.record_success(),
-                Err(e) if e.counts_against_server() && !session_lost => {
+                Err(e) if e.counts_against_server() && !ended_under_call => {
                     if self.breaker.record_failure(&e.to_string()) {
                         tracing::warn!(server = %self.spec.name, "circuit breaker opened: {}", self.breaker.describe());
                         // The listing withholds this server's tools from now on.
@@ -104,6 +100,14 @@ impl Connection {
         loop {
             let mut watch = self.state_watch();
             watch.mark_unchanged();
+            // Checked at every wake-up: a breaker opened while the call waited for a new
+            // session (the last one crashed under it) refuses it at once.
+            if let Admission::Open { .. } = self.breaker.admit() {
+                return Err(Error::CircuitOpen {
+                    server: self.spec.name.clone(),
+                    message: self.breaker.describe(),
+                });
+            }
             if let Some(live) = self.live()
                 && !not.is_some_and(|old| Arc::ptr_eq(old, &live))
             {

@@ -9,6 +9,7 @@ mod breaker;
 mod call;
 mod client;
 pub mod era;
+mod flights;
 mod handshake;
 mod mrtr;
 mod probe;
@@ -113,6 +114,8 @@ struct Live {
     stderr: Option<crate::transport::stdio::StderrTail>,
     /// The harness's callbacks, for the input a 2026-07-28 server asks for inside a call.
     host: crate::host::Host,
+    /// The calls in flight on this session (shared by every `Live` of the session).
+    flights: Arc<flights::Flights>,
 }
 
 impl Live {
@@ -202,9 +205,17 @@ impl Connection {
         }
     }
 
-    /// The current state.
+    /// The current state. A connected server whose breaker a call has just opened is shown
+    /// disabled at once, before its supervisor says so: the state and the listing
+    /// ([`Connection::listed`]) never disagree.
     pub(crate) fn state(&self) -> ServerState {
-        self.state.borrow().clone()
+        let state = self.state.borrow().clone();
+        if matches!(state, ServerState::Connected { .. }) && self.breaker.is_open() {
+            return ServerState::Disabled {
+                reason: self.breaker.describe(),
+            };
+        }
+        state
     }
 
     /// A receiver of state changes.
@@ -242,9 +253,11 @@ impl Connection {
         }
     }
 
-    /// Whether this server's tools are listed now: connected and the breaker closed.
+    /// Whether this server's tools are listed now: exactly when its state says connected
+    /// (which takes the breaker in).
     pub(crate) fn listed(&self) -> bool {
-        !self.breaker.is_open() && self.live().is_some()
+        // `state()` without its clone: this runs once per tool of every listing.
+        matches!(*self.state.borrow(), ServerState::Connected { .. }) && !self.breaker.is_open()
     }
 
     /// The live session's peer, while connected: resources and prompts go straight to it.

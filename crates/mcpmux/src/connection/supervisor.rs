@@ -3,6 +3,11 @@
 //! reconnects with backoff after a crash or a lost session (giving up after a while), holds the
 //! server off while its circuit breaker is open and probes it after the cool-down.
 //!
+//! A session lost while a call was in flight on it is a crash caused by that call: it counts
+//! against the breaker, and the backoff grows while such crashes follow one another, so a
+//! server that dies on every call is cut off after `breaker.threshold` of them and restarted
+//! only to be probed after the cool-down. A session lost while idle counts against nothing.
+//!
 //! A server that fails its very first connection is not retried: that is a configuration
 //! problem (a wrong command, a missing key) for a person to fix, shown in `mcpmux servers`.
 
@@ -15,6 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::breaker::Breaker;
+use super::flights::Flights;
 use super::handshake::{self, AttemptFailure, Session, close_session, split_tail};
 use super::{Live, ServerState, Shared};
 use crate::catalog::ServerTool;
@@ -47,8 +53,9 @@ pub(super) struct Supervisor {
 enum Outcome {
     /// We are shutting down.
     Shutdown,
-    /// It was connected and the connection was lost.
-    Lost { reason: String },
+    /// It was connected and the connection was lost; `during_call` when calls were in flight
+    /// on it (a crash caused by a call).
+    Lost { reason: String, during_call: bool },
     /// It never got connected.
     Failed { failure: AttemptFailure },
 }
@@ -146,11 +153,24 @@ impl Supervisor {
                     self.finish(ServerState::Stopped);
                     return;
                 }
-                Outcome::Lost { reason } => {
-                    tracing::warn!(server = %name, "connection lost: {reason}; reconnecting");
+                Outcome::Lost {
+                    reason,
+                    during_call,
+                } => {
+                    tracing::warn!(server = %name, during_call, "connection lost: {reason}; reconnecting");
                     lost_at = Some(Instant::now());
+                    if during_call {
+                        if self.breaker.record_crash(&reason) {
+                            tracing::warn!(server = %name, "circuit breaker opened: {}", self.breaker.describe());
+                        }
+                        // Consecutive crashes keep growing the backoff instead of resetting it.
+                        attempt = self.breaker.streak().max(1);
+                    } else {
+                        // A fresh session after a loss no call caused starts with a clean slate.
+                        self.breaker.close();
+                        attempt = 1;
+                    }
                     last_error = Some(reason);
-                    attempt = 1;
                 }
                 Outcome::Failed { failure } => {
                     let auth = failure.auth;
@@ -187,6 +207,10 @@ impl Supervisor {
                         return;
                     }
                     tracing::debug!(server = %name, attempt, "reconnect failed: {error}");
+                    if self.breaker.is_open() {
+                        // The reconnect was the breaker's probe: another cool-down.
+                        self.breaker.reopen(&error);
+                    }
                     last_error = Some(error);
                 }
             }
@@ -201,13 +225,21 @@ impl Supervisor {
                 self.finish(ServerState::Disabled { reason });
                 return;
             }
-            let delay = backoff_delay(&backoff, attempt);
+            let mut delay = backoff_delay(&backoff, attempt);
             attempt += 1;
-            self.publish(ServerState::Pending {
-                attempt,
-                next_retry_at: Some(SystemTime::now() + delay),
-                last_error: last_error.clone(),
-            });
+            if let Some(due) = self.breaker.probe_due() {
+                // Held off until the breaker's cool-down is over: the reconnect is its probe.
+                delay = delay.max(due.saturating_duration_since(Instant::now()));
+                self.publish(ServerState::Disabled {
+                    reason: self.breaker.describe(),
+                });
+            } else {
+                self.publish(ServerState::Pending {
+                    attempt,
+                    next_retry_at: Some(SystemTime::now() + delay),
+                    last_error: last_error.clone(),
+                });
+            }
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
                 () = self.shutdown.cancelled() => {
@@ -231,6 +263,7 @@ impl Supervisor {
         let peer = running.peer().clone();
         let closed = CancellationToken::new();
         let exit = side.process.as_ref().map(|p| p.exit_watch());
+        let flights = Arc::new(Flights::default());
         let stderr = side.process.as_ref().map(|p| p.stderr().clone());
         let tools =
             match handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout).await {
@@ -263,13 +296,15 @@ impl Supervisor {
                 exit: exit.clone(),
                 stderr: stderr.clone(),
                 host: self.shared.host.clone(),
+                flights: flights.clone(),
             })
         };
         let mut tools_version: u64 = 1;
         let mut tools = Arc::new(tools);
-        // A fresh session starts with a closed breaker: the handshake was its probe. A signal
-        // left from the last session's failures is stale.
-        self.breaker.close();
+        // An open breaker (the last session crashed under calls) was held through its
+        // cool-down before this reconnect: the handshake was its probe, so calls go out again,
+        // on trial. A signal left from the last session's failures is stale.
+        self.breaker.half_open();
         {
             use futures::FutureExt;
             let _ = self.breaker.opened.notified().now_or_never();
@@ -355,7 +390,7 @@ impl Supervisor {
                     .await;
                     match probe {
                         Ok(Ok(new_tools)) => {
-                            self.breaker.close();
+                            self.breaker.half_open();
                             probe_at = None;
                             if *tools != new_tools {
                                 tools = Arc::new(new_tools);
@@ -379,6 +414,17 @@ impl Supervisor {
                 }
             }
         };
+        // Calls still in flight when the session ended: it crashed under them.
+        let in_flight = if lost.is_some() { flights.end() } else { 0 };
+        if let Some(reason) = &lost {
+            // Said at once, before the slow part of closing: the listing follows the state,
+            // and a connected state would offer tools of a session that is gone.
+            self.publish(ServerState::Pending {
+                attempt: 1,
+                next_retry_at: None,
+                last_error: Some(reason.clone()),
+            });
+        }
         closed.cancel();
         if let Some(listener) = listener {
             listener.abort();
@@ -403,7 +449,10 @@ impl Supervisor {
                 if let Some(last) = tail.last() {
                     reason.push_str(&format!(" (stderr: {last})"));
                 }
-                Outcome::Lost { reason }
+                Outcome::Lost {
+                    reason,
+                    during_call: in_flight > 0,
+                }
             }
         };
         side.stop(self.grace()).await;

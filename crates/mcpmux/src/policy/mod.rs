@@ -166,7 +166,7 @@ impl Policy {
         arguments: &Value,
         approver: &dyn Approver,
     ) -> Result<(), Refusal> {
-        match self.decide(&tool.name, effects) {
+        match self.decide_tool(tool, effects) {
             Decision::Allow => Ok(()),
             Decision::Deny { rule } => Err(Refusal {
                 tool: tool.name.clone(),
