@@ -715,19 +715,23 @@ impl Hub {
                 .map_err(Error::Denied)?;
         }
         // Validation: the server never sees arguments its own schema rejects.
-        let checked = match catalog.validator(&tool.name) {
-            Some(compiled) => {
-                schema::export::drop_null_optionals(&tool.input_schema, &mut arguments);
-                match compiled.as_ref() {
-                    Ok(validator) => validator.validate(&arguments),
-                    Err(_) => Ok(()),
-                }
-            }
-            None => schema::check_call(&inner.validators, tool, &mut arguments),
+        let compiled = match catalog.validator(&tool.name) {
+            Some(compiled) => compiled.clone(),
+            None => inner
+                .validators
+                .input(&tool.server, &tool.raw_name, &tool.input_schema),
         };
-        checked.map_err(|problems| Error::InvalidArguments {
-            tool: tool.name.clone(),
-            message: schema::validate::describe(&problems),
+        schema::prepare_call(&compiled, &tool.input_schema, &mut arguments).map_err(|refusal| {
+            match refusal {
+                schema::CallRefusal::Arguments(problems) => Error::InvalidArguments {
+                    tool: tool.name.clone(),
+                    message: schema::validate::describe(&problems),
+                },
+                schema::CallRefusal::Unusable(reason) => Error::UnusableTool {
+                    tool: tool.name.clone(),
+                    reason,
+                },
+            }
         })?;
 
         let (result, max_bytes) = match index {
