@@ -206,6 +206,20 @@ pub struct Cli {
     /// `use_dpop_nonce` with the nonce in `DPoP-Nonce` (400 at /token, 401 at /mcp).
     #[arg(long, requires = "oauth", help_heading = "OAuth")]
     pub dpop_nonce: bool,
+
+    // ----- hostile tools (trust-boundary tests) -----
+    /// Also list a tool with a hostile input schema (repeatable): `self-ref` lists `self_ref`,
+    /// whose schema applies itself (`allOf: [{"$ref": "#"}]`); `ref-bomb` lists `ref_bomb`,
+    /// whose `$defs` chain applies each next level twice (2^40 subschemas). Both answer
+    /// "called".
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Hostile tools")]
+    pub tool_schema: Vec<crate::hostile::ToolSchema>,
+
+    /// stdio: also list the tool `deep_result`, whose calls the transport answers itself with
+    /// structuredContent nesting 100 000 arrays (deeper than any JSON parser with a recursion
+    /// limit reads).
+    #[arg(long, conflicts_with_all = ["http", "ws"], help_heading = "Hostile tools")]
+    pub deep_result: bool,
 }
 
 const AFTER_HELP: &str = "\

@@ -9,6 +9,7 @@ mod cli;
 mod dpop;
 mod faults;
 mod gate;
+mod hostile;
 mod http;
 mod oauth;
 mod server;
@@ -87,7 +88,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         call_log,
         faults: CallFaults::new(cli.crash_after, cli.crash_on, cli.slow_ms),
         extra_enabled: AtomicBool::new(false),
-        router: TestServer::tool_router(),
+        router: {
+            let mut router = TestServer::tool_router();
+            hostile::add_tools(&mut router, &cli.tool_schema, cli.deep_result);
+            router
+        },
     });
     let gate = Gate {
         era: cli.era,
@@ -130,6 +135,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         garbage: cli.garbage,
         unknown_id: cli.unknown_id,
         ignore_eof: cli.ignore_stdin_eof,
+        deep_result: cli.deep_result,
     })
     .await?;
     match TestServer::new_session(shared).serve(transport).await {

@@ -762,6 +762,21 @@ impl Hub {
             }
         };
         let mut result = result;
+        let limit = schema::budget::MAX_RESULT_DEPTH;
+        if result
+            .structured_content
+            .as_ref()
+            .is_some_and(|v| schema::budget::depth_exceeds(v, limit))
+        {
+            // Only an in-process source can get here (the wire stops at serde_json's limit).
+            if let Some(deep) = result.structured_content.take() {
+                schema::budget::dispose(deep);
+            }
+            tracing::warn!(tool = %tool.name, "structuredContent nested deeper than {limit} levels was dropped");
+            result.output_problems.push(format!(
+                "structuredContent dropped: nested deeper than {limit} levels"
+            ));
+        }
         if let Some(structured) = &result.structured_content {
             let problems = schema::check_output(&inner.validators, tool, structured);
             if !problems.is_empty() {

@@ -352,6 +352,23 @@ pub fn depth_exceeds(value: &Value, limit: usize) -> bool {
     false
 }
 
+/// Deepest `structuredContent` a result keeps: what serde_json decodes from the wire, so only
+/// an in-process source can send more, and every recursive walk after (truncation,
+/// serialisation, rendering) stays far from the stack's end.
+pub const MAX_RESULT_DEPTH: usize = 128;
+
+/// Drops `value` without recursion (serde_json's own `Drop` recurses once per level).
+pub fn dispose(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -503,12 +520,6 @@ mod tests {
         assert!(depth_exceeds(&deep, 128));
         assert!(!depth_exceeds(&json!({"a": [1, {"b": 2}]}), 3));
         assert!(depth_exceeds(&json!({"a": [1, {"b": 2}]}), 2));
-        // serde_json drops recursively; unwind it by hand.
-        let mut stack = vec![deep];
-        while let Some(v) = stack.pop() {
-            if let Value::Object(map) = v {
-                stack.extend(map.into_iter().map(|(_, v)| v));
-            }
-        }
+        dispose(deep);
     }
 }
