@@ -4,6 +4,8 @@
 
 pub mod budget;
 pub mod export;
+#[cfg(test)]
+mod fuzz;
 pub mod validate;
 
 use serde_json::Value;
