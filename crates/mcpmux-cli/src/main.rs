@@ -355,10 +355,23 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             if let Some(provider) = provider {
                 let export = mcpmux::schema::export::export(&tools, provider);
                 output::print_json(&export.definitions())?;
-            } else if *json {
-                output::print_json(&tools)?;
+                output::warn_unusable(
+                    export
+                        .unusable
+                        .iter()
+                        .map(|u| (u.tool.as_str(), u.reason.as_str())),
+                );
             } else {
-                output::print_tools(&tools)?;
+                if *json {
+                    output::print_json(&tools)?;
+                } else {
+                    output::print_tools(&tools)?;
+                }
+                output::warn_unusable(
+                    tools
+                        .iter()
+                        .filter_map(|t| Some((t.name.as_str(), t.unusable.as_deref()?))),
+                );
             }
             output::warn_unavailable(&hub.servers());
             Ok(())

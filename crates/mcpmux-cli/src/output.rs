@@ -165,12 +165,24 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
 pub fn print_tools(tools: &[Tool]) -> anyhow::Result<()> {
     let mut rows = vec![vec!["TOOL".to_string(), "DESCRIPTION".into()]];
     for t in tools {
-        rows.push(vec![
-            t.name.clone(),
-            one_line(t.description.as_deref().unwrap_or(""), 80),
-        ]);
+        let about = match &t.unusable {
+            Some(reason) => format!("UNUSABLE: {}", one_line(reason, 200)),
+            None => one_line(t.description.as_deref().unwrap_or(""), 80),
+        };
+        rows.push(vec![t.name.clone(), about]);
     }
     emit(&table(&rows))
+}
+
+/// Says on stderr which tools cannot be called and why (their schema is beyond the hub's
+/// bounds); `(tool, reason)` pairs.
+pub fn warn_unusable<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    for (tool, reason) in tools {
+        eprintln!(
+            "mcpmux: tool `{tool}` cannot be called: {}",
+            one_line(reason, 300)
+        );
+    }
 }
 
 /// Says on stderr which servers' tools are missing and why.

@@ -207,6 +207,20 @@ pub struct Cli {
     #[arg(long, requires = "oauth", help_heading = "OAuth")]
     pub dpop_nonce: bool,
 
+    // ----- hostile tools (trust-boundary tests) -----
+    /// Also list a tool with a hostile input schema (repeatable): `self-ref` lists `self_ref`,
+    /// whose schema applies itself (`allOf: [{"$ref": "#"}]`); `ref-bomb` lists `ref_bomb`,
+    /// whose `$defs` chain applies each next level twice (2^40 subschemas). Both answer
+    /// "called".
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Hostile tools")]
+    pub tool_schema: Vec<crate::hostile::ToolSchema>,
+
+    /// stdio: also list the tool `deep_result`, whose calls the transport answers itself with
+    /// structuredContent nesting 100 000 arrays (deeper than any JSON parser with a recursion
+    /// limit reads).
+    #[arg(long, conflicts_with_all = ["http", "ws"], help_heading = "Hostile tools")]
+    pub deep_result: bool,
+
     // ----- hostile output -----
     /// Write TEXT and a newline to stderr at startup, before `--stderr-lines` (terminal escape
     /// sequences here test what a client shows of a server's stderr).

@@ -9,6 +9,7 @@ mod cli;
 mod dpop;
 mod faults;
 mod gate;
+mod hostile;
 mod http;
 mod oauth;
 mod server;
@@ -90,7 +91,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         call_log,
         faults: CallFaults::new(cli.crash_after, cli.crash_on, cli.slow_ms),
         extra_enabled: AtomicBool::new(false),
-        router: tools::describe(TestServer::tool_router(), &cli.descriptions),
+        router: {
+            let mut router = TestServer::tool_router();
+            hostile::add_tools(&mut router, &cli.tool_schema, cli.deep_result);
+            tools::describe(router, &cli.descriptions)
+        },
     });
     let gate = Gate {
         era: cli.era,
@@ -133,6 +138,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         garbage: cli.garbage,
         unknown_id: cli.unknown_id,
         ignore_eof: cli.ignore_stdin_eof,
+        deep_result: cli.deep_result,
     })
     .await?;
     match TestServer::new_session(shared).serve(transport).await {

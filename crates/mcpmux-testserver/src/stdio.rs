@@ -44,6 +44,8 @@ pub struct StdioOptions {
     pub garbage: bool,
     pub unknown_id: bool,
     pub ignore_eof: bool,
+    /// `--deep-result`: calls of `deep_result` are answered here with a raw, too-deep line.
+    pub deep_result: bool,
 }
 
 /// rmcp transport over this process's stdin and stdout.
@@ -137,6 +139,21 @@ impl Output {
         }
         writer.write_all(&frame).await?;
         writer.flush().await
+    }
+
+    /// Writes bytes rmcp could not have produced (`--deep-result`).
+    async fn write_raw(&self, frame: &[u8]) {
+        let mut writer = self.writer.lock().await;
+        let written = match writer.as_mut() {
+            Some(writer) => match writer.write_all(frame).await {
+                Ok(()) => writer.flush().await,
+                Err(error) => Err(error),
+            },
+            None => Err(closed()),
+        };
+        if let Err(error) = written {
+            tracing::error!(%error, "cannot write a raw answer to stdout");
+        }
     }
 
     async fn write_startup_junk(&self) -> io::Result<()> {
@@ -267,6 +284,14 @@ async fn judge_line(
     output: &Output,
     options: &StdioOptions,
 ) -> Option<ClientJsonRpcMessage> {
+    if options.deep_result
+        && let Some(id) = deep_result_call(line)
+    {
+        output
+            .write_raw(&crate::hostile::deep_result_line(&id))
+            .await;
+        return None;
+    }
     if !options.gate.is_transparent() || options.unknown_id {
         match serde_json::from_slice::<Probe<'_>>(line) {
             Ok(probe) => {
@@ -321,6 +346,17 @@ async fn judge_line(
             None
         }
     }
+}
+
+/// The id of a `tools/call` of `deep_result`, which `--deep-result` answers itself.
+fn deep_result_call(line: &[u8]) -> Option<RequestId> {
+    let message: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if message["method"] != "tools/call"
+        || message["params"]["name"] != crate::hostile::DEEP_RESULT_TOOL
+    {
+        return None;
+    }
+    serde_json::from_value(message.get("id")?.clone()).ok()
 }
 
 async fn reply(output: &Output, error: ErrorData, id: Option<RequestId>) {

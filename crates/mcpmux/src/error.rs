@@ -168,6 +168,17 @@ pub enum Error {
         /// Its error.
         message: String,
     },
+
+    /// The tool's input schema is beyond the bounds the hub keeps (a `$ref` cycle, an
+    /// exponential expansion): the call was refused before reaching the server; the server's
+    /// other tools work.
+    #[error("tool `{tool}` cannot be called: {reason}")]
+    UnusableTool {
+        /// The exposed tool name.
+        tool: String,
+        /// Why, naming the place in the schema.
+        reason: String,
+    },
 }
 
 impl Error {

@@ -42,6 +42,7 @@ impl Tool {
             input_schema,
             output_schema: None,
             annotations: ToolAnnotations::default(),
+            unusable: None,
         }
     }
 
@@ -506,8 +507,8 @@ pub enum Resolved {
     Custom {
         /// The handler.
         source: Arc<dyn ToolSource>,
-        /// The tool as it listed it.
-        tool: Tool,
+        /// The tool as it listed it (boxed: a tool record is large beside an `Arc`).
+        tool: Box<Tool>,
     },
 }
 
@@ -680,7 +681,7 @@ impl HandlerRegistry {
                     .find(|s| s.name() == source)
                     .map(|s| Resolved::Custom {
                         source: s.clone(),
-                        tool: entry.tool.clone(),
+                        tool: Box::new(entry.tool.clone()),
                     })
             }
             ToolOrigin::Mcp { .. } => None,

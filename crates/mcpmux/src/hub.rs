@@ -767,19 +767,23 @@ impl Hub {
                 .map_err(Error::Denied)?;
         }
         // Validation: the server never sees arguments its own schema rejects.
-        let checked = match catalog.validator(&tool.name) {
-            Some(compiled) => {
-                schema::export::drop_null_optionals(&tool.input_schema, &mut arguments);
-                match compiled.as_ref() {
-                    Ok(validator) => validator.validate(&arguments),
-                    Err(_) => Ok(()),
-                }
-            }
-            None => schema::check_call(&inner.validators, tool, &mut arguments),
+        let compiled = match catalog.validator(&tool.name) {
+            Some(compiled) => compiled.clone(),
+            None => inner
+                .validators
+                .input(&tool.server, &tool.raw_name, &tool.input_schema),
         };
-        checked.map_err(|problems| Error::InvalidArguments {
-            tool: tool.name.clone(),
-            message: schema::validate::describe(&problems),
+        schema::prepare_call(&compiled, &tool.input_schema, &mut arguments).map_err(|refusal| {
+            match refusal {
+                schema::CallRefusal::Arguments(problems) => Error::InvalidArguments {
+                    tool: tool.name.clone(),
+                    message: schema::validate::describe(&problems),
+                },
+                schema::CallRefusal::Unusable(reason) => Error::UnusableTool {
+                    tool: tool.name.clone(),
+                    reason,
+                },
+            }
         })?;
 
         let (result, max_bytes) = match index {
@@ -810,6 +814,21 @@ impl Hub {
             }
         };
         let mut result = result;
+        let limit = schema::budget::MAX_RESULT_DEPTH;
+        if result
+            .structured_content
+            .as_ref()
+            .is_some_and(|v| schema::budget::depth_exceeds(v, limit))
+        {
+            // Only an in-process source can get here (the wire stops at serde_json's limit).
+            if let Some(deep) = result.structured_content.take() {
+                schema::budget::dispose(deep);
+            }
+            tracing::warn!(tool = %tool.name, "structuredContent nested deeper than {limit} levels was dropped");
+            result.output_problems.push(format!(
+                "structuredContent dropped: nested deeper than {limit} levels"
+            ));
+        }
         if let Some(structured) = &result.structured_content {
             let problems = schema::check_output(&inner.validators, tool, structured);
             if !problems.is_empty() {

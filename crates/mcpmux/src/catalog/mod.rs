@@ -35,6 +35,11 @@ pub struct Tool {
     pub output_schema: Option<Value>,
     /// The server's hints about side effects.
     pub annotations: ToolAnnotations,
+    /// Why this tool cannot be called, when its input schema is beyond the bounds the hub
+    /// keeps (a `$ref` cycle, an exponential expansion): listed so the reason is seen, left
+    /// out of provider exports, and every call is refused with this reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unusable: Option<String>,
 }
 
 /// The behaviour hints of MCP's `ToolAnnotations`; absent means the server did not say.
@@ -134,6 +139,7 @@ impl Catalog {
                 input_schema: t.input_schema.clone(),
                 output_schema: t.output_schema.clone(),
                 annotations: t.annotations.clone(),
+                unusable: None,
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -180,7 +186,19 @@ impl Catalog {
         &mut self,
         compile: impl Fn(&Tool) -> crate::schema::validate::Compiled,
     ) {
-        self.validators = self.tools.iter().map(|t| Some(compile(t))).collect();
+        self.validators = self
+            .tools
+            .iter_mut()
+            .map(|tool| {
+                let compiled = compile(tool);
+                if let Err(e) = compiled.as_ref()
+                    && e.unusable
+                {
+                    tool.unusable = Some(format!("its input schema cannot be used: {}", e.message));
+                }
+                Some(compiled)
+            })
+            .collect();
     }
 
     /// The compiled input schema of the tool exposed as `name`, when attached.

@@ -259,6 +259,19 @@ pub struct Export {
     pub provider: Provider,
     /// One entry per tool, in the order given.
     pub tools: Vec<ExportedTool>,
+    /// Tools left out because their input schema cannot be used (see
+    /// [`super::budget`]), each with the reason: a model must not be offered them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unusable: Vec<UnusableTool>,
+}
+
+/// A tool left out of an export, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnusableTool {
+    /// The exposed tool name.
+    pub tool: String,
+    /// Why its schema cannot be used, naming the place.
+    pub reason: String,
 }
 
 impl Export {
@@ -277,11 +290,31 @@ impl Export {
 }
 
 /// Renders `tools` for `provider`. Never fails: what a provider cannot express is rewritten or
-/// dropped, and said in the tool's notes.
+/// dropped, and said in the tool's notes; a tool whose schema cannot be used at all (a `$ref`
+/// cycle, an exponential expansion) is left out and listed in [`Export::unusable`].
 pub fn export(tools: &[Tool], provider: Provider) -> Export {
     let mut used: HashSet<String> = HashSet::new();
+    let mut unusable = Vec::new();
     let tools = tools
         .iter()
+        .filter(|tool| {
+            // Every walk below is recursive: only schemas within the bounds reach them.
+            let reason = tool.unusable.clone().or_else(|| {
+                super::budget::check(&tool.input_schema)
+                    .err()
+                    .map(|e| format!("its input schema cannot be used: {e}"))
+            });
+            match reason {
+                Some(reason) => {
+                    unusable.push(UnusableTool {
+                        tool: tool.name.clone(),
+                        reason,
+                    });
+                    false
+                }
+                None => true,
+            }
+        })
         .map(|tool| {
             let mut notes = Vec::new();
             let mut name = provider_name(&tool.name, provider);
@@ -311,7 +344,11 @@ pub fn export(tools: &[Tool], provider: Provider) -> Export {
             }
         })
         .collect();
-    Export { provider, tools }
+    Export {
+        provider,
+        tools,
+        unusable,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1310,8 +1347,15 @@ impl Gemini<'_> {
 /// Removes `null` values the model sent for optional properties whose schema does not accept
 /// `null` — what a model working from an OpenAI strict export sends for "not given". Harmless
 /// for any call: such a `null` would fail validation anyway. Follows `properties`, `items` and
-/// local `$ref`s of `schema`.
+/// local `$ref`s of `schema`. Does nothing for a schema beyond [`super::budget`]'s bounds.
 pub fn drop_null_optionals(schema: &Value, arguments: &mut Value) {
+    if super::budget::check(schema).is_ok() {
+        strip(schema, schema, arguments, 0);
+    }
+}
+
+/// [`drop_null_optionals`] for a schema already within the bounds (it compiled).
+pub(crate) fn drop_null_optionals_checked(schema: &Value, arguments: &mut Value) {
     strip(schema, schema, arguments, 0);
 }
 

@@ -2,27 +2,72 @@
 //! set rendered for model providers (`export`). Knows nothing of connections: it works on
 //! schemas and [`Tool`] records.
 
+pub mod budget;
 pub mod export;
+#[cfg(test)]
+mod fuzz;
 pub mod validate;
 
 use serde_json::Value;
 
 use crate::catalog::Tool;
 
-pub use export::{Export, ExportedTool, Provider, drop_null_optionals, export};
+pub use export::{Export, ExportedTool, Provider, UnusableTool, drop_null_optionals, export};
 pub use validate::{ArgumentProblem, SchemaError, Validator, ValidatorCache, describe};
 
 /// Prepares a call's arguments (an object; `{}` for none) for `tool`: `null`s the model sent
 /// for optional properties that do not take `null` are dropped (what an OpenAI strict export
 /// leads to), then the rest is validated against the input schema. A schema that does not
-/// compile lets the call through unvalidated.
+/// compile lets the call through unvalidated; one that cannot be used refuses it.
 pub fn check_call(
     cache: &ValidatorCache,
     tool: &Tool,
     arguments: &mut Value,
 ) -> Result<(), Vec<ArgumentProblem>> {
-    drop_null_optionals(&tool.input_schema, arguments);
-    cache.check_arguments(&tool.server, &tool.raw_name, &tool.input_schema, arguments)
+    let compiled = cache.input(&tool.server, &tool.raw_name, &tool.input_schema);
+    match prepare_call(&compiled, &tool.input_schema, arguments) {
+        Ok(()) => Ok(()),
+        Err(CallRefusal::Arguments(problems)) => Err(problems),
+        Err(CallRefusal::Unusable(reason)) => Err(vec![ArgumentProblem {
+            path: String::new(),
+            message: reason,
+        }]),
+    }
+}
+
+/// Why a call was stopped before it reached the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallRefusal {
+    /// The arguments do not match the schema.
+    Arguments(Vec<ArgumentProblem>),
+    /// The schema itself cannot be used (see [`budget`]); the reason names the place.
+    Unusable(String),
+}
+
+/// [`check_call`] with the schema already compiled: an unusable schema is refused before any
+/// walk over it; otherwise strict-mode `null`s are dropped and the arguments validated.
+pub fn prepare_call(
+    compiled: &validate::Compiled,
+    schema: &Value,
+    arguments: &mut Value,
+) -> Result<(), CallRefusal> {
+    match compiled.as_ref() {
+        Err(e) if e.unusable => Err(CallRefusal::Unusable(format!(
+            "its input schema cannot be used: {}",
+            e.message
+        ))),
+        Ok(validator) => {
+            export::drop_null_optionals_checked(schema, arguments);
+            validator
+                .validate(arguments)
+                .map_err(CallRefusal::Arguments)
+        }
+        // Within the bounds but not compilable: sent unvalidated, as documented.
+        Err(_) => {
+            drop_null_optionals(schema, arguments);
+            Ok(())
+        }
+    }
 }
 
 /// Problems of a result's `structuredContent` against `tool`'s output schema (empty when it

@@ -53,13 +53,21 @@ pub fn describe(problems: &[ArgumentProblem]) -> String {
     }
 }
 
-/// A schema that could not be compiled: the tool stays exposed and goes unvalidated.
+/// A schema that could not be compiled (the tool stays exposed and goes unvalidated), or one
+/// beyond the bounds of [`super::budget`] (the tool is listed as unusable and calls to it are
+/// refused: validating it would never end or overflow the stack).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid JSON schema: {message}")]
+#[error("{}{message}", if *unusable { "" } else { "invalid JSON schema: " })]
 pub struct SchemaError {
-    /// What the compiler said.
+    /// What the compiler (or the bound) said.
     pub message: String,
+    /// True when the schema cannot be used at all: calls must be refused, not sent unchecked.
+    pub unusable: bool,
 }
+
+/// Deepest call arguments (or structured content) validated: a model never needs more, and
+/// the validator recurses once per level.
+pub const MAX_INSTANCE_DEPTH: usize = 64;
 
 /// A compiled schema.
 #[derive(Debug)]
@@ -87,12 +95,17 @@ pub fn draft_of(schema: &Value) -> Draft {
 impl Validator {
     /// Compiles `schema`; formats are asserted, remote `$ref`s are not fetched.
     pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        super::budget::check(schema).map_err(|message| SchemaError {
+            message,
+            unusable: true,
+        })?;
         let compiled = jsonschema::options()
             .with_draft(draft_of(schema))
             .should_validate_formats(true)
             .build(schema)
             .map_err(|e| SchemaError {
                 message: e.to_string(),
+                unusable: false,
             })?;
         Ok(Validator {
             schema: schema.clone(),
@@ -102,6 +115,12 @@ impl Validator {
 
     /// Checks `instance`; every problem (up to 20) with its path.
     pub fn validate(&self, instance: &Value) -> Result<(), Vec<ArgumentProblem>> {
+        if super::budget::depth_exceeds(instance, MAX_INSTANCE_DEPTH) {
+            return Err(vec![ArgumentProblem {
+                path: String::new(),
+                message: format!("nested deeper than {MAX_INSTANCE_DEPTH} levels"),
+            }]);
+        }
         if self.compiled.is_valid(instance) {
             return Ok(());
         }
@@ -419,13 +438,21 @@ impl ValidatorCache {
         }
         // Compile outside the lock: other tools keep validating meanwhile.
         let compiled = Arc::new(Validator::compile(schema));
-        if let Err(e) = compiled.as_ref() {
-            tracing::warn!(
+        match compiled.as_ref() {
+            Err(e) if e.unusable => tracing::warn!(
+                server = %key.server,
+                tool = %key.tool,
+                "{} schema cannot be used, {}: {e}",
+                if key.output { "output" } else { "input" },
+                if key.output { "results go unchecked" } else { "calls are refused" }
+            ),
+            Err(e) => tracing::warn!(
                 server = %key.server,
                 tool = %key.tool,
                 "{} schema does not compile, calls go unvalidated: {e}",
                 if key.output { "output" } else { "input" }
-            );
+            ),
+            Ok(_) => {}
         }
         self.lock().insert(key, (hash, compiled.clone()));
         compiled
@@ -455,7 +482,8 @@ impl ValidatorCache {
         )
     }
 
-    /// Validates call arguments; a schema that does not compile lets everything through.
+    /// Validates call arguments; a schema that does not compile lets everything through, one
+    /// that cannot be used lets nothing through.
     pub fn check_arguments(
         &self,
         server: &str,
@@ -465,6 +493,10 @@ impl ValidatorCache {
     ) -> Result<(), Vec<ArgumentProblem>> {
         match self.input(server, tool, schema).as_ref() {
             Ok(validator) => validator.validate(arguments),
+            Err(e) if e.unusable => Err(vec![ArgumentProblem {
+                path: String::new(),
+                message: format!("the tool's input schema cannot be used: {}", e.message),
+            }]),
             Err(_) => Ok(()),
         }
     }

@@ -420,6 +420,19 @@ impl<R> JsonRpcLines<R> {
         if self.discarding {
             self.discarding = false;
         } else if is_json_rpc(&self.line) {
+            // rmcp would drop a message serde_json cannot decode in silence.
+            match super::nesting::screen(&self.line) {
+                super::nesting::Screen::Pass => {}
+                super::nesting::Screen::Answer(answer) => {
+                    tracing::warn!(server = %self.server, "a response is nested too deep to decode: failing its request");
+                    self.line = answer;
+                }
+                super::nesting::Screen::Drop(reason) => {
+                    tracing::warn!(server = %self.server, "dropping a message: {reason}");
+                    self.line.clear();
+                    return;
+                }
+            }
             self.line.push(b'\n');
             if self.out_pos == self.out.len() {
                 self.out.clear();

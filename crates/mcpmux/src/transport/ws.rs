@@ -282,7 +282,27 @@ impl Transport<RoleClient> for WsTransport {
             match parsed {
                 Ok(message) => return Some(message),
                 Err(e) => {
-                    tracing::warn!(server = %self.server, error = %e, "skipping a WebSocket message that is not JSON-RPC");
+                    let bytes: &[u8] = match &message {
+                        Message::Text(text) => text.as_bytes(),
+                        Message::Binary(bytes) => bytes,
+                        _ => &[],
+                    };
+                    // Too deep for serde_json: fail the request it answers instead of leaving
+                    // it to its deadline.
+                    match super::nesting::screen(bytes) {
+                        super::nesting::Screen::Answer(answer) => {
+                            if let Ok(answer) = serde_json::from_slice(&answer) {
+                                tracing::warn!(server = %self.server, "a response is nested too deep to decode: failing its request");
+                                return Some(answer);
+                            }
+                        }
+                        super::nesting::Screen::Drop(reason) => {
+                            tracing::warn!(server = %self.server, "dropping a message: {reason}");
+                        }
+                        super::nesting::Screen::Pass => {
+                            tracing::warn!(server = %self.server, error = %e, "skipping a WebSocket message that is not JSON-RPC");
+                        }
+                    }
                 }
             }
         }

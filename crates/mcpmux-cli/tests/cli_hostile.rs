@@ -1,0 +1,222 @@
+//! `mcpmux` against a hostile server (the test server's `--tool-schema` and `--deep-result`):
+//! every run must end on its own with a normal exit code and say which tool cannot be used
+//! and why, while the server's other tools stay listed and callable. Each run has a deadline
+//! and is killed past it, so an abort or a hang fails the test instead of stalling it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../mcpmux/tests/support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Longest a single run may take: startup, one listing or call, shutdown.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+impl Sandbox {
+    /// A hermetic HOME and a project whose `.mcp.json` runs the test server as `ts`.
+    fn with_testserver(args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let servers = json!({"mcpServers": {"ts": {
+            "command": support::testserver().display().to_string(),
+            "args": args,
+        }}});
+        std::fs::write(project.join(".mcp.json"), servers.to_string()).unwrap();
+        Sandbox {
+            _dir: dir,
+            home,
+            project,
+        }
+    }
+
+    /// Runs `mcpmux args`, killing it past [`DEADLINE`].
+    fn run(&self, args: &[&str]) -> Run {
+        let start = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpmux"))
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env_remove("MCPMUX_LOG")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let out = std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+            text
+        });
+        let err = std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+            text
+        });
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > DEADLINE {
+                child.kill().unwrap();
+                let _ = child.wait();
+                panic!(
+                    "`mcpmux {}` did not end within {DEADLINE:?}",
+                    args.join(" ")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Run {
+            code: status.code(),
+            stdout: out.join().unwrap(),
+            stderr: err.join().unwrap(),
+            took: start.elapsed(),
+        }
+    }
+}
+
+const SELF_REF_REASON: &str = "mcpmux: tool `mcp__ts__self_ref` cannot be called: its input \
+     schema cannot be used: `/allOf/0` refers back to the root without descending into the \
+     value";
+
+fn names(definitions: &[Value], path: &[&str]) -> Vec<String> {
+    definitions
+        .iter()
+        .filter_map(|d| {
+            let mut v = d;
+            for key in path {
+                v = &v[*key];
+            }
+            v.as_str().map(str::to_string)
+        })
+        .collect()
+}
+
+#[test]
+fn provider_exports_leave_out_a_self_referencing_tool_and_say_why() {
+    let sandbox = Sandbox::with_testserver(&["--tool-schema", "self-ref"]);
+    for (format, path) in [
+        ("openai", &["function", "name"][..]),
+        ("openai-strict", &["function", "name"][..]),
+        ("anthropic", &["name"][..]),
+        ("gemini", &["name"][..]),
+    ] {
+        let run = sandbox.run(&["tools", "--format", format]);
+        assert_eq!(run.code, Some(0), "{format}: {run:#?}");
+        let definitions: Vec<Value> = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{format}: stdout is not JSON ({e}): {run:#?}"));
+        let names = names(&definitions, path);
+        assert!(
+            names.iter().any(|n| n == "mcp__ts__echo"),
+            "{format}: {names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.contains("self_ref")),
+            "{format}: {names:?}"
+        );
+        assert!(
+            run.stderr.contains(SELF_REF_REASON),
+            "{format}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn tools_lists_the_unusable_tool_with_its_reason() {
+    let sandbox = Sandbox::with_testserver(&["--tool-schema", "self-ref"]);
+    let run = sandbox.run(&["tools"]);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("mcp__ts__self_ref "))
+        .unwrap_or_else(|| panic!("no row: {run:#?}"));
+    assert!(
+        row.contains("UNUSABLE: its input schema cannot be used: `/allOf/0` refers back"),
+        "{row}"
+    );
+    assert!(run.stdout.contains("mcp__ts__echo "), "{run:#?}");
+    assert!(run.stderr.contains(SELF_REF_REASON), "{run:#?}");
+
+    let run = sandbox.run(&["tools", "--json"]);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let tools: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    let bad = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__ts__self_ref")
+        .unwrap();
+    assert!(
+        bad["unusable"]
+            .as_str()
+            .unwrap()
+            .starts_with("its input schema cannot be used: "),
+        "{bad:#}"
+    );
+    let echo = tools.iter().find(|t| t["name"] == "mcp__ts__echo").unwrap();
+    assert!(echo.get("unusable").is_none(), "{echo:#}");
+}
+
+#[test]
+fn calling_a_tool_with_a_hostile_schema_is_refused_and_the_others_still_answer() {
+    let sandbox =
+        Sandbox::with_testserver(&["--tool-schema", "self-ref", "--tool-schema", "ref-bomb"]);
+    let run = sandbox.run(&["call", "mcp__ts__self_ref", r#"{"x":"a"}"#]);
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(run.stderr.contains(SELF_REF_REASON), "{run:#?}");
+
+    let run = sandbox.run(&["call", "mcp__ts__ref_bomb", r#"{"x":"a"}"#]);
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "mcpmux: tool `mcp__ts__ref_bomb` cannot be called: its input schema cannot be used"
+        ),
+        "{run:#?}"
+    );
+    assert!(run.took < Duration::from_secs(5), "{run:#?}");
+
+    let run = sandbox.run(&["call", "mcp__ts__echo", r#"{"text":"fine"}"#]);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert_eq!(run.stdout, "fine\n");
+}
+
+#[test]
+fn a_result_too_deep_to_read_fails_the_call_fast_with_the_reason() {
+    let sandbox = Sandbox::with_testserver(&["--deep-result"]);
+    let run = sandbox.run(&["call", "mcp__ts__deep_result", "{}", "--timeout", "15"]);
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "the server's answer could not be read: it nests arrays and objects deeper than \
+             127 levels"
+        ),
+        "{run:#?}"
+    );
+    assert!(run.took < Duration::from_secs(5), "{run:#?}");
+}

@@ -1,0 +1,154 @@
+//! Hostile tools for the client's trust-boundary tests: tools whose input schemas make a
+//! naive validator or exporter recurse forever (`--tool-schema`), and a result no JSON parser
+//! with a recursion limit can read (`--deep-result`). Listed beside the normal tools; knows
+//! nothing about transports except the raw answer `--deep-result` writes.
+
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use rmcp::{
+    handler::server::router::tool::{ToolRoute, ToolRouter},
+    model::{CallToolResult, ContentBlock, JsonObject, RequestId, Tool},
+};
+use serde_json::json;
+
+use crate::server::TestServer;
+
+/// Name of the tool whose answer the stdio transport writes itself (`--deep-result`).
+pub const DEEP_RESULT_TOOL: &str = "deep_result";
+
+/// How many arrays the `deep_result` answer nests in its structuredContent.
+pub const DEEP_RESULT_LEVELS: usize = 100_000;
+
+/// Levels of the `ref-bomb` `$defs` chain: 2^40 subschemas once unfolded.
+const REF_BOMB_LEVELS: usize = 40;
+
+/// A hostile input schema `--tool-schema` lists a tool with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolSchema {
+    /// Tool `self_ref`: `{"type":"object","properties":{"x":{"type":"string"}},"allOf":[{"$ref":"#"}]}`.
+    SelfRef,
+    /// Tool `ref_bomb`: property `x` refers to `$defs/d0`, each `dN` is
+    /// `{"allOf":[{"$ref":"#/$defs/dN+1"},{"$ref":"#/$defs/dN+1"}]}` up to d40 (a string).
+    RefBomb,
+}
+
+impl ToolSchema {
+    fn name(self) -> &'static str {
+        match self {
+            ToolSchema::SelfRef => "self_ref",
+            ToolSchema::RefBomb => "ref_bomb",
+        }
+    }
+
+    fn schema(self) -> serde_json::Value {
+        match self {
+            ToolSchema::SelfRef => json!({
+                "type": "object",
+                "properties": {"x": {"type": "string"}},
+                "allOf": [{"$ref": "#"}]
+            }),
+            ToolSchema::RefBomb => {
+                let mut defs = serde_json::Map::new();
+                for level in 0..REF_BOMB_LEVELS {
+                    let next = format!("#/$defs/d{}", level + 1);
+                    defs.insert(
+                        format!("d{level}"),
+                        json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+                    );
+                }
+                defs.insert(format!("d{REF_BOMB_LEVELS}"), json!({"type": "string"}));
+                json!({
+                    "type": "object",
+                    "properties": {"x": {"$ref": "#/$defs/d0"}},
+                    "$defs": defs
+                })
+            }
+        }
+    }
+}
+
+fn object(value: serde_json::Value) -> Arc<JsonObject> {
+    Arc::new(match value {
+        serde_json::Value::Object(map) => map,
+        _ => JsonObject::new(),
+    })
+}
+
+/// Adds the hostile tools asked for to `router` (after the normal ones).
+pub fn add_tools(router: &mut ToolRouter<TestServer>, schemas: &[ToolSchema], deep_result: bool) {
+    for kind in schemas {
+        let tool = Tool::new(
+            kind.name(),
+            "A tool with a hostile input schema. Answers \"called\".",
+            object(kind.schema()),
+        );
+        router.add_route(ToolRoute::new_dyn(tool, |_context| {
+            Box::pin(async {
+                Ok(CallToolResult::success(vec![ContentBlock::text("called")]).into())
+            })
+        }));
+    }
+    if deep_result {
+        let tool = Tool::new(
+            DEEP_RESULT_TOOL,
+            format!(
+                "Answered by the stdio transport with structuredContent nesting \
+                 {DEEP_RESULT_LEVELS} arrays."
+            ),
+            object(json!({"type": "object"})),
+        );
+        router.add_route(ToolRoute::new_dyn(tool, |_context| {
+            // Only reached when the transport did not answer (not stdio).
+            Box::pin(async {
+                Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "deep_result is answered by the stdio transport only",
+                )])
+                .into())
+            })
+        }));
+    }
+}
+
+/// The raw `deep_result` answer to request `id`, newline included. Written as bytes: a value
+/// this deep cannot pass through serde_json (its serialiser and `Drop` would overflow the
+/// stack), which is the point.
+pub fn deep_result_line(id: &RequestId) -> Vec<u8> {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+    let mut line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\
+         \"text\":\"deep\"}}],\"structuredContent\":{{\"deep\":"
+    )
+    .into_bytes();
+    line.extend(std::iter::repeat_n(b'[', DEEP_RESULT_LEVELS));
+    line.extend(std::iter::repeat_n(b']', DEEP_RESULT_LEVELS));
+    line.extend_from_slice(b"}}}\n");
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deep_line_is_well_formed_and_too_deep_for_serde_json() {
+        let line = deep_result_line(&RequestId::Number(7));
+        assert!(line.starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":7,"));
+        let depth = line
+            .iter()
+            .scan(0i64, |d, b| {
+                *d += i64::from(*b == b'[' || *b == b'{') - i64::from(*b == b']' || *b == b'}');
+                Some(*d)
+            })
+            .max();
+        assert_eq!(depth, Some(DEEP_RESULT_LEVELS as i64 + 3));
+        assert!(serde_json::from_slice::<serde_json::Value>(&line).is_err());
+    }
+
+    #[test]
+    fn hostile_schemas_are_objects() {
+        for kind in [ToolSchema::SelfRef, ToolSchema::RefBomb] {
+            assert!(kind.schema().is_object());
+        }
+    }
+}

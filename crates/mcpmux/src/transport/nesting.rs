@@ -1,0 +1,186 @@
+//! Messages nested deeper than serde_json decodes. rmcp parses every incoming message with
+//! serde_json, whose recursion limit (128) turns a line like `{"result": [[[[…]]]]}` into a
+//! syntax error that rmcp drops without a word: the request it answered then waits for its
+//! deadline. Here one bounded, iterative pass over the raw bytes measures the nesting and reads
+//! the top-level `id`; a response too deep to decode is replaced by a JSON-RPC error for that
+//! id, so the one call fails at once with the reason and every other call goes on.
+//!
+//! Works on bytes of one message: any transport (stdio lines, HTTP bodies, SSE `data:`
+//! fields, WebSocket frames) can call [`screen`] before handing a message to rmcp. Knows
+//! nothing of tools or the hub.
+
+/// Deepest nesting of arrays and objects serde_json decodes (its recursion limit is 128:
+/// the 128th level fails).
+pub(crate) const MAX_DECODABLE_DEPTH: usize = 127;
+
+/// JSON-RPC "Parse error": the message could not be read.
+const PARSE_ERROR: i64 = -32700;
+
+/// What to do with one incoming message.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Screen {
+    /// Decodable: hand it on unchanged.
+    Pass,
+    /// A response too deep to decode: hand on this error response for its id instead.
+    Answer(Vec<u8>),
+    /// Too deep, and no response id to fail (a request or notification from the server):
+    /// drop it; the reason is for the log.
+    Drop(String),
+}
+
+/// What one pass over a message saw.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Shape {
+    depth: usize,
+    /// The raw JSON of a top-level string or number `id`.
+    id: Option<Vec<u8>>,
+    /// A top-level `method` member: a request or notification, not a response.
+    method: bool,
+}
+
+/// Measures `message` without recursion: nesting depth (outside strings), and the top-level
+/// `id` and `method` members.
+fn shape(message: &[u8]) -> Shape {
+    let mut shape = Shape::default();
+    let mut depth = 0usize;
+    let mut expect_key = false;
+    let mut last_key: &[u8] = b"";
+    let mut i = 0;
+    while i < message.len() {
+        match message[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < message.len() && message[i] != b'"' {
+                    if message[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                let end = (i + 1).min(message.len());
+                if depth == 1 {
+                    let token = &message[start..end];
+                    if expect_key {
+                        last_key = token;
+                        expect_key = false;
+                        shape.method |= token == b"\"method\"";
+                    } else if last_key == b"\"id\"" {
+                        shape.id = Some(token.to_vec());
+                    }
+                }
+            }
+            open @ (b'{' | b'[') => {
+                depth += 1;
+                shape.depth = shape.depth.max(depth);
+                if depth == 1 {
+                    expect_key = open == b'{';
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 1 => expect_key = true,
+            b'-' | b'0'..=b'9' if depth == 1 && !expect_key && last_key == b"\"id\"" => {
+                let start = i;
+                while i < message.len()
+                    && matches!(message[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                shape.id = Some(message[start..i].to_vec());
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    shape
+}
+
+/// Judges one incoming message (without its newline).
+pub(crate) fn screen(message: &[u8]) -> Screen {
+    let shape = shape(message);
+    if shape.depth <= MAX_DECODABLE_DEPTH {
+        return Screen::Pass;
+    }
+    let reason = format!(
+        "the server's answer could not be read: it nests arrays and objects deeper than \
+         {MAX_DECODABLE_DEPTH} levels ({} found)",
+        shape.depth
+    );
+    match shape.id {
+        Some(id) if !shape.method => {
+            let mut answer = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
+            answer.extend_from_slice(&id);
+            answer.extend_from_slice(b",\"error\":{\"code\":");
+            answer.extend_from_slice(PARSE_ERROR.to_string().as_bytes());
+            answer.extend_from_slice(b",\"message\":");
+            answer.extend_from_slice(serde_json::Value::String(reason).to_string().as_bytes());
+            answer.extend_from_slice(b"}}");
+            Screen::Answer(answer)
+        }
+        _ => Screen::Drop(reason),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn nested(levels: usize) -> String {
+        format!("{}{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn the_limit_is_serde_jsons() {
+        let ok = nested(MAX_DECODABLE_DEPTH);
+        assert!(serde_json::from_str::<serde_json::Value>(&ok).is_ok());
+        let too_deep = nested(MAX_DECODABLE_DEPTH + 1);
+        assert!(serde_json::from_str::<serde_json::Value>(&too_deep).is_err());
+    }
+
+    #[test]
+    fn a_deep_response_becomes_an_error_for_its_id() {
+        for (id, raw) in [
+            ("7", "7"),
+            ("\"a\\\"b\"", "\"a\\\"b\""),
+            ("-1.5e3", "-1.5e3"),
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","result":{{"structuredContent":{{"x":"[{{\"id\":9}}","deep":{}}}}},"id":{id}}}"#,
+                nested(100_000)
+            );
+            let Screen::Answer(answer) = screen(line.as_bytes()) else {
+                panic!("not answered: {id}");
+            };
+            let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(
+                answer["id"],
+                serde_json::from_str::<serde_json::Value>(raw).unwrap()
+            );
+            assert_eq!(answer["error"]["code"], -32700);
+            assert_eq!(
+                answer["error"]["message"],
+                "the server's answer could not be read: it nests arrays and objects deeper \
+                 than 127 levels (100003 found)"
+            );
+        }
+    }
+
+    #[test]
+    fn decodable_messages_and_deep_requests_are_not_answered() {
+        let fine = br#"{"jsonrpc":"2.0","id":1,"result":{"a":[[["]]]]]]"]]]}}"#;
+        assert_eq!(screen(fine), Screen::Pass);
+        let request = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}}"#,
+            nested(500)
+        );
+        assert!(matches!(screen(request.as_bytes()), Screen::Drop(_)));
+        let no_id = format!(r#"{{"jsonrpc":"2.0","result":{}}}"#, nested(500));
+        assert!(matches!(screen(no_id.as_bytes()), Screen::Drop(_)));
+        let nested_id = format!(
+            r#"{{"jsonrpc":"2.0","x":{{"id":5}},"result":{}}}"#,
+            nested(500)
+        );
+        assert!(matches!(screen(nested_id.as_bytes()), Screen::Drop(_)));
+    }
+}
