@@ -134,6 +134,7 @@ async fn challenge(
 ) -> Result<Option<String>, String> {
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
+        .redirect(crate::transport::redirect::same_origin())
         .build()
         .map_err(|e| e.to_string())?;
     let mut request = client
