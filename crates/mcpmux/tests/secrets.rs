@@ -1,8 +1,14 @@
-//! Secrets stay where they belong: a server's custom headers and tokens never follow a
-//! redirect to another origin (the connection fails naming the server and that origin), while
-//! a redirect within the server's own origin still works. The servers are the real test
-//! server behind a raw redirecting proxy, and a raw listener on another port that records
-//! every request reaching it.
+//! Secrets stay where they belong and survive being shared.
+//!
+//! Redirects: a server's custom headers and tokens never follow a redirect to another origin
+//! (the connection fails naming that origin), while a redirect within the server's own origin
+//! still works. The servers are the real test server behind a raw redirecting proxy, and a raw
+//! listener on another port that records every request reaching it.
+//!
+//! One token file, many hubs: two processes with two hubs each, every call refreshing the
+//! token (its lifetime is under rmcp's refresh margin), against the test server's
+//! authorization server, which rotates refresh tokens and revokes the whole login when a spent
+//! one comes back. The login survives, and no refresh token was spent twice.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -11,6 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcpmux::auth::{HeadlessAuthorizer, TokenStore};
 use mcpmux::{Hub, HubOptions, ServerSpec, ServerState, TransportSpec};
 use support::{Break, BreakingProxy};
 use tokio::io::AsyncWriteExt;
@@ -160,4 +167,135 @@ async fn a_redirect_within_the_servers_origin_is_followed() {
         "{}",
         result.to_text()
     );
+}
+
+/// Calls each worker hub makes; every one refreshes the token first.
+const CALLS_PER_HUB: usize = 12;
+/// Hubs per worker process, each on a thread of its own.
+const HUBS_PER_PROCESS: usize = 2;
+/// The environment a worker process reads.
+const WORKER_URL: &str = "MCPMUX_TEST_WORKER_URL";
+const WORKER_STORE: &str = "MCPMUX_TEST_WORKER_STORE";
+
+fn oauth_spec(url: &str) -> ServerSpec {
+    ServerSpec::http("remote", url)
+        .with_startup_timeout(Duration::from_secs(20))
+        .with_call_timeout(Duration::from_secs(20))
+}
+
+fn oauth_options(store: &std::path::Path) -> HubOptions {
+    HubOptions::ephemeral()
+        .with_shutdown_grace(Duration::from_millis(200))
+        .with_token_store(TokenStore::file(store))
+}
+
+async fn oauth_stats(server: &support::ServerProcess) -> serde_json::Value {
+    let origin = server.url.trim_end_matches("/mcp");
+    reqwest::get(format!("{origin}/admin/oauth/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A hub on the tokens in `store` (no authorizer: a lost login cannot be replaced) that calls
+/// `echo` `calls` times; panics naming the call that failed and the server's state.
+async fn call_repeatedly(url: &str, store: &std::path::Path, who: &str, calls: usize) {
+    let hub = Hub::start(vec![oauth_spec(url)], oauth_options(store)).unwrap();
+    hub.wait_ready().await.unwrap();
+    for call in 0..calls {
+        let text = format!("{who} call {call}");
+        let result = hub
+            .call("mcp__remote__echo", serde_json::json!({ "text": text }))
+            .await;
+        match result {
+            Ok(result) => assert_eq!(result.to_text(), text),
+            Err(e) => panic!("{text} failed: {e}; server: {:?}", hub.servers()[0].state),
+        }
+    }
+    hub.shutdown().await;
+}
+
+/// The worker process of the two-process test: `HUBS_PER_PROCESS` hubs on threads of their
+/// own, all on one token file. Run by that test only.
+#[test]
+#[ignore = "a worker process that two_processes_refreshing_one_login_keep_it starts"]
+fn refresh_worker() {
+    let url = std::env::var(WORKER_URL).expect("the worker's server URL");
+    let store = std::path::PathBuf::from(std::env::var(WORKER_STORE).expect("the token file"));
+    let hubs: Vec<_> = (0..HUBS_PER_PROCESS)
+        .map(|hub| {
+            let (url, store) = (url.clone(), store.clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let who = format!("process {} hub {hub}", std::process::id());
+                runtime.block_on(call_repeatedly(&url, &store, &who, CALLS_PER_HUB));
+            })
+        })
+        .collect();
+    for hub in hubs {
+        hub.join().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn two_processes_refreshing_one_login_keep_it() {
+    // Tokens live 5 s, inside rmcp's 30 s refresh margin: every request refreshes first.
+    let server = support::testserver_http(&["--oauth", "--token-ttl", "5"]);
+    let dir = tempfile::Builder::new()
+        .prefix("mcpmux-shared-login-")
+        .tempdir()
+        .unwrap();
+    let store = dir.path().join("tokens.json");
+    let hub = Hub::start(
+        vec![oauth_spec(&server.url)],
+        oauth_options(&store).with_authorizer(Arc::new(HeadlessAuthorizer::new().unwrap())),
+    )
+    .unwrap();
+    hub.wait_ready().await.unwrap();
+    hub.call(
+        "mcp__remote__echo",
+        serde_json::json!({"text": "logged in"}),
+    )
+    .await
+    .unwrap();
+    hub.shutdown().await;
+
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            tokio::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "refresh_worker", "--ignored", "--nocapture"])
+                .env(WORKER_URL, &server.url)
+                .env(WORKER_STORE, &store)
+                .kill_on_drop(true)
+                .output()
+        })
+        .collect();
+    for worker in workers {
+        let output = tokio::time::timeout(Duration::from_secs(120), worker)
+            .await
+            .expect("a worker finished within 2 minutes")
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "a worker lost the login: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    let stats = oauth_stats(&server).await;
+    assert_eq!(stats["refresh_reuse"], 0, "{stats}");
+    assert_eq!(stats["authorizations"], 1, "{stats}");
+    let hubs = (2 * HUBS_PER_PROCESS * CALLS_PER_HUB) as u64;
+    assert!(
+        stats["refreshes"].as_u64().unwrap() >= hubs,
+        "every call refreshed: {stats}"
+    );
+    // The login still works for the next run.
+    call_repeatedly(&server.url, &store, "after", 1).await;
 }

@@ -8,6 +8,7 @@
 //! obtain their tokens themselves.
 
 mod authorizer;
+mod credentials;
 pub(crate) mod dpop;
 mod grants;
 pub(crate) mod http_client;
