@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpmux::auth::{HeadlessAuthorizer, TokenStore};
+use mcpmux::config::{AuthSpec, OAuthSpec};
 use mcpmux::{Hub, HubOptions, ServerSpec, ServerState, TransportSpec};
 use support::{Break, BreakingProxy};
 use tokio::io::AsyncWriteExt;
@@ -298,4 +299,49 @@ async fn two_processes_refreshing_one_login_keep_it() {
     );
     // The login still works for the next run.
     call_repeatedly(&server.url, &store, "after", 1).await;
+}
+
+#[tokio::test]
+async fn a_pinned_issuer_keeps_machine_credentials_from_any_other_authorization_server() {
+    let server = support::testserver_http(&["--oauth", "--oauth-client", "robot:s3cret"]);
+    let issuer = server.url.trim_end_matches("/mcp").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let robot = |pin: &str| {
+        oauth_spec(&server.url).with_auth(AuthSpec::oauth(
+            OAuthSpec::client_credentials("robot", "s3cret").with_issuer(pin),
+        ))
+    };
+
+    let hub = Hub::start(
+        vec![robot("https://auth.example")],
+        oauth_options(&dir.path().join("wrong.json")),
+    )
+    .unwrap();
+    hub.wait_ready().await.unwrap();
+    let state = hub.servers()[0].state.clone();
+    hub.shutdown().await;
+    let message = match state {
+        ServerState::Failed { error, .. } | ServerState::NeedsAuth { message: error } => error,
+        other => panic!("a server on another issuer than the pinned one connected: {other:?}"),
+    };
+    assert!(message.contains("oauth.issuer"), "{message}");
+    assert!(message.contains("https://auth.example"), "{message}");
+    assert!(message.contains(&issuer), "{message}");
+    let stats = oauth_stats(&server).await;
+    assert_eq!(
+        stats["client_credentials"], 0,
+        "the secret was sent: {stats}"
+    );
+
+    let hub = Hub::start(
+        vec![robot(&issuer)],
+        oauth_options(&dir.path().join("right.json")),
+    )
+    .unwrap();
+    hub.wait_ready().await.unwrap();
+    let result = hub
+        .call("mcp__remote__echo", serde_json::json!({"text": "pinned"}))
+        .await;
+    hub.shutdown().await;
+    assert_eq!(result.unwrap().to_text(), "pinned");
 }

@@ -456,6 +456,7 @@ impl ServerAuth {
     ) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthError> {
         let plain = self.fresh_manager().await?;
         let metadata = self.discover(&plain, challenge).await?;
+        super::grants::check_issuer(&metadata, self.spec.issuer.as_deref())?;
         let mut manager = if signs && dpop::supported(&metadata) {
             // The DPoP manager learns what discovery taught the plain one (the challenge's
             // scope, the resource) by discovering again through its own client.
@@ -497,6 +498,16 @@ impl ServerAuth {
         else {
             return Ok(None);
         };
+        // Stored before a pin was set, or for another issuer: discover afresh (and check).
+        if super::grants::check_issuer(&metadata, self.spec.issuer.as_deref()).is_err() {
+            return Ok(None);
+        }
+        if !matches!(self.spec.grant, OAuthGrant::AuthorizationCode) {
+            super::grants::check_token_endpoint(
+                &metadata.token_endpoint,
+                "the authorization server's token endpoint",
+            )?;
+        }
         let plain = self.fresh_manager().await?;
         let mut manager = self
             .manager_for(&metadata, plain, entry.dpop_key.as_deref())
@@ -640,6 +651,16 @@ impl ServerAuth {
             OAuthGrant::ClientCredentials { .. } | OAuthGrant::JwtBearer { .. }
         );
         let (mut manager, metadata) = self.discovered(challenge, signs).await?;
+        super::grants::check_token_endpoint(
+            &metadata.token_endpoint,
+            "the authorization server's token endpoint",
+        )?;
+        if let OAuthGrant::Enterprise { idp, .. } = &self.spec.grant {
+            super::grants::check_token_endpoint(
+                &idp.token_endpoint,
+                "the identity provider's token endpoint (`oauth.idp.tokenEndpoint`)",
+            )?;
+        }
         let client_id = self
             .spec
             .client_id
