@@ -253,12 +253,13 @@ With --oauth, on the same listener (the admin endpoints are never protected):
                                                     /.well-known/openid-configuration)
   POST /register                                    RFC 7591 dynamic client registration
   GET  /authorize                                   code flow: PKCE S256 and resource required
-  POST /token                                       authorization_code, refresh_token (rotated),
+  POST /token                                       authorization_code, refresh_token (rotated;
+                                                    a spent one used again revokes its login),
                                                     client_credentials
   POST /admin/oauth/revoke                          revoke every access and refresh token
   POST /admin/oauth/expire                          expire every access token (refresh stays)
   GET  /admin/oauth/stats                           counters: registrations, authorizations,
-                                                    code_exchanges, refreshes,
+                                                    code_exchanges, refreshes, refresh_reuse,
                                                     client_credentials, rejected (401s on /mcp),
                                                     last_scope, last_resource
 

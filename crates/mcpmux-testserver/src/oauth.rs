@@ -5,7 +5,8 @@
 //! Owns the metadata documents (RFC 9728, RFC 8414), dynamic client registration (RFC 7591),
 //! the authorization endpoint (code flow with PKCE S256 only, RFC 8707 `resource` required,
 //! consent given at once: there is no login page), the token endpoint (authorization_code,
-//! refresh_token with rotation, client_credentials, and the RFC 7523 JWT-bearer grant with a
+//! refresh_token with rotation and reuse detection (a spent refresh token presented again
+//! revokes every token of its login, RFC 9700 §4.14.2), client_credentials, and the RFC 7523 JWT-bearer grant with a
 //! workload's JWT, whose signature is not checked: any JWT with a `sub` stands for a workload),
 //! the bearer check in front of `/mcp` and the
 //! `/admin/oauth/*` knobs. It knows nothing of MCP: `http` decides where the check goes and what
@@ -154,6 +155,8 @@ struct PendingCode {
 struct AccessToken {
     /// `None` when the TTL reaches beyond what `Instant` can hold: never expires.
     expires_at: Option<Instant>,
+    /// The login it belongs to: a reused refresh token revokes the whole family.
+    family: u64,
     /// The thumbprint of the DPoP key the token is bound to.
     jkt: Option<String>,
 }
@@ -167,6 +170,8 @@ impl AccessToken {
 #[derive(Debug)]
 struct RefreshToken {
     client_id: String,
+    /// The login it belongs to (every rotation keeps it).
+    family: u64,
     scope: String,
     /// Bound to the same DPoP key as its access token: only a proof with it refreshes.
     jkt: Option<String>,
@@ -180,6 +185,8 @@ struct Stats {
     authorizations: u64,
     code_exchanges: u64,
     refreshes: u64,
+    /// Spent refresh tokens presented again: each revoked every token of its login.
+    refresh_reuse: u64,
     client_credentials: u64,
     /// Tokens issued for a workload JWT (RFC 7523 JWT-bearer grant).
     jwt_bearer: u64,
@@ -204,6 +211,10 @@ struct Ledger {
     codes: HashMap<String, PendingCode>,
     access: HashMap<String, AccessToken>,
     refresh: HashMap<String, RefreshToken>,
+    /// Refresh tokens already rotated away, with their login: presenting one again is reuse.
+    spent: HashMap<String, u64>,
+    /// The next login's family number.
+    next_family: u64,
     /// Every DPoP proof `jti` seen: a replayed proof is refused.
     jtis: HashSet<String>,
     stats: Stats,
@@ -711,7 +722,7 @@ impl AuthorizationServer {
             .clients
             .get(client_id)
             .is_some_and(|client| client.grants.contains(&Grant::RefreshToken));
-        let answer = self.issue(ledger, client_id, &pending.scope, with_refresh, jkt);
+        let answer = self.issue(ledger, client_id, &pending.scope, with_refresh, jkt, None);
         ledger.stats.code_exchanges += 1;
         note_issue(ledger, &pending.scope, form);
         Ok(answer)
@@ -736,6 +747,16 @@ impl AuthorizationServer {
                 "this client is not registered for the refresh_token grant",
             ));
         }
+        if let Some(family) = ledger.spent.get(presented).copied() {
+            // RFC 9700 §4.14.2: a rotated refresh token used again means two parties hold
+            // the login; neither may keep it.
+            ledger.refresh.retain(|_, token| token.family != family);
+            ledger.access.retain(|_, token| token.family != family);
+            ledger.stats.refresh_reuse += 1;
+            return Err(OAuthError::invalid_grant(
+                "the refresh token was already used: every token of this login is revoked",
+            ));
+        }
         let Some(stored) = ledger.refresh.get(presented) else {
             return Err(OAuthError::invalid_grant(
                 "the refresh token is unknown, rotated or revoked",
@@ -757,8 +778,10 @@ impl AuthorizationServer {
                 .map_err(|message| OAuthError::bad("invalid_scope", message))?,
         };
         // Rotation: the presented token is spent.
+        let family = stored.family;
         ledger.refresh.remove(presented);
-        let answer = self.issue(ledger, client_id, &scope, true, jkt);
+        ledger.spent.insert(presented.to_owned(), family);
+        let answer = self.issue(ledger, client_id, &scope, true, jkt, Some(family));
         ledger.stats.refreshes += 1;
         note_issue(ledger, &scope, form);
         Ok(answer)
@@ -824,12 +847,13 @@ impl AuthorizationServer {
         self.optional_resource(form.get("resource"))?;
         let scope = grant_scope(form.get("scope").map(String::as_str))
             .map_err(|message| OAuthError::bad("invalid_scope", message))?;
-        let answer = self.issue(ledger, client_id, &scope, false, jkt);
+        let answer = self.issue(ledger, client_id, &scope, false, jkt, None);
         note_issue(ledger, &scope, form);
         Ok(answer)
     }
 
-    /// Issue an access token (and a refresh token when asked) and describe them for the client.
+    /// Issue an access token (and a refresh token when asked) and describe them for the client;
+    /// they belong to `family` (a refresh), else to a new login.
     fn issue(
         &self,
         ledger: &mut Ledger,
@@ -837,12 +861,18 @@ impl AuthorizationServer {
         scope: &str,
         with_refresh: bool,
         jkt: Option<&str>,
+        family: Option<u64>,
     ) -> Value {
+        let family = family.unwrap_or_else(|| {
+            ledger.next_family += 1;
+            ledger.next_family
+        });
         let access_token = random_token("at_");
         ledger.access.insert(
             access_token.clone(),
             AccessToken {
                 expires_at: Instant::now().checked_add(self.token_ttl),
+                family,
                 jkt: jkt.map(str::to_owned),
             },
         );
@@ -861,6 +891,7 @@ impl AuthorizationServer {
                 refresh_token.clone(),
                 RefreshToken {
                     client_id: client_id.to_owned(),
+                    family,
                     scope: scope.to_owned(),
                     jkt: jkt.map(str::to_owned),
                 },

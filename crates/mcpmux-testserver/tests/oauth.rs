@@ -328,17 +328,12 @@ async fn a_public_client_goes_through_the_whole_flow() {
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     assert!(www_authenticate(&response).contains("error=\"invalid_token\""));
 
-    // Rotation: the new refresh token works, the old one is spent.
+    // Rotation: the new refresh token works (reuse of the old one: the test below).
     let (status, rotated) = server.refresh(&client_id, &refresh).await;
     assert_eq!(status, StatusCode::OK, "{rotated}");
     let refresh2 = text(&rotated, "refresh_token");
     assert_ne!(refresh2, refresh);
     assert_ne!(text(&rotated, "access_token"), access);
-    let (status, error) = server.refresh(&client_id, &refresh).await;
-    assert_eq!(
-        (status, &error["error"]),
-        (StatusCode::BAD_REQUEST, &json!("invalid_grant"))
-    );
 
     // The TTL is enforced by the server.
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -369,6 +364,40 @@ async fn a_public_client_goes_through_the_whole_flow() {
     assert_eq!(stats["rejected"], 4);
     assert_eq!(stats["last_scope"], "mcp:tools offline_access");
     assert_eq!(stats["last_resource"], json!(resource));
+}
+
+#[tokio::test]
+async fn a_spent_refresh_token_used_again_revokes_the_whole_login() {
+    let server = Server::start(&[]);
+    let client_id = server.register_public().await;
+    let code = server.code_for(&client_id, REDIRECT).await;
+    let (_, tokens) = server.exchange(&client_id, &code, VERIFIER).await;
+    let spent = text(&tokens, "refresh_token");
+    let (status, rotated) = server.refresh(&client_id, &spent).await;
+    assert_eq!(status, StatusCode::OK, "{rotated}");
+
+    // A second holder presents the spent token: two parties hold the login.
+    let (status, error) = server.refresh(&client_id, &spent).await;
+    assert_eq!(
+        (status, &error["error"]),
+        (StatusCode::BAD_REQUEST, &json!("invalid_grant"))
+    );
+    assert!(
+        text(&error, "error_description").contains("already used"),
+        "{error}"
+    );
+    // The rightful holder's tokens are revoked with it.
+    let (status, error) = server
+        .refresh(&client_id, &text(&rotated, "refresh_token"))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    let response = server
+        .initialize(Some(&text(&rotated, "access_token")))
+        .await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let stats = server.get_json("/admin/oauth/stats").await;
+    assert_eq!(stats["refresh_reuse"], 1, "{stats}");
+    assert_eq!(stats["refreshes"], 1, "{stats}");
 }
 
 #[tokio::test]

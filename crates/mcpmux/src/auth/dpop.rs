@@ -330,7 +330,7 @@ impl DpopOAuthClient {
         };
         Ok(Self {
             dpop,
-            follow: build(reqwest::redirect::Policy::limited(5))?,
+            follow: build(crate::transport::redirect::same_origin())?,
             stop: build(reqwest::redirect::Policy::none())?,
             policy,
         })

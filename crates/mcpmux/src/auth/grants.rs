@@ -11,10 +11,46 @@ use rmcp::transport::auth::{
 };
 
 use super::dpop::Dpop;
-use crate::config::IdentityProvider;
+use crate::config::{IdentityProvider, secure_endpoint};
 
 /// The JWT-bearer grant type (RFC 7523 §2.1).
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// The authorization server discovery found, checked against `oauth.issuer` when the config
+/// pins one: credentials go only to the issuer the person named.
+pub(super) fn check_issuer(
+    metadata: &AuthorizationMetadata,
+    pinned: Option<&str>,
+) -> Result<(), AuthError> {
+    let Some(pinned) = pinned else {
+        return Ok(());
+    };
+    let found = metadata.issuer.as_deref();
+    if found.map(|issuer| issuer.trim_end_matches('/')) == Some(pinned.trim_end_matches('/')) {
+        return Ok(());
+    }
+    Err(AuthError::MetadataError(format!(
+        "the authorization server discovery found is {}, but `oauth.issuer` pins {pinned}: no \
+         credentials were sent; check the server's URL, or update the pin if the server moved",
+        found.unwrap_or("one whose metadata names no issuer")
+    )))
+}
+
+/// A grant without a person sends a long-lived secret (client secret, signed assertion,
+/// workload or ID token) to `endpoint`: only over https, or plain http on loopback.
+pub(super) fn check_token_endpoint(endpoint: &str, what: &str) -> Result<(), AuthError> {
+    let url = reqwest::Url::parse(endpoint).map_err(|e| {
+        AuthError::MetadataError(format!("{what} `{endpoint}` is not a valid URL: {e}"))
+    })?;
+    if secure_endpoint(&url) {
+        return Ok(());
+    }
+    Err(AuthError::MetadataError(format!(
+        "{what} `{endpoint}` is not https: mcpmux sends machine credentials only over https \
+         (plain http only to a loopback address); the authorization server must publish an \
+         https token endpoint"
+    )))
+}
 
 /// Exchanges a workload JWT for an access token at the authorization server.
 ///
@@ -173,4 +209,57 @@ pub(super) async fn enterprise(
     }
     serde_json::from_value(answer)
         .map_err(|e| AuthError::InternalError(format!("cannot record the token: {e}")))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_credentials_go_only_to_https_or_loopback() {
+        for allowed in [
+            "https://auth.example/token",
+            "http://127.0.0.1:8080/token",
+            "http://127.3.2.1/token",
+            "http://[::1]:9/token",
+            "http://localhost:9/token",
+        ] {
+            check_token_endpoint(allowed, "the token endpoint").unwrap();
+        }
+        for refused in [
+            "http://auth.example/token",
+            "http://10.0.0.1/token",
+            "http://localhost.evil.example/token",
+            "ftp://auth.example/token",
+        ] {
+            let error = check_token_endpoint(refused, "the token endpoint")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(refused) && error.contains("https"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pinned_issuer_refuses_any_other() {
+        let metadata: AuthorizationMetadata = serde_json::from_value(serde_json::json!({
+            "issuer": "https://auth.example/",
+            "authorization_endpoint": "https://auth.example/authorize",
+            "token_endpoint": "https://auth.example/token",
+        }))
+        .unwrap();
+        check_issuer(&metadata, None).unwrap();
+        check_issuer(&metadata, Some("https://auth.example")).unwrap();
+        let error = check_issuer(&metadata, Some("https://other.example"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("https://other.example") && error.contains("https://auth.example/"),
+            "{error}"
+        );
+        assert!(error.contains("oauth.issuer"), "{error}");
+    }
 }

@@ -8,6 +8,7 @@
 //! obtain their tokens themselves.
 
 mod authorizer;
+mod credentials;
 pub(crate) mod dpop;
 mod grants;
 pub(crate) mod http_client;
@@ -134,6 +135,7 @@ async fn challenge(
 ) -> Result<Option<String>, String> {
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
+        .redirect(crate::transport::redirect::same_origin())
         .build()
         .map_err(|e| e.to_string())?;
     let mut request = client

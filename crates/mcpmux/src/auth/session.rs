@@ -17,6 +17,7 @@ use rmcp::transport::auth::{
 use tokio::sync::Mutex;
 
 use super::authorizer::{AuthorizationPrompt, Authorizer};
+use super::credentials::{Credentials, store_error};
 use super::dpop::{self, Dpop, DpopKey, DpopOAuthClient};
 use super::store::{Client, TokenStore};
 use crate::config::{OAuthGrant, OAuthSpec};
@@ -346,11 +347,11 @@ impl ServerAuth {
 
     /// This server's credential store and step-up limit on `manager`.
     fn configure(&self, manager: &mut AuthorizationManager) {
-        manager.set_credential_store(Credentials {
-            store: self.store.clone(),
-            server: self.server.clone(),
-            resource: self.resource.clone(),
-        });
+        manager.set_credential_store(Credentials::new(
+            self.store.clone(),
+            &self.server,
+            &self.resource,
+        ));
         manager.set_scope_upgrade_config({
             let mut config = ScopeUpgradeConfig::default();
             config.max_upgrade_attempts = MAX_STEP_UPS;
@@ -455,6 +456,7 @@ impl ServerAuth {
     ) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthError> {
         let plain = self.fresh_manager().await?;
         let metadata = self.discover(&plain, challenge).await?;
+        super::grants::check_issuer(&metadata, self.spec.issuer.as_deref())?;
         let mut manager = if signs && dpop::supported(&metadata) {
             // The DPoP manager learns what discovery taught the plain one (the challenge's
             // scope, the resource) by discovering again through its own client.
@@ -496,6 +498,16 @@ impl ServerAuth {
         else {
             return Ok(None);
         };
+        // Stored before a pin was set, or for another issuer: discover afresh (and check).
+        if super::grants::check_issuer(&metadata, self.spec.issuer.as_deref()).is_err() {
+            return Ok(None);
+        }
+        if !matches!(self.spec.grant, OAuthGrant::AuthorizationCode) {
+            super::grants::check_token_endpoint(
+                &metadata.token_endpoint,
+                "the authorization server's token endpoint",
+            )?;
+        }
         let plain = self.fresh_manager().await?;
         let mut manager = self
             .manager_for(&metadata, plain, entry.dpop_key.as_deref())
@@ -639,6 +651,16 @@ impl ServerAuth {
             OAuthGrant::ClientCredentials { .. } | OAuthGrant::JwtBearer { .. }
         );
         let (mut manager, metadata) = self.discovered(challenge, signs).await?;
+        super::grants::check_token_endpoint(
+            &metadata.token_endpoint,
+            "the authorization server's token endpoint",
+        )?;
+        if let OAuthGrant::Enterprise { idp, .. } = &self.spec.grant {
+            super::grants::check_token_endpoint(
+                &idp.token_endpoint,
+                "the identity provider's token endpoint (`oauth.idp.tokenEndpoint`)",
+            )?;
+        }
         let client_id = self
             .spec
             .client_id
@@ -723,13 +745,9 @@ impl ServerAuth {
             .unwrap_or_default();
         let credentials =
             StoredCredentials::new(client_id.to_owned(), Some(response), scopes, Some(received));
-        Credentials {
-            store: self.store.clone(),
-            server: self.server.clone(),
-            resource: self.resource.clone(),
-        }
-        .save(credentials)
-        .await?;
+        Credentials::new(self.store.clone(), &self.server, &self.resource)
+            .save(credentials)
+            .await?;
         Ok(token)
     }
 
@@ -792,45 +810,4 @@ fn algorithm(name: &str) -> Result<JwtSigningAlgorithm, AuthError> {
 fn token_type(response: Option<&rmcp::transport::auth::OAuthTokenResponse>) -> Option<String> {
     let value = serde_json::to_value(response?).ok()?;
     value.get("token_type")?.as_str().map(str::to_owned)
-}
-
-fn store_error(error: super::store::StoreError) -> AuthError {
-    AuthError::CredentialStoreError(error.to_string())
-}
-
-/// rmcp's view of one server's tokens in the [`TokenStore`].
-struct Credentials {
-    store: TokenStore,
-    server: String,
-    resource: String,
-}
-
-#[async_trait::async_trait]
-impl CredentialStore for Credentials {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        Ok(self
-            .store
-            .get(&self.server, &self.resource)
-            .map_err(store_error)?
-            .and_then(|entry| entry.credentials))
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        self.store
-            .update(&self.server, &self.resource, |entry| {
-                if credentials.issuer.is_some() {
-                    entry.issuer = credentials.issuer.clone();
-                }
-                entry.credentials = Some(credentials);
-            })
-            .map_err(store_error)
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        self.store
-            .update(&self.server, &self.resource, |entry| {
-                entry.credentials = None;
-            })
-            .map_err(store_error)
-    }
 }

@@ -3,11 +3,21 @@
 //!
 //! The file is refused, not repaired, when its permissions let anyone else read it: a token
 //! file that leaked once must be looked at by a person. Writes go to a private temporary file
-//! renamed over the old one, so a crash never leaves half a file. Every read checks the file's
-//! modification time, so a `mcpmux auth login` in another terminal reaches a running hub.
+//! of a unique name, created exclusively (so never through a symlink planted there), renamed
+//! over the old one, so a crash never leaves half a file. Every read checks the file's
+//! identity and modification time, so a `mcpmux auth login` in another terminal reaches a
+//! running hub.
+//!
+//! Several hubs share the file, in one process or many. Each change is a read-modify-write
+//! under an advisory lock (`flock` on `.tokens.json.lock` beside it), so no hub's write undoes
+//! another's; a token refresh holds a second lock (`.tokens.json.refresh.lock`) from reading
+//! the refresh token to saving its successor, so a rotating refresh token is never spent
+//! twice.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -96,8 +106,23 @@ struct Inner {
 #[derive(Default)]
 struct Cache {
     body: FileBody,
-    /// The file's modification time when `body` was read; `None`: never read.
-    read_at: Option<Option<SystemTime>>,
+    /// The file's stamp when `body` was read; `None`: never read.
+    read_at: Option<Option<Stamp>>,
+}
+
+/// What tells one version of the file from another without reading it: every write renames a
+/// new file into place, so the inode changes even when the clock's tick does not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<SystemTime>,
+    inode: u64,
+    len: u64,
+}
+
+/// Held while a token refresh reads, spends and replaces a refresh token; dropping it lets the
+/// next hub (in this process or another) refresh, and that one reads what this one saved.
+pub(crate) struct RefreshLock {
+    _file: File,
 }
 
 impl std::fmt::Debug for TokenStore {
@@ -158,13 +183,33 @@ impl TokenStore {
 
     /// The entry of `server` for `resource`, if there is one.
     pub(crate) fn get(&self, server: &str, resource: &str) -> Result<Option<Entry>, StoreError> {
-        self.with_body(|body| {
-            Ok(body
-                .servers
-                .get(server)
-                .filter(|entry| entry.resource == resource)
-                .cloned())
-        })
+        self.with_body(|body| Ok(entry_of(body, server, resource)))
+    }
+
+    /// [`TokenStore::get`], read from the file whatever the cache holds: what a refresh uses
+    /// under its lock, where a write a clock tick ago by another process must be seen.
+    pub(crate) fn get_fresh(
+        &self,
+        server: &str,
+        resource: &str,
+    ) -> Result<Option<Entry>, StoreError> {
+        let mut cache = self.cache();
+        if let Some(path) = &self.inner.path {
+            reload(path, &mut cache)?;
+        }
+        Ok(entry_of(&cache.body, server, resource))
+    }
+
+    /// Waits for this store's refresh lock (blocking: call it off the async threads). `None`
+    /// for a memory store, which no other hub shares.
+    pub(crate) fn refresh_lock(&self) -> Result<Option<RefreshLock>, StoreError> {
+        let Some(path) = &self.inner.path else {
+            return Ok(None);
+        };
+        let lock_path = sibling(path, "refresh.lock");
+        let file = open_lock(&lock_path)?;
+        lock_exclusive(&file).map_err(|e| io_error(&lock_path, e))?;
+        Ok(Some(RefreshLock { _file: file }))
     }
 
     /// Changes the entry of `server` for `resource` (a fresh one when it is for another URL),
@@ -175,7 +220,7 @@ impl TokenStore {
         resource: &str,
         change: impl FnOnce(&mut Entry),
     ) -> Result<(), StoreError> {
-        self.with_body(|body| {
+        self.change(|body| {
             let entry = body.servers.entry(server.to_owned()).or_default();
             if entry.resource != resource {
                 *entry = Entry {
@@ -184,18 +229,14 @@ impl TokenStore {
                 };
             }
             change(entry);
-            Ok(())
-        })?;
-        self.save()
+            true
+        })
+        .map(|_| ())
     }
 
     /// Forgets everything about `server`; true when there was something.
     pub fn remove(&self, server: &str) -> Result<bool, StoreError> {
-        let removed = self.with_body(|body| Ok(body.servers.remove(server).is_some()))?;
-        if removed {
-            self.save()?;
-        }
-        Ok(removed)
+        self.change(|body| body.servers.remove(server).is_some())
     }
 
     /// The servers with stored tokens, and when each token was received (Unix seconds).
@@ -213,44 +254,126 @@ impl TokenStore {
         })
     }
 
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        match self.inner.cache.lock() {
+            Ok(cache) => cache,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
     /// Runs `f` on the current body, re-reading the file first when it changed on disk.
     fn with_body<T>(
         &self,
         f: impl FnOnce(&mut FileBody) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut cache = match self.inner.cache.lock() {
-            Ok(cache) => cache,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut cache = self.cache();
         if let Some(path) = &self.inner.path {
-            let modified = modified(path)?;
-            if cache.read_at != Some(modified) {
+            let stamp = stamp(path)?;
+            if cache.read_at != Some(stamp) {
                 cache.body = read(path)?;
-                cache.read_at = Some(modified);
+                cache.read_at = Some(stamp);
             }
         }
         f(&mut cache.body)
     }
 
-    fn save(&self) -> Result<(), StoreError> {
+    /// Applies `change` to the body as it is on disk now and saves it when `change` says it
+    /// changed something, all under the file's lock: another hub's change in between is
+    /// neither lost nor overwritten.
+    fn change(&self, change: impl FnOnce(&mut FileBody) -> bool) -> Result<bool, StoreError> {
         let Some(path) = &self.inner.path else {
-            return Ok(());
+            return Ok(change(&mut self.cache().body));
         };
-        let mut cache = match self.inner.cache.lock() {
-            Ok(cache) => cache,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let lock_path = sibling(path, "lock");
+        let lock = open_lock(&lock_path)?;
+        lock_exclusive(&lock).map_err(|e| io_error(&lock_path, e))?;
+        let mut cache = self.cache();
+        reload(path, &mut cache)?;
+        if !change(&mut cache.body) {
+            return Ok(false);
+        }
         cache.body.version = VERSION;
         let text = serde_json::to_string_pretty(&cache.body).map_err(|e| io_error(path, e))?;
         write_private(path, text.as_bytes())?;
-        cache.read_at = Some(modified(path)?);
-        Ok(())
+        cache.read_at = Some(stamp(path)?);
+        drop(lock);
+        Ok(true)
     }
 }
 
-/// The file's modification time, `None` when it does not exist; refuses an exposed file.
-fn modified(path: &Path) -> Result<Option<SystemTime>, StoreError> {
-    use std::os::unix::fs::PermissionsExt;
+fn entry_of(body: &FileBody, server: &str, resource: &str) -> Option<Entry> {
+    body.servers
+        .get(server)
+        .filter(|entry| entry.resource == resource)
+        .cloned()
+}
+
+/// Reads the file into `cache`, whatever it held.
+fn reload(path: &Path, cache: &mut Cache) -> Result<(), StoreError> {
+    let stamp = stamp(path)?;
+    cache.body = read(path)?;
+    cache.read_at = Some(stamp);
+    Ok(())
+}
+
+/// `.tokens.json.{what}` beside the token file.
+fn sibling(path: &Path, what: &str) -> PathBuf {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tokens.json".into());
+    dir.join(format!(".{name}.{what}"))
+}
+
+/// Opens (creating it 0600, its folder 0700) a lock file; a symlink there is refused.
+fn open_lock(path: &Path) -> Result<File, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    private_dir(path)?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| io_error(path, e))
+}
+
+/// Waits for an exclusive `flock` on `file`, released when it is closed. (`File::lock` does
+/// the same from Rust 1.89, above this crate's MSRV.)
+fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock only reads the descriptor, which `file` keeps open for the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// Makes the folder of `path` (0700) when it is missing.
+fn private_dir(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if !dir.as_os_str().is_empty() && !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| io_error(dir, e))?;
+    }
+    Ok(())
+}
+
+/// The file's stamp, `None` when it does not exist; refuses an exposed file.
+fn stamp(path: &Path) -> Result<Option<Stamp>, StoreError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     match std::fs::metadata(path) {
         Ok(meta) => {
             let mode = meta.permissions().mode() & 0o777;
@@ -260,7 +383,11 @@ fn modified(path: &Path) -> Result<Option<SystemTime>, StoreError> {
                     mode,
                 });
             }
-            Ok(meta.modified().ok())
+            Ok(Some(Stamp {
+                modified: meta.modified().ok(),
+                inode: meta.ino(),
+                len: meta.len(),
+            }))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_error(path, e)),
@@ -291,30 +418,12 @@ fn read(path: &Path) -> Result<FileBody, StoreError> {
     Ok(body)
 }
 
-/// Writes `bytes` to `path` through a 0600 temporary file in the same folder (made 0700).
+/// Writes `bytes` to `path` through a new 0600 temporary file in the same folder (made 0700).
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = path.parent().unwrap_or(Path::new("."));
-    if !dir.as_os_str().is_empty() && !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| io_error(dir, e))?;
-    }
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "tokens.json".into());
-    let temporary = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    private_dir(path)?;
+    let (temporary, mut file) = create_temporary(path)?;
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&temporary, path)
@@ -324,6 +433,42 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         return Err(io_error(path, e));
     }
     Ok(())
+}
+
+/// A temporary file beside `path` of a name no other writer uses (process, counter, clock),
+/// created exclusively: `O_EXCL` fails on anything already there, a symlink included.
+fn create_temporary(path: &Path) -> Result<(PathBuf, File), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut last_error = None;
+    for _ in 0..8 {
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let unique = format!(
+            "{}-{}-{nanos:08x}.tmp",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let temporary = sibling(path, &unique);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&temporary)
+        {
+            Ok(file) => return Ok((temporary, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
+            Err(e) => return Err(io_error(&temporary, e)),
+        }
+    }
+    let error = last_error.map_or_else(|| "no free name".to_owned(), |e| e.to_string());
+    Err(io_error(
+        path,
+        format!("cannot create a temporary file: {error}"),
+    ))
 }
 
 fn io_error(path: &Path, error: impl std::fmt::Display) -> StoreError {
@@ -392,6 +537,42 @@ mod tests {
         };
         assert!(matches!(error, StoreError::Exposed { mode: 0o644, .. }));
         assert!(error.to_string().contains("chmod 600"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn hubs_writing_one_file_at_once_lose_no_change() {
+        let dir = temp_dir("concurrent");
+        let path = dir.join("tokens.json");
+        let writers: Vec<_> = (0..8)
+            .map(|writer| {
+                // A store each, as separate hubs (or processes) have.
+                let store = TokenStore::file(&path);
+                std::thread::spawn(move || {
+                    for round in 0..20 {
+                        store
+                            .update(&format!("s{writer}"), "u", |entry| {
+                                entry.issuer = Some(format!("round {round}"))
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let store = TokenStore::file(&path);
+        for writer in 0..8 {
+            let entry = store.get(&format!("s{writer}"), "u").unwrap();
+            assert_eq!(entry.unwrap().issuer.as_deref(), Some("round 19"));
+        }
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -33,6 +33,7 @@ const OAUTH_KEYS: &[(&str, &str)] = &[
     ("idToken", "id_token"),
     ("idTokenFile", "id_token_file"),
     ("idp", "idp"),
+    ("issuer", "issuer"),
 ];
 
 /// The grants `oauth.grant` names.
@@ -135,6 +136,7 @@ impl Fields<'_> {
         let id_token = take("idToken", "id_token");
         let id_token_file = take("idTokenFile", "id_token_file");
         let idp = take("idp", "idp");
+        let issuer = take("issuer", "issuer");
         for key in map.keys() {
             if strict {
                 let known: Vec<&str> = OAUTH_KEYS.iter().map(|(_, snake)| *snake).collect();
@@ -207,6 +209,16 @@ impl Fields<'_> {
                     format!("\"{url}\" must be an https:// URL with a path, like \"https://example.com/client.json\""),
                 ));
             }
+        }
+
+        let issuer = text("issuer", issuer)?;
+        if let Some(issuer) = &issuer
+            && !reqwest::Url::parse(issuer).is_ok_and(|url| secure_endpoint(&url))
+        {
+            return Err(self.invalid(
+                Some("oauth.issuer"),
+                format!("\"{issuer}\" must be an https:// URL (http:// only on loopback), the authorization server's issuer exactly as its metadata gives it"),
+            ));
         }
 
         let kind = match grant
@@ -369,6 +381,7 @@ impl Fields<'_> {
             callback_port,
             client_metadata_url,
             grant,
+            issuer,
         })
     }
 
@@ -447,6 +460,21 @@ impl Fields<'_> {
                 format!("cannot read {}: {error}", path.display()),
             )
         })
+    }
+}
+
+/// Whether credentials may be sent to `url`: https, or plain http to a loopback address (a
+/// local authorization server or a test) that never crosses a network.
+pub(crate) fn secure_endpoint(url: &reqwest::Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        },
+        _ => false,
     }
 }
 

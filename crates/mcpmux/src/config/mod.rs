@@ -17,6 +17,7 @@ mod options;
 mod size;
 mod spec;
 
+pub(crate) use auth::secure_endpoint;
 pub use spec::{
     AuthSpec, Backoff, Breaker, Dialect, IdentityProvider, InProcessFuture, InProcessServer,
     OAuthGrant, OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource,

@@ -68,6 +68,9 @@ pub struct OAuthSpec {
     pub client_metadata_url: Option<String>,
     /// Which grant obtains tokens (`grant`).
     pub grant: OAuthGrant,
+    /// The authorization server's issuer this server must use (`issuer`): discovery that
+    /// finds another one fails instead of sending credentials there.
+    pub issuer: Option<String>,
 }
 
 /// The OAuth grant a server's tokens come from.
@@ -268,6 +271,12 @@ impl OAuthSpec {
         self.callback_port = Some(port);
         self
     }
+
+    /// Builder-style: pin the authorization server's issuer.
+    pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
 }
 
 impl fmt::Debug for OAuthSpec {
@@ -282,6 +291,7 @@ impl fmt::Debug for OAuthSpec {
             .field("callback_port", &self.callback_port)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("grant", &self.grant)
+            .field("issuer", &self.issuer)
             .finish()
     }
 }

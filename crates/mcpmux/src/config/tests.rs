@@ -1766,6 +1766,11 @@ fn oauth_mistakes_name_the_field_and_the_fix() {
         ),
         (r#"{ colour = "blue" }"#, "oauth.colour", "unknown key"),
         (
+            r#"{ issuer = "http://auth.example" }"#,
+            "oauth.issuer",
+            "https://",
+        ),
+        (
             r#"{ grant = "enterprise", client_id = "c" }"#,
             "oauth.idp",
             "issuer",
@@ -1789,4 +1794,28 @@ fn oauth_mistakes_name_the_field_and_the_fix() {
     );
     let message = only_message(&fx.load());
     assert!(message.contains("stdio"), "{message}");
+}
+
+#[test]
+fn oauth_issuer_pins_the_authorization_server_in_both_spellings() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"api": {"type": "http", "url": "https://api.example/mcp",
+                    "oauth": {"issuer": "https://auth.example"}}}}"#,
+    );
+    fx.project_file(
+        "mcpmux.toml",
+        "[servers.local]\nurl = \"http://127.0.0.1:9/mcp\"\noauth = { issuer = \"http://127.0.0.1:9\" }\n",
+    );
+    let set = fx.load();
+    assert_eq!(
+        server(&set, "api").auth.oauth.issuer.as_deref(),
+        Some("https://auth.example")
+    );
+    // Plain http is for loopback only.
+    assert_eq!(
+        server(&set, "local").auth.oauth.issuer.as_deref(),
+        Some("http://127.0.0.1:9")
+    );
 }

@@ -411,6 +411,9 @@ fn describe_init_error(e: &ClientInitializeError) -> String {
         // Names the request and the fix, which rmcp's wrapping would hide.
         return refused.to_string();
     }
+    if let Some(refused) = transport::redirect::refused_in(e) {
+        return refused.to_string();
+    }
     match e {
         ClientInitializeError::ConnectionClosed(_) => {
             "the server closed the connection during the MCP handshake".into()

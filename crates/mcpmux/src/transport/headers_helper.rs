@@ -2,13 +2,16 @@
 //! headers (short-lived tokens from a vault or a CLI). It runs before every connection
 //! attempt, as Claude Code runs it, with the server's name and URL in its environment; over
 //! streamable HTTP it runs again when the server refuses what it printed (HTTP 401), so a token
-//! that expires mid-session is replaced without losing the session.
+//! that expires mid-session is replaced without losing the session. The helper and whatever it
+//! starts run in a process group that is killed when it is done, and its output is capped as
+//! it is read.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::Error;
 
@@ -16,6 +19,8 @@ use crate::error::Error;
 const HELPER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Output beyond this is not a header object.
 const MAX_OUTPUT: usize = 64 * 1024;
+/// How much of the helper's stderr is kept for the error message.
+const MAX_STDERR: usize = 4 * 1024;
 
 /// A server's helper for the life of a session: the headers it printed last, and a run again
 /// when the server refuses them.
@@ -107,6 +112,11 @@ fn header_values(
 }
 
 /// Runs `command` through `sh -c` and reads the headers it prints.
+///
+/// The helper runs in a process group of its own, and the whole group is killed when the
+/// helper exits, overruns its time or prints too much: nothing it started outlives it. Its
+/// output is read up to the cap and no further, so a helper that prints without end costs
+/// `MAX_OUTPUT` bytes, not memory until the timeout.
 pub(super) async fn run(
     server: &str,
     command: &str,
@@ -117,7 +127,7 @@ pub(super) async fn run(
         message: format!("headersHelper `{command}` {message}"),
         stderr_tail: Vec::new(),
     };
-    let child = tokio::process::Command::new("sh")
+    let mut child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .env("MCPMUX_SERVER_NAME", server)
@@ -125,26 +135,80 @@ pub(super) async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| failed(format!("could not start: {e}")))?;
+    let group = child.id().and_then(|id| i32::try_from(id).ok());
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(failed("could not be given pipes".into()));
+    };
     let limit = within.min(HELPER_TIMEOUT);
-    let output = tokio::time::timeout(limit, child.wait_with_output())
-        .await
+    let outcome = tokio::time::timeout(limit, async {
+        let exited = async {
+            let status = child.wait().await.map_err(|e| format!("failed: {e}"));
+            // Whatever it left running would hold the pipes open: the helper is done.
+            kill_group(group);
+            status
+        };
+        tokio::try_join!(read_capped(stdout), read_tail(stderr), exited)
+    })
+    .await;
+    kill_group(group);
+    // The helper itself too, should the group be gone; then it is reaped.
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    let (stdout, stderr, status) = outcome
         .map_err(|_| failed(format!("did not finish within {} ms", limit.as_millis())))?
-        .map_err(|e| failed(format!("failed: {e}")))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        .map_err(failed)?;
+    if !status.success() {
+        let stderr = String::from_utf8_lossy(&stderr);
         let last = stderr.lines().last().unwrap_or("").trim();
-        return Err(failed(format!("exited with {}: {last}", output.status)));
+        return Err(failed(format!("exited with {status}: {last}")));
     }
-    if output.stdout.len() > MAX_OUTPUT {
-        return Err(failed(format!(
-            "printed {} bytes; it should print one JSON object of headers",
-            output.stdout.len()
-        )));
+    parse(&stdout).map_err(failed)
+}
+
+/// The helper's stdout, up to `MAX_OUTPUT`; more than that fails at once.
+async fn read_capped(stdout: impl AsyncRead + Unpin) -> Result<Vec<u8>, String> {
+    let mut printed = Vec::new();
+    stdout
+        .take(MAX_OUTPUT as u64 + 1)
+        .read_to_end(&mut printed)
+        .await
+        .map_err(|e| format!("could not be read: {e}"))?;
+    if printed.len() > MAX_OUTPUT {
+        return Err(format!(
+            "printed more than {} KiB; it should print one JSON object of headers",
+            MAX_OUTPUT / 1024
+        ));
     }
-    parse(&output.stdout).map_err(failed)
+    Ok(printed)
+}
+
+/// The start of the helper's stderr (its error message), the rest read and dropped so a
+/// chatty helper is not blocked on a full pipe.
+async fn read_tail(mut stderr: impl AsyncRead + Unpin) -> Result<Vec<u8>, String> {
+    let mut kept = Vec::new();
+    (&mut stderr)
+        .take(MAX_STDERR as u64)
+        .read_to_end(&mut kept)
+        .await
+        .map_err(|e| format!("could not be read: {e}"))?;
+    tokio::io::copy(&mut stderr, &mut tokio::io::sink())
+        .await
+        .map_err(|e| format!("could not be read: {e}"))?;
+    Ok(kept)
+}
+
+/// SIGKILL to the helper's process group; nothing when it is already gone.
+fn kill_group(group: Option<i32>) {
+    if let Some(group) = group {
+        // SAFETY: killpg has no memory-safety preconditions; a stale group id yields ESRCH.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
 }
 
 /// The headers in a helper's output: a JSON object whose values are strings.
@@ -206,5 +270,64 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("did not finish"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_helper_that_hangs_is_killed_with_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        let command = format!("sleep 60 & echo $! > {}; sleep 60", pid_file.display());
+        let started = std::time::Instant::now();
+        let error = run("api", &command, Duration::from_millis(300))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("did not finish"), "{error}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let grandchild: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Killed at once; reaped by whoever inherited it, which may take a moment.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while alive(grandchild) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            !alive(grandchild),
+            "the helper's child {grandchild} outlived it"
+        );
+    }
+
+    /// Whether `pid` is a process that has not exited (a zombie has).
+    fn alive(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_helper_that_prints_without_end_is_cut_at_the_cap() {
+        let started = std::time::Instant::now();
+        let error = run("api", "yes", Duration::from_secs(10))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("printed more than 64 KiB"), "{error}");
+        // Cut as soon as the cap is passed, not at the timeout.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

@@ -38,6 +38,7 @@ pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
         .connect_timeout(CONNECT_TIMEOUT)
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .tcp_nodelay(true)
+        .redirect(super::redirect::same_origin())
         .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| Error::Connect {

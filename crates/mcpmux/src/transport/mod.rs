@@ -8,6 +8,7 @@ pub(crate) mod headers_helper;
 pub(crate) mod http;
 pub(crate) mod inproc;
 pub(crate) mod nesting;
+pub(crate) mod redirect;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod ws;

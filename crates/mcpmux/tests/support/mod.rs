@@ -296,6 +296,8 @@ pub enum Break {
     After,
     /// Answer it HTTP 401 with a `Bearer` challenge; the server never sees it.
     Unauthorized,
+    /// Answer it `307 Temporary Redirect` to this location; the server never sees it.
+    Redirect(&'static str),
 }
 
 /// A TCP proxy on 127.0.0.1 in front of an HTTP server that breaks connections on purpose,
@@ -346,6 +348,14 @@ impl BreakingProxy {
                                   content-length: 13\r\nconnection: close\r\n\r\ntoken refused",
                             )
                             .await;
+                        return;
+                    }
+                    if let Break::Redirect(location) = verdict {
+                        let answer = format!(
+                            "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\n\
+                             content-length: 0\r\nconnection: close\r\n\r\n"
+                        );
+                        let _ = client.write_all(answer.as_bytes()).await;
                         return;
                     }
                     let Ok(mut server) = tokio::net::TcpStream::connect(&upstream_addr).await
