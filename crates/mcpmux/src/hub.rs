@@ -368,26 +368,9 @@ impl Hub {
                 });
             }
         }
-        // The same server configured twice (same command and args, or same URL) is started
-        // once: the first in config order keeps it, the others are listed as duplicates.
-        let mut by_signature: HashMap<String, String> = HashMap::new();
-        let mut duplicates = Vec::new();
-        let mut unique = Vec::new();
-        for spec in specs {
-            match by_signature.get(&spec.signature()) {
-                Some(kept) if spec.enabled => {
-                    tracing::warn!(server = %spec.name, kept = %kept, "same server configured twice; starting it once");
-                    duplicates.push((spec, kept.clone()));
-                }
-                _ => {
-                    if spec.enabled {
-                        by_signature.insert(spec.signature(), spec.name.clone());
-                    }
-                    unique.push(spec);
-                }
-            }
-        }
-        let specs = unique;
+        // Plugin servers repeating a configured one are started once; hand-written ones never
+        // merge (two accounts of one server differ only in env).
+        let (specs, duplicates) = crate::config::deduplicate(specs);
         let by_name: HashMap<String, usize> = specs
             .iter()
             .enumerate()
@@ -617,6 +600,7 @@ impl Hub {
                     source: match &c.spec.origin {
                         Origin::File { path, .. } => Some(path.display().to_string()),
                         Origin::Demo => Some("built-in demo".into()),
+                        Origin::Plugin { source } => Some(source.clone()),
                         _ => None,
                     },
                 }
@@ -629,7 +613,7 @@ impl Hub {
                 target: spec.transport.to_string(),
                 state: ServerState::Disabled {
                     reason: format!(
-                        "the same server as `{kept}` (same command and args, or URL): started once, as `{kept}`"
+                        "the same server as `{kept}` (same command and args, or URL), from a plugin: started once, as `{kept}`"
                     ),
                 },
                 era: None,
@@ -637,6 +621,7 @@ impl Hub {
                 tools: 0,
                 source: match &spec.origin {
                     Origin::File { path, .. } => Some(path.display().to_string()),
+                    Origin::Plugin { source } => Some(source.clone()),
                     _ => None,
                 },
             });

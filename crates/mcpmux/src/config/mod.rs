@@ -8,6 +8,7 @@
 
 mod auth;
 mod claude;
+mod dedup;
 mod discover;
 mod duration;
 mod entry;
@@ -22,6 +23,8 @@ pub use spec::{
     OAuthGrant, OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource,
     ToolFilter, TransportSpec,
 };
+
+pub use dedup::deduplicate;
 
 use std::collections::BTreeMap;
 use std::io;
