@@ -16,7 +16,7 @@ use crate::auth::{AuthContext, Authorizer, TokenStore};
 use crate::catalog::filter::NameFilter;
 use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, CatalogSnapshot, Tool};
-use crate::config::{ConfigProblem, ConfigSet, Origin, PolicyRules, ServerSpec};
+use crate::config::{ConfigError, ConfigProblem, ConfigSet, Origin, PolicyRules, ServerSpec};
 use crate::connection::era::EraCache;
 use crate::connection::{Connection, Era, ServerState, Shared};
 use crate::content::ToolResult;
@@ -288,7 +288,9 @@ impl ServerStatus {
         match &self.state {
             ServerState::Failed { error, .. } => Some(error),
             ServerState::Disabled { reason } => Some(reason),
-            ServerState::NeedsAuth { message } => Some(message),
+            ServerState::NeedsAuth { message } | ServerState::Untrusted { message } => {
+                Some(message)
+            }
             ServerState::Pending {
                 last_error: Some(error),
                 ..
@@ -633,10 +635,18 @@ impl Hub {
                     .clone()
                     .unwrap_or_else(|| format!("({})", problem.file.display())),
                 transport: "-".into(),
-                target: String::new(),
-                state: ServerState::Failed {
-                    error: problem.error.to_string(),
-                    stderr_tail: Vec::new(),
+                target: match &problem.error {
+                    ConfigError::Untrusted { target, .. } => target.clone(),
+                    _ => String::new(),
+                },
+                state: match &problem.error {
+                    ConfigError::Untrusted { .. } => ServerState::Untrusted {
+                        message: problem.error.to_string(),
+                    },
+                    _ => ServerState::Failed {
+                        error: problem.error.to_string(),
+                        stderr_tail: Vec::new(),
+                    },
                 },
                 era: None,
                 version: None,
