@@ -584,4 +584,6 @@ fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
