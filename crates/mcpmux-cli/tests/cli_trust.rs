@@ -170,3 +170,42 @@ fn a_project_mcpmux_toml_cannot_remove_a_user_deny() {
     assert!(stdout.contains("mcp__ts__add"), "{stdout}{stderr}");
     assert!(!stdout.contains("mcp__ts__echo"), "{stdout}");
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`), the CLI asks about the entry;
+/// a yes starts it and is remembered for the runs without a terminal.
+#[test]
+fn on_a_terminal_the_cli_asks_and_a_yes_is_remembered() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: util-linux `script` is not installed");
+        return;
+    }
+    let sandbox = Sandbox::new();
+    sandbox.mcp_json("");
+    let line = format!("'{}' servers", env!("CARGO_BIN_EXE_mcpmux"));
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&sandbox.project)
+        .env("HOME", &sandbox.home)
+        .env("XDG_CONFIG_HOME", sandbox.home.join(".config"))
+        .env("XDG_CACHE_HOME", sandbox.home.join(".cache"))
+        .env_remove("MCPMUX_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"y\n").unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(shown.contains("[y/N]"), "{shown}");
+    assert!(shown.contains("repo: sh -c touch"), "{shown}");
+    assert!(sandbox.marker().exists(), "{shown}");
+
+    std::fs::remove_file(sandbox.marker()).unwrap();
+    assert_eq!(sandbox.state_of("repo").0, "connected");
+    assert!(sandbox.marker().exists());
+}
