@@ -4,6 +4,7 @@
 mod auth;
 mod output;
 mod spinner;
+mod trust;
 
 use std::io::{IsTerminal, Write};
 
@@ -119,6 +120,13 @@ enum Command {
         #[command(subcommand)]
         command: auth::AuthCommand,
     },
+    /// Approve the current project's own servers (.mcp.json, .claude/settings.json,
+    /// mcpmux.toml) as they are now; until then they are listed as `untrusted` and not started.
+    Trust {
+        /// Withdraw the project's approval instead.
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Read a resource: `mcpmux read file:///notes/todo.md`.
     Read {
         /// The resource's URI (see `mcpmux resources`).
@@ -164,7 +172,20 @@ fn init_logging(filter: Option<&str>) {
 }
 
 async fn run(cli: Cli) -> ExitCode {
-    let config = mcpmux::config::load(&LoadOptions::from_env(cli.config.clone()));
+    let mut load_options = LoadOptions::from_env(cli.config.clone());
+    if let Command::Trust { revoke } = &cli.command {
+        // Lists the project's entries as they are; starts and expands nothing.
+        let config = mcpmux::config::load(&load_options);
+        return exit_code(
+            trust::run(&config, &load_options.project_dir, *revoke).map_err(Failure::Other),
+        );
+    }
+    let answers = trust::Answers::default();
+    if let Some(ask) = trust::asker(&answers) {
+        load_options = load_options.with_approver(ask);
+    }
+    let config = mcpmux::config::load(&load_options);
+    trust::remember(&config, &load_options.project_dir, &answers);
     if let Command::Auth { command } = &cli.command {
         // Starts no server: only the config and the token file are needed.
         let outcome = tokio::select! {
@@ -315,8 +336,8 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         Command::Resources { .. } | Command::Prompts { .. } | Command::Read { .. } => {
             resource_command(hub, command).await
         }
-        // Runs in `run` before any hub is built.
-        Command::Auth { .. } => Ok(()),
+        // Run in `run` before any hub is built.
+        Command::Auth { .. } | Command::Trust { .. } => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();

@@ -141,7 +141,9 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
             // The whole message of a server waiting for a login: it ends with the command.
             s.error()
                 .map(|e| match s.state {
-                    ServerState::NeedsAuth { .. } => one_line(e, usize::MAX),
+                    ServerState::NeedsAuth { .. } | ServerState::Untrusted { .. } => {
+                        one_line(e, usize::MAX)
+                    }
                     _ => one_line(e, 100),
                 })
                 .unwrap_or_default(),

@@ -97,9 +97,13 @@ impl Sandbox {
         self.write(".mcp.json", &json!({ "mcpServers": servers }).to_string());
     }
 
+    /// Writes a project file, and approves the project's servers as they now are, as the
+    /// person who set the project up would (approval itself: cli_trust.rs).
     fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.project.join(name);
         std::fs::write(&path, text).unwrap();
+        let trust = self.command(&["trust"]).output().unwrap();
+        assert!(trust.status.success(), "{trust:?}");
         path
     }
 }

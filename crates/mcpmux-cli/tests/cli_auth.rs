@@ -49,6 +49,13 @@ impl Sandbox {
             }
         });
         std::fs::write(project.join(".mcp.json"), config.to_string()).unwrap();
+        // The person approved the project's servers (approval itself: cli_trust.rs).
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::write(
+            home.join(".claude").join("settings.json"),
+            r#"{"enableAllProjectMcpServers": true}"#,
+        )
+        .unwrap();
         Sandbox {
             _dir: dir,
             home,

@@ -71,6 +71,13 @@ impl Sandbox {
             json!({ "mcpServers": servers }).to_string(),
         )
         .unwrap();
+        // The person approved the project's servers (approval itself: cli_trust.rs).
+        std::fs::create_dir_all(self.home.join(".claude")).unwrap();
+        std::fs::write(
+            self.home.join(".claude").join("settings.json"),
+            r#"{"enableAllProjectMcpServers": true}"#,
+        )
+        .unwrap();
     }
 
     /// A stdio entry: `sh` forks `sleep MARKER` into the background, then becomes the test

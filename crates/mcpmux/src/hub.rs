@@ -16,7 +16,7 @@ use crate::auth::{AuthContext, Authorizer, TokenStore};
 use crate::catalog::filter::NameFilter;
 use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, CatalogSnapshot, Tool};
-use crate::config::{ConfigProblem, ConfigSet, Origin, PolicyRules, ServerSpec};
+use crate::config::{ConfigError, ConfigProblem, ConfigSet, Origin, PolicyRules, ServerSpec};
 use crate::connection::era::EraCache;
 use crate::connection::{Connection, Era, ServerState, Shared};
 use crate::content::ToolResult;
@@ -307,7 +307,9 @@ impl ServerStatus {
         match &self.state {
             ServerState::Failed { error, .. } => Some(error),
             ServerState::Disabled { reason } => Some(reason),
-            ServerState::NeedsAuth { message } => Some(message),
+            ServerState::NeedsAuth { message } | ServerState::Untrusted { message } => {
+                Some(message)
+            }
             ServerState::Pending {
                 last_error: Some(error),
                 ..
@@ -398,26 +400,9 @@ impl Hub {
                 });
             }
         }
-        // The same server configured twice (same command and args, or same URL) is started
-        // once: the first in config order keeps it, the others are listed as duplicates.
-        let mut by_signature: HashMap<String, String> = HashMap::new();
-        let mut duplicates = Vec::new();
-        let mut unique = Vec::new();
-        for spec in specs {
-            match by_signature.get(&spec.signature()) {
-                Some(kept) if spec.enabled => {
-                    tracing::warn!(server = %spec.name, kept = %kept, "same server configured twice; starting it once");
-                    duplicates.push((spec, kept.clone()));
-                }
-                _ => {
-                    if spec.enabled {
-                        by_signature.insert(spec.signature(), spec.name.clone());
-                    }
-                    unique.push(spec);
-                }
-            }
-        }
-        let specs = unique;
+        // Plugin servers repeating a configured one are started once; hand-written ones never
+        // merge (two accounts of one server differ only in env).
+        let (specs, duplicates) = crate::config::deduplicate(specs);
         let by_name: HashMap<String, usize> = specs
             .iter()
             .enumerate()
@@ -656,6 +641,7 @@ impl Hub {
                     source: match &c.spec.origin {
                         Origin::File { path, .. } => Some(path.display().to_string()),
                         Origin::Demo => Some("built-in demo".into()),
+                        Origin::Plugin { source } => Some(source.clone()),
                         _ => None,
                     },
                 }
@@ -668,7 +654,7 @@ impl Hub {
                 target: spec.transport.to_string(),
                 state: ServerState::Disabled {
                     reason: format!(
-                        "the same server as `{kept}` (same command and args, or URL): started once, as `{kept}`"
+                        "the same server as `{kept}` (same command and args, or URL), from a plugin: started once, as `{kept}`"
                     ),
                 },
                 era: None,
@@ -676,6 +662,7 @@ impl Hub {
                 tools: 0,
                 source: match &spec.origin {
                     Origin::File { path, .. } => Some(path.display().to_string()),
+                    Origin::Plugin { source } => Some(source.clone()),
                     _ => None,
                 },
             });
@@ -687,10 +674,18 @@ impl Hub {
                     .clone()
                     .unwrap_or_else(|| format!("({})", problem.file.display())),
                 transport: "-".into(),
-                target: String::new(),
-                state: ServerState::Failed {
-                    error: problem.error.to_string(),
-                    stderr_tail: Vec::new(),
+                target: match &problem.error {
+                    ConfigError::Untrusted { target, .. } => target.clone(),
+                    _ => String::new(),
+                },
+                state: match &problem.error {
+                    ConfigError::Untrusted { .. } => ServerState::Untrusted {
+                        message: problem.error.to_string(),
+                    },
+                    _ => ServerState::Failed {
+                        error: problem.error.to_string(),
+                        stderr_tail: Vec::new(),
+                    },
                 },
                 era: None,
                 version: None,

@@ -19,11 +19,8 @@ fn project_files_load_through_the_public_api() {
         "[servers.fs]\nrequired = true\nstartup_timeout = \"10s\"\n",
     )
     .unwrap();
-    let options = LoadOptions {
-        home: Some(home.path().to_path_buf()),
-        project_dir: project.path().to_path_buf(),
-        extra_files: Vec::new(),
-    };
+    let options =
+        LoadOptions::new(Some(home.path().to_path_buf()), project.path()).with_approver(|_| true);
 
     let set = config::load_with_env(&options, &|_| None);
 

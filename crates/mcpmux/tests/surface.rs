@@ -302,18 +302,20 @@ async fn a_huge_result_is_truncated_and_spilled_in_full() {
 }
 
 #[tokio::test]
-async fn the_same_server_configured_twice_is_started_once() {
-    let hub = started(
-        vec![testserver("first", &[]), testserver("second", &[])],
-        options(),
-    )
-    .await;
+async fn a_plugin_server_repeating_a_configured_one_is_started_once() {
+    // Only plugin definitions are merged (hand-written ones never are: tests/accounts.rs).
+    let mut second = testserver("second", &[]);
+    second.origin = mcpmux::config::Origin::Plugin {
+        source: "plugin github".into(),
+    };
+    let hub = started(vec![second, testserver("first", &[])], options()).await;
     let servers = hub.servers();
     let second = servers.iter().find(|s| s.name == "second").unwrap();
     match &second.state {
         ServerState::Disabled { reason } => assert!(reason.contains("`first`"), "{reason}"),
         other => panic!("{other:?}"),
     }
+    assert_eq!(second.source.as_deref(), Some("plugin github"));
     assert!(hub.tools().iter().all(|t| t.server != "second"));
     hub.shutdown().await;
 }

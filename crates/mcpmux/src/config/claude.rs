@@ -97,6 +97,29 @@ fn project_servers(root: &mut Map<String, Value>, dir: &Path) -> Option<(String,
     let Some(Value::Object(projects)) = root.get_mut("projects") else {
         return None;
     };
+    let key = project_key(projects, dir)?;
+    let servers = projects
+        .get_mut(&key)?
+        .as_object_mut()?
+        .remove("mcpServers")?;
+    Some((key, servers))
+}
+
+/// `projects[<dir>]` of `~/.claude.json`, where Claude Code keeps this project's settings
+/// (the approval keys `trust.rs` reads).
+pub(crate) fn project_object<'a>(
+    root: &'a Map<String, Value>,
+    dir: &Path,
+) -> Option<&'a Map<String, Value>> {
+    let Some(Value::Object(projects)) = root.get("projects") else {
+        return None;
+    };
+    let key = project_key(projects, dir)?;
+    projects.get(&key)?.as_object()
+}
+
+/// The key of `projects` naming `dir`, as given or resolved.
+fn project_key(projects: &Map<String, Value>, dir: &Path) -> Option<String> {
     let mut wanted = Vec::new();
     if let Ok(absolute) = std::path::absolute(dir) {
         wanted.push(absolute);
@@ -104,15 +127,10 @@ fn project_servers(root: &mut Map<String, Value>, dir: &Path) -> Option<(String,
     if let Ok(canonical) = std::fs::canonicalize(dir) {
         wanted.push(canonical);
     }
-    let key = projects
+    projects
         .keys()
-        .find(|key| wanted.iter().any(|dir| Path::new(key.as_str()) == dir))?
-        .clone();
-    let servers = projects
-        .get_mut(&key)?
-        .as_object_mut()?
-        .remove("mcpServers")?;
-    Some((key, servers))
+        .find(|key| wanted.iter().any(|dir| Path::new(key.as_str()) == dir))
+        .cloned()
 }
 
 /// Reads every entry of a `name → server` object into `file`.
@@ -145,6 +163,9 @@ fn servers_map(servers: Value, field: &str, cx: &Context<'_>, file: &mut FileEnt
                 }),
                 message: "a server has an empty name: give it a name".to_owned(),
             });
+            continue;
+        }
+        if !cx.admit(&name, &value, file) {
             continue;
         }
         let entry = server(&name, value, cx);

@@ -19,6 +19,19 @@ pub(crate) struct Candidate {
     pub shape: Shape,
     /// A required file that is missing is a problem; an optional one is skipped.
     pub required: bool,
+    /// Whose file it is: a project's own entries need approval.
+    pub scope: Scope,
+}
+
+/// Whose file a config file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The person's own (home, user config folder): trusted as it is.
+    User,
+    /// The project directory's: someone else's until approved.
+    Project,
+    /// Named with `--config`: the person asked for it, trusted as it is.
+    CommandLine,
 }
 
 /// Every file to try, in merge order.
@@ -27,11 +40,12 @@ pub(crate) fn candidates(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Candidate> {
     let mut list = Vec::new();
-    let optional = |path: PathBuf, dialect: Dialect, shape: Shape| Candidate {
+    let optional = |path: PathBuf, dialect: Dialect, shape: Shape, scope: Scope| Candidate {
         path,
         dialect,
         shape,
         required: false,
+        scope,
     };
 
     if let Some(home) = &options.home {
@@ -44,11 +58,13 @@ pub(crate) fn candidates(
                 flat: false,
                 project_dir: Some(options.project_dir.clone()),
             },
+            Scope::User,
         ));
         list.push(optional(
             home.join(".claude").join("settings.json"),
             Dialect::Claude,
             Shape::default(),
+            Scope::User,
         ));
     }
     if let Some(config_home) = config_home(options.home.as_deref(), env) {
@@ -56,28 +72,39 @@ pub(crate) fn candidates(
             config_home.join("mcpmux").join("config.toml"),
             Dialect::Mcpmux,
             Shape::default(),
+            Scope::User,
         ));
     }
 
     let project = &options.project_dir;
-    list.push(optional(
-        project.join(".claude").join("settings.json"),
-        Dialect::Claude,
-        Shape::default(),
-    ));
-    list.push(optional(
-        project.join(".mcp.json"),
-        Dialect::Claude,
-        Shape {
-            flat: true,
-            project_dir: None,
-        },
-    ));
-    list.push(optional(
-        project.join("mcpmux.toml"),
-        Dialect::Mcpmux,
-        Shape::default(),
-    ));
+    let project_files = [
+        (
+            project.join(".claude").join("settings.json"),
+            Dialect::Claude,
+            Shape::default(),
+        ),
+        (
+            project.join(".mcp.json"),
+            Dialect::Claude,
+            Shape {
+                flat: true,
+                project_dir: None,
+            },
+        ),
+        (
+            project.join("mcpmux.toml"),
+            Dialect::Mcpmux,
+            Shape::default(),
+        ),
+    ];
+    for (path, dialect, shape) in project_files {
+        // Run from the home folder, the project's `.claude/settings.json` is the user's own:
+        // read it once, as the user's.
+        if list.iter().any(|c| same_file(&c.path, &path)) {
+            continue;
+        }
+        list.push(optional(path, dialect, shape, Scope::Project));
+    }
 
     for path in &options.extra_files {
         list.push(Candidate {
@@ -88,13 +115,26 @@ pub(crate) fn candidates(
                 project_dir: None,
             },
             required: true,
+            scope: Scope::CommandLine,
         });
     }
     list
 }
 
+/// The same path, or two paths to one existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(a), Ok(b)) if a == b
+        )
+}
+
 /// `$XDG_CONFIG_HOME`, or `~/.config`. The XDG spec says a relative value is to be ignored.
-fn config_home(home: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn config_home(
+    home: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
     env("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute())
@@ -119,6 +159,7 @@ mod tests {
             home: Some(PathBuf::from("/h")),
             project_dir: PathBuf::from("/p"),
             extra_files: vec![PathBuf::from("x.TOML"), PathBuf::from("y.json")],
+            approve: None,
         };
         let list = candidates(&options, &|_| None);
         let seen: Vec<_> = list

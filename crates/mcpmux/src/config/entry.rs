@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::expand::{self, ExpandError};
 use super::options::{Invalid, OptionsOverlay};
+use super::trust::{Gate, ProjectEntry};
 use super::{ConfigError, Dialect, PolicyRules, ServerSpec, TransportSpec};
 
 /// The accepted `type` values, as listed in error messages.
@@ -30,6 +31,33 @@ pub(crate) struct Context<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
     /// For `~/` in `cwd`.
     pub home: Option<&'a Path>,
+    /// For a project-level file: decides which entries may be read; none for trusted files.
+    pub gate: Option<&'a Gate<'a>>,
+}
+
+impl Context<'_> {
+    /// Whether this file's entries need approval.
+    pub fn gated(&self) -> bool {
+        self.gate.is_some()
+    }
+
+    /// Whether the raw entry `value` of `name` may be read (expanded, validated, started). An
+    /// unapproved project entry is recorded as [`Entry::Untrusted`] instead, untouched.
+    pub fn admit(&self, name: &str, value: &Value, file: &mut FileEntries) -> bool {
+        let Some(gate) = self.gate else {
+            return true;
+        };
+        let Some(entry) = gate.decide(name, self.file, self.dialect, value) else {
+            return true;
+        };
+        file.project.push(entry.clone());
+        if entry.approved {
+            return true;
+        }
+        file.entries
+            .push((name.to_owned(), Ok(Entry::Untrusted(entry))));
+        false
+    }
 }
 
 /// What a dialect found in one file, in file order.
@@ -42,6 +70,8 @@ pub(crate) struct FileEntries {
     pub problems: Vec<ConfigError>,
     /// The file's `[policy]` rules (`mcpmux.toml` only), its bad entries left out.
     pub policy: PolicyRules,
+    /// The server entries of a project-level file, approved or not.
+    pub project: Vec<ProjectEntry>,
 }
 
 /// One usable entry.
@@ -52,6 +82,8 @@ pub(crate) enum Entry {
     Define(ServerSpec),
     /// Options only (`mcpmux.toml`): adjusts the server an earlier file defines.
     Adjust(Overlay),
+    /// A project-level server not approved: not read further, listed as `untrusted`.
+    Untrusted(ProjectEntry),
 }
 
 /// Per-server options that can be set on a definition or adjusted by an overlay.

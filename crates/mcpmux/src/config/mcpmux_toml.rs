@@ -90,6 +90,9 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
                     });
                     continue;
                 }
+                if cx.gated() && !cx.admit(&name, &to_json(value.clone()), &mut file) {
+                    continue;
+                }
                 let entry = server(&name, value, cx);
                 file.entries.push((name, entry));
             }

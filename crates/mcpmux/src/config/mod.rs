@@ -8,6 +8,7 @@
 
 mod auth;
 mod claude;
+mod dedup;
 mod discover;
 mod duration;
 mod entry;
@@ -16,6 +17,7 @@ mod mcpmux_toml;
 mod options;
 mod size;
 mod spec;
+mod trust;
 
 pub(crate) use auth::secure_endpoint;
 pub use spec::{
@@ -24,14 +26,20 @@ pub use spec::{
     ToolFilter, TransportSpec,
 };
 
+pub use dedup::deduplicate;
+pub use trust::{
+    APPROVALS_FILE, ApproveFn, ProjectEntry, TrustFileError, approve, approve_one, revoke,
+};
+
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use discover::Scope;
 use entry::{Context, Entry};
 
-/// Where to look for config files.
-#[derive(Debug, Clone, Default)]
+/// Where to look for config files, and who approves a project's own servers.
+#[derive(Clone, Default)]
 pub struct LoadOptions {
     /// The user's home directory (user-level files); none when unknown.
     pub home: Option<PathBuf>,
@@ -39,6 +47,20 @@ pub struct LoadOptions {
     pub project_dir: PathBuf,
     /// Files given with `--config`, read last, in order.
     pub extra_files: Vec<PathBuf>,
+    /// Asked about each project-level server that neither a stored approval (`mcpmux trust`)
+    /// nor a user-level Claude setting approves; without it such servers stay `untrusted`.
+    pub approve: Option<ApproveFn>,
+}
+
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("home", &self.home)
+            .field("project_dir", &self.project_dir)
+            .field("extra_files", &self.extra_files)
+            .field("approve", &self.approve.is_some())
+            .finish()
+    }
 }
 
 impl LoadOptions {
@@ -53,7 +75,33 @@ impl LoadOptions {
             home,
             project_dir,
             extra_files,
+            approve: None,
         }
+    }
+
+    /// Options for `home` and `project_dir`, with no `--config` files and no approver.
+    pub fn new(home: Option<PathBuf>, project_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            home,
+            project_dir: project_dir.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Builder-style: files read last, as with `--config`.
+    pub fn with_extra_files(mut self, files: Vec<PathBuf>) -> Self {
+        self.extra_files = files;
+        self
+    }
+
+    /// Builder-style: decide on project-level servers no stored approval covers (ask the
+    /// person, or return `true` for a directory the harness vouches for).
+    pub fn with_approver<F>(mut self, approve: F) -> Self
+    where
+        F: Fn(&ProjectEntry) -> bool + Send + Sync + 'static,
+    {
+        self.approve = Some(std::sync::Arc::new(approve));
+        self
     }
 }
 
@@ -68,6 +116,10 @@ pub struct ConfigSet {
     pub files: Vec<PathBuf>,
     /// Global permission rules (`[policy]`).
     pub policy: PolicyRules,
+    /// The servers project-level files define, approved or not, in file order.
+    pub project: Vec<ProjectEntry>,
+    /// Where project approvals are stored (`mcpmux trust` writes there); none without a home.
+    pub trust_file: Option<PathBuf>,
 }
 
 /// One file or server entry that could not be used.
@@ -186,6 +238,24 @@ pub enum ConfigError {
         message: String,
     },
 
+    /// A server a project-level file defines that the person has not approved: neither started
+    /// nor expanded.
+    #[error(
+        "{}: not approved: a project-level server runs only once you approve it: it would run `{target}`; run `mcpmux trust` in {} to approve the project's servers as they are now",
+        place(file, Some(server)),
+        project.display()
+    )]
+    Untrusted {
+        /// The project file.
+        file: PathBuf,
+        /// The server entry.
+        server: String,
+        /// What it would run or reach, as written.
+        target: String,
+        /// The project directory, where `mcpmux trust` approves it.
+        project: PathBuf,
+    },
+
     /// An `mcpmux.toml` overlay (options only) for a server no earlier file defines.
     #[error(
         "{}: nothing to adjust: no earlier file defines server \"{server}\": define it here with `command` or `url`, or fix the name",
@@ -210,6 +280,7 @@ impl ConfigError {
             | ConfigError::UnsetVariable { file, .. }
             | ConfigError::UnknownKey { file, .. }
             | ConfigError::InvalidValue { file, .. }
+            | ConfigError::Untrusted { file, .. }
             | ConfigError::NothingToAdjust { file, .. } => file,
         }
     }
@@ -221,6 +292,7 @@ impl ConfigError {
             ConfigError::MissingField { server, .. }
             | ConfigError::UnknownType { server, .. }
             | ConfigError::UnsetVariable { server, .. }
+            | ConfigError::Untrusted { server, .. }
             | ConfigError::NothingToAdjust { server, .. } => Some(server),
             ConfigError::UnknownKey { server, .. } | ConfigError::InvalidValue { server, .. } => {
                 server.as_deref()
@@ -283,6 +355,30 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     // `None` marks a name whose latest entry was bad: it hides earlier good ones, since it is
     // what the user wrote last, and its problem is already reported.
     let mut merged: BTreeMap<String, Option<ServerSpec>> = BTreeMap::new();
+    // Where each merged name's current definition came from: a project file may tighten what
+    // a user-level definition allows, never loosen it.
+    let mut scopes: BTreeMap<String, Scope> = BTreeMap::new();
+
+    let config_home = discover::config_home(options.home.as_deref(), env);
+    set.trust_file = config_home
+        .as_ref()
+        .map(|dir| dir.join("mcpmux").join(trust::APPROVALS_FILE));
+    let claude_user_files: Vec<PathBuf> = options
+        .home
+        .iter()
+        .flat_map(|home| {
+            [
+                home.join(".claude.json"),
+                home.join(".claude").join("settings.json"),
+            ]
+        })
+        .collect();
+    let gate = trust::Gate::new(
+        &options.project_dir,
+        set.trust_file.as_deref(),
+        &claude_user_files,
+        options.approve.as_ref(),
+    );
 
     for candidate in discover::candidates(options, env) {
         let path = candidate.path.as_path();
@@ -319,6 +415,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             dialect: candidate.dialect,
             env,
             home: options.home.as_deref(),
+            gate: (candidate.scope == Scope::Project).then_some(&gate),
         };
         let parsed = match candidate.dialect {
             Dialect::Mcpmux => mcpmux_toml::parse(&text, &cx),
@@ -335,8 +432,14 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             set.problem(error);
         }
         set.add_policy(file.policy);
+        set.project.extend(file.project);
         for (name, entry) in file.entries {
-            merge(&mut set, &mut merged, path, name, entry);
+            let step = Step {
+                file: path,
+                scope: candidate.scope,
+                project: &options.project_dir,
+            };
+            merge(&mut set, &mut merged, &mut scopes, &step, name, entry);
         }
     }
 
@@ -344,24 +447,47 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     set
 }
 
+/// The file an entry being merged comes from.
+struct Step<'a> {
+    file: &'a Path,
+    scope: Scope,
+    project: &'a Path,
+}
+
 /// Folds one entry into the merged map: later definitions replace, overlays adjust.
 fn merge(
     set: &mut ConfigSet,
     merged: &mut BTreeMap<String, Option<ServerSpec>>,
-    file: &Path,
+    scopes: &mut BTreeMap<String, Scope>,
+    step: &Step<'_>,
     name: String,
     entry: Result<Entry, ConfigError>,
 ) {
+    let file = step.file;
+    // A project file over a definition the person made themselves may only tighten it.
+    let user_limits = match (step.scope, scopes.get(&name), merged.get(&name)) {
+        (Scope::Project, Some(scope), Some(Some(spec))) if *scope != Scope::Project => {
+            Some(spec.clone())
+        }
+        _ => None,
+    };
     match entry {
-        Ok(Entry::Define(spec)) => {
+        Ok(Entry::Define(mut spec)) => {
             if let Some(Some(old)) = merged.get(&name) {
                 tracing::debug!(server = %name, file = %file.display(), replaced = ?old.origin, "later entry replaces earlier one");
             }
+            if let Some(user) = &user_limits {
+                trust::keep_user_limits(&mut spec, user, file);
+            }
+            scopes.insert(name.clone(), step.scope);
             merged.insert(name, Some(spec));
         }
         Ok(Entry::Adjust(overlay)) => match merged.get_mut(&name) {
             Some(Some(spec)) => match overlay.apply(spec) {
                 Ok(()) => {
+                    if let Some(user) = &user_limits {
+                        trust::keep_user_limits(spec, user, file);
+                    }
                     tracing::debug!(server = %name, file = %file.display(), "overlay adjusts options");
                 }
                 // Refused whole, and like any bad entry it hides the earlier definition: it is
@@ -384,10 +510,22 @@ fn merge(
                 server: name,
             }),
         },
+        Ok(Entry::Untrusted(entry)) => {
+            tracing::info!(server = %name, file = %file.display(), "project server not approved: not started");
+            scopes.insert(name.clone(), step.scope);
+            merged.insert(name.clone(), None);
+            set.problem(ConfigError::Untrusted {
+                file: file.to_path_buf(),
+                server: name,
+                target: entry.target,
+                project: step.project.to_path_buf(),
+            });
+        }
         Err(error) => {
             if let Some(Some(old)) = merged.insert(name.clone(), None) {
                 tracing::debug!(server = %name, file = %file.display(), replaced = ?old.origin, "bad entry replaces earlier good one");
             }
+            scopes.insert(name, step.scope);
             set.problem(error);
         }
     }
@@ -446,5 +584,7 @@ fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

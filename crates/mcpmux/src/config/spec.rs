@@ -529,6 +529,20 @@ pub enum Origin {
     Code,
     /// The embedded demo server used when nothing is configured.
     Demo,
+    /// Arrived with a plugin or an imported tool config rather than written by the person:
+    /// started only when no hand-written or earlier server has the same signature.
+    Plugin {
+        /// The plugin or imported config it came from, as shown in `mcpmux servers`.
+        source: String,
+    },
+}
+
+impl Origin {
+    /// Whether the person wrote this entry (a config file, code, the demo): such servers are
+    /// never merged with another, whatever their signature.
+    pub fn is_hand_written(&self) -> bool {
+        !matches!(self, Origin::Plugin { .. })
+    }
 }
 
 /// The config-file dialects mcpmux reads.
@@ -634,8 +648,8 @@ impl ServerSpec {
         self
     }
 
-    /// A stable key for this server's identity (transport + command/args or url), used for the
-    /// era cache and for deduplicating servers configured twice.
+    /// A stable key for this server's identity (transport + command/args or url, not env or
+    /// headers), used for the era cache and for deduplicating plugin servers.
     pub fn signature(&self) -> String {
         self.transport.signature()
     }

@@ -52,6 +52,8 @@ impl Fixture {
             home: Some(self.home.path().to_path_buf()),
             project_dir: self.project.path().to_path_buf(),
             extra_files: self.extra.clone(),
+            // These tests are about reading files: the project is approved (trust has its own).
+            approve: Some(std::sync::Arc::new(|_: &ProjectEntry| true)),
         }
     }
 

@@ -78,11 +78,16 @@ pub enum ServerState {
     },
     /// Shut down by us.
     Stopped,
+    /// A project-level server the person has not approved: never started.
+    Untrusted {
+        /// What it would run and the command that approves it.
+        message: String,
+    },
 }
 
 impl ServerState {
     /// The one-word name of the state: `pending`, `connected`, `failed`, `needs_auth`,
-    /// `disabled`, `stopped`.
+    /// `disabled`, `stopped`, `untrusted`.
     pub fn label(&self) -> &'static str {
         match self {
             ServerState::Pending { .. } => "pending",
@@ -91,6 +96,7 @@ impl ServerState {
             ServerState::NeedsAuth { .. } => "needs_auth",
             ServerState::Disabled { .. } => "disabled",
             ServerState::Stopped => "stopped",
+            ServerState::Untrusted { .. } => "untrusted",
         }
     }
 

@@ -1,0 +1,90 @@
+//! `mcpmux trust`: approve the current project's own servers as they are now, or withdraw the
+//! approval; and the `[y/N]` question asked on a terminal about a project server not approved.
+//!
+//! The decision, the entry hashes and the approvals file are the library's
+//! (`mcpmux::config::approve`); this module only prints and asks. It starts no server.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use mcpmux::ConfigSet;
+use mcpmux::config::ProjectEntry;
+
+/// Approves every server the project's files define, as they are now, or (`revoke`) withdraws
+/// every approval of the project.
+pub fn run(config: &ConfigSet, project: &Path, revoke: bool) -> anyhow::Result<()> {
+    let store = config.trust_file.as_deref().context(
+        "the home directory is unknown, so there is no place to keep approvals: set HOME",
+    )?;
+    if revoke {
+        if mcpmux::config::revoke(store, project)? {
+            println!(
+                "withdrew the approval of the servers of {}; they will not be started until approved again",
+                project.display()
+            );
+        } else {
+            println!("nothing was approved for {}", project.display());
+        }
+        return Ok(());
+    }
+    if config.project.is_empty() {
+        println!(
+            "no project-level servers in {} (.mcp.json, .claude/settings.json, mcpmux.toml): nothing to approve",
+            project.display()
+        );
+        return Ok(());
+    }
+    mcpmux::config::approve(store, project, &config.project)?;
+    println!("approved the servers of {}:", project.display());
+    for entry in &config.project {
+        println!("  {entry}   ({})", entry.file.display());
+    }
+    println!("a server changed later needs approval again; `mcpmux trust --revoke` withdraws");
+    Ok(())
+}
+
+/// Entries approved at the `[y/N]` question, to be stored once loading is done.
+pub type Answers = Arc<Mutex<Vec<ProjectEntry>>>;
+
+/// On a terminal: a question per project server no stored approval covers. Without one, none
+/// (such servers stay `untrusted`; nothing is ever started without the person's yes).
+pub fn asker(answers: &Answers) -> Option<impl Fn(&ProjectEntry) -> bool + Send + Sync + 'static> {
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let answers = Arc::clone(answers);
+    Some(move |entry: &ProjectEntry| {
+        eprint!(
+            "mcpmux: {} defines a server not approved yet:\n  {entry}\nstart it (and remember the answer)? [y/N] ",
+            entry.file.display()
+        );
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        let yes = std::io::stdin().read_line(&mut line).is_ok()
+            && matches!(line.trim(), "y" | "Y" | "yes");
+        if yes && let Ok(mut answers) = answers.lock() {
+            answers.push(entry.clone());
+        }
+        yes
+    })
+}
+
+/// Stores the entries approved at the question.
+pub fn remember(config: &ConfigSet, project: &Path, answers: &Answers) {
+    let Ok(answers) = answers.lock() else {
+        return;
+    };
+    let Some(store) = config.trust_file.as_deref() else {
+        return;
+    };
+    for entry in answers.iter() {
+        if let Err(e) = mcpmux::config::approve_one(store, project, entry) {
+            eprintln!(
+                "mcpmux: the approval of `{}` is not remembered: {e}",
+                entry.name
+            );
+        }
+    }
+}

@@ -1,0 +1,511 @@
+//! Project approval: a server defined in a project's own files runs only once the person
+//! approved that entry, as it is.
+//!
+//! A cloned repository's `.mcp.json`, `.claude/settings.json` or `mcpmux.toml` is someone else's
+//! until approved: its entries are neither started nor `${VAR}`-expanded nor have their
+//! `headersHelper` run. Approval is stored in the user's own config folder
+//! (`trusted-projects.json`), keyed by the project directory and, per server, by a hash of the
+//! raw entry, so an entry changed later needs approval again. Claude Code's
+//! `enableAllProjectMcpServers`, `enabledMcpjsonServers` and `disabledMcpjsonServers` are
+//! honoured when they appear in user-level files, never in the project's own. Knows nothing of
+//! connections; the dialects ask [`Gate::decide`] before reading an entry.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{Dialect, ServerSpec};
+
+/// Decides on a project entry no stored approval covers: `true` starts it (a harness asking
+/// its user, or vouching for the directory).
+pub type ApproveFn = Arc<dyn Fn(&ProjectEntry) -> bool + Send + Sync>;
+
+/// The file approvals are kept in, inside the user's `mcpmux` config folder.
+pub const APPROVALS_FILE: &str = "trusted-projects.json";
+
+/// The fields of an entry its hash covers: everything that decides what runs or where secrets
+/// go. Options like timeouts are left out, so tuning them needs no new approval.
+const HASHED_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "headersHelper",
+    "headers_helper",
+    "oauth",
+];
+
+/// Longest target shown for an entry; a hostile file must not flood the terminal.
+const MAX_TARGET_CHARS: usize = 300;
+
+/// One server a project-level file defines, as written (never expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProjectEntry {
+    /// The server's name.
+    pub name: String,
+    /// The project file that defines it.
+    pub file: PathBuf,
+    /// What it runs or reaches, as written: the command line or the URL, control characters
+    /// escaped, long text cut.
+    pub target: String,
+    /// Its `headersHelper` command, as written, when it has one.
+    pub headers_helper: Option<String>,
+    /// The hash of the raw entry that an approval names.
+    pub hash: String,
+    /// Whether it is approved (stored, by a user-level Claude setting, or by the callback).
+    pub approved: bool,
+}
+
+impl fmt::Display for ProjectEntry {
+    /// `name: target (headersHelper: …)`, what `mcpmux trust` and the prompt list.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", printable(&self.name), self.target)?;
+        if let Some(helper) = &self.headers_helper {
+            write!(f, " (headersHelper: {helper})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why the approvals file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct TrustFileError {
+    /// The approvals file.
+    pub path: PathBuf,
+    /// What went wrong and what to do.
+    pub message: String,
+}
+
+/// Claude Code's approval keys, read from user-level files.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ClaudeApprovals {
+    all: bool,
+    enabled: Vec<String>,
+    disabled: Vec<String>,
+}
+
+impl ClaudeApprovals {
+    /// Adds the keys of one user-level object (settings root, or `projects[<dir>]`).
+    fn read(&mut self, object: &Map<String, Value>) {
+        if object.get("enableAllProjectMcpServers") == Some(&Value::Bool(true)) {
+            self.all = true;
+        }
+        let names = |key: &str| -> Vec<String> {
+            match object.get(key) {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        self.enabled.extend(names("enabledMcpjsonServers"));
+        self.disabled.extend(names("disabledMcpjsonServers"));
+    }
+}
+
+/// Decides, for one load, which project entries may be read.
+pub(crate) struct Gate<'a> {
+    project: String,
+    stored: BTreeMap<String, String>,
+    claude: ClaudeApprovals,
+    ask: Option<&'a ApproveFn>,
+}
+
+impl<'a> Gate<'a> {
+    /// The gate for `project_dir`: the stored approvals in `store`, Claude's keys in the
+    /// user-level files `claude_files`, then `ask`.
+    pub fn new(
+        project_dir: &Path,
+        store: Option<&Path>,
+        claude_files: &[PathBuf],
+        ask: Option<&'a ApproveFn>,
+    ) -> Self {
+        let project = project_key(project_dir);
+        let stored = match store.map(read_store) {
+            Some(Ok(mut approvals)) => approvals.remove(&project).unwrap_or_default(),
+            Some(Err(error)) => {
+                tracing::warn!(%error, "stored project approvals unreadable; none used");
+                BTreeMap::new()
+            }
+            None => BTreeMap::new(),
+        };
+        let mut claude = ClaudeApprovals::default();
+        for file in claude_files {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            let Ok(Value::Object(root)) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            claude.read(&root);
+            if let Some(project) = super::claude::project_object(&root, project_dir) {
+                claude.read(project);
+            }
+        }
+        Gate {
+            project,
+            stored,
+            claude,
+            ask,
+        }
+    }
+
+    /// Whether the raw entry `value` of server `name` in `file` may be read; `None` when it
+    /// defines no server (an overlay, or a shape the dialect will refuse without running it).
+    pub fn decide(
+        &self,
+        name: &str,
+        file: &Path,
+        dialect: Dialect,
+        value: &Value,
+    ) -> Option<ProjectEntry> {
+        let Value::Object(map) = value else {
+            return None;
+        };
+        if !["type", "command", "url"]
+            .iter()
+            .any(|key| map.get(*key).is_some_and(|v| !v.is_null()))
+        {
+            return None;
+        }
+        let mut entry = ProjectEntry {
+            name: name.to_owned(),
+            file: file.to_path_buf(),
+            target: target(map),
+            headers_helper: map
+                .get("headersHelper")
+                .or_else(|| map.get("headers_helper"))
+                .map(|helper| shown(helper, MAX_TARGET_CHARS)),
+            hash: entry_hash(map),
+            approved: false,
+        };
+        let claude = dialect == Dialect::Claude;
+        entry.approved = if self.stored.get(name) == Some(&entry.hash) {
+            true
+        } else if claude && self.claude.disabled.iter().any(|n| n == name) {
+            false
+        } else if claude && (self.claude.all || self.claude.enabled.iter().any(|n| n == name)) {
+            true
+        } else {
+            self.ask.is_some_and(|ask| ask(&entry))
+        };
+        tracing::debug!(server = %name, file = %file.display(), project = %self.project, approved = entry.approved, "project entry");
+        Some(entry)
+    }
+}
+
+/// Undoes what a project file loosened on a server the person defined in a user-level file (or
+/// with `--config`): its `tools.deny` entries stay, an allow list may only narrow, side-effect
+/// labels stay as the person set them, and a server they disabled stays disabled. Tightening
+/// (more deny entries, disabling) is kept. Each undone change is logged with its reason.
+pub(crate) fn keep_user_limits(spec: &mut ServerSpec, user: &ServerSpec, file: &Path) {
+    let mut undone = Vec::new();
+    let tools = &mut spec.options.tools;
+    for pattern in &user.options.tools.deny {
+        if !tools.deny.contains(pattern) {
+            tools.deny.push(pattern.clone());
+            undone.push(format!("tools.deny keeps \"{pattern}\""));
+        }
+    }
+    let user_allow = &user.options.tools.allow;
+    if !user_allow.is_empty()
+        && (tools.allow.is_empty() || tools.allow.iter().any(|p| !user_allow.contains(p)))
+    {
+        tools.allow = user_allow.clone();
+        undone.push("tools.allow may only drop entries of the user's list".to_owned());
+    }
+    if spec.options.side_effects != user.options.side_effects {
+        spec.options.side_effects = user.options.side_effects.clone();
+        undone.push("side_effects cannot be relabelled by a project file".to_owned());
+    }
+    if !user.enabled && spec.enabled {
+        spec.enabled = false;
+        undone.push("a server disabled in a user-level file stays disabled".to_owned());
+    }
+    for change in undone {
+        tracing::warn!(server = %spec.name, file = %file.display(), "project file cannot loosen a user-level server: {change}");
+    }
+}
+
+/// The key a project's approvals are stored under: its resolved absolute path.
+fn project_key(dir: &Path) -> String {
+    std::fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// SHA-256 over the hashed fields, keys sorted, so the same entry always gives the same hash.
+fn entry_hash(map: &Map<String, Value>) -> String {
+    let mut hashed = BTreeMap::new();
+    for key in HASHED_KEYS {
+        if let Some(value) = map.get(*key).filter(|v| !v.is_null()) {
+            hashed.insert(*key, canonical(value));
+        }
+    }
+    let text = serde_json::to_string(&hashed).unwrap_or_default();
+    let digest = Sha256::digest(text.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// `value` with every object's keys in sorted order.
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, Value> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The command line (`command args…`) or URL as written.
+fn target(map: &Map<String, Value>) -> String {
+    let mut text = match map.get("command") {
+        Some(command) => {
+            let mut line = shown(command, MAX_TARGET_CHARS);
+            if let Some(Value::Array(args)) = map.get("args") {
+                for arg in args {
+                    line.push(' ');
+                    line.push_str(&shown(arg, MAX_TARGET_CHARS));
+                }
+            }
+            line
+        }
+        None => map
+            .get("url")
+            .map(|url| shown(url, MAX_TARGET_CHARS))
+            .unwrap_or_default(),
+    };
+    cut(&mut text, MAX_TARGET_CHARS);
+    text
+}
+
+/// A raw value as text for a person: strings as written, anything else as JSON; control
+/// characters escaped so a crafted entry cannot rewrite the terminal.
+fn shown(value: &Value, max: usize) -> String {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut text = printable(&text);
+    cut(&mut text, max);
+    text
+}
+
+fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+fn cut(text: &mut String, max: usize) {
+    if let Some((index, _)) = text.char_indices().nth(max) {
+        text.truncate(index);
+        text.push('…');
+    }
+}
+
+/// Every stored approval: project → server → entry hash.
+type Approvals = BTreeMap<String, BTreeMap<String, String>>;
+
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct StoreBody {
+    version: u32,
+    #[serde(default)]
+    projects: Approvals,
+}
+
+const STORE_VERSION: u32 = 1;
+
+fn read_store(path: &Path) -> Result<Approvals, TrustFileError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Approvals::new());
+        }
+        Err(error) => {
+            return Err(TrustFileError {
+                path: path.to_path_buf(),
+                message: format!("cannot read it: {error}"),
+            });
+        }
+    };
+    let body: StoreBody = serde_json::from_str(&text).map_err(|error| TrustFileError {
+        path: path.to_path_buf(),
+        message: format!(
+            "not a valid approvals file ({error}): remove it and run `mcpmux trust` again"
+        ),
+    })?;
+    Ok(body.projects)
+}
+
+/// Approves `entries` of the project at `project_dir` as they are now, replacing what was
+/// approved for it before; writes `store` atomically, mode 0600.
+pub fn approve(
+    store: &Path,
+    project_dir: &Path,
+    entries: &[ProjectEntry],
+) -> Result<(), TrustFileError> {
+    let mut approvals = read_store(store)?;
+    let servers = entries
+        .iter()
+        .map(|entry| (entry.name.clone(), entry.hash.clone()))
+        .collect();
+    approvals.insert(project_key(project_dir), servers);
+    write_store(store, approvals)
+}
+
+/// Approves one more entry of the project, keeping the others (the CLI's `[y/N]` answer).
+pub fn approve_one(
+    store: &Path,
+    project_dir: &Path,
+    entry: &ProjectEntry,
+) -> Result<(), TrustFileError> {
+    let mut approvals = read_store(store)?;
+    approvals
+        .entry(project_key(project_dir))
+        .or_default()
+        .insert(entry.name.clone(), entry.hash.clone());
+    write_store(store, approvals)
+}
+
+/// Withdraws every approval of the project; `false` when there was none.
+pub fn revoke(store: &Path, project_dir: &Path) -> Result<bool, TrustFileError> {
+    let mut approvals = read_store(store)?;
+    if approvals.remove(&project_key(project_dir)).is_none() {
+        return Ok(false);
+    }
+    write_store(store, approvals)?;
+    Ok(true)
+}
+
+fn write_store(path: &Path, projects: Approvals) -> Result<(), TrustFileError> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let fail = |error: std::io::Error| TrustFileError {
+        path: path.to_path_buf(),
+        message: format!("cannot write it: {error}"),
+    };
+    let body = StoreBody {
+        version: STORE_VERSION,
+        projects,
+    };
+    let bytes = serde_json::to_vec_pretty(&body).map_err(|e| fail(std::io::Error::other(e)))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if !dir.as_os_str().is_empty() && !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(fail)?;
+    }
+    // A crash mid-write must never leave half a file: write aside, then rename over.
+    let temporary = dir.join(format!(".{APPROVALS_FILE}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if let Err(error) = result {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(fail(error));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn the_hash_changes_with_what_runs_and_not_with_key_order_or_options() {
+        let base = object(json!({"command": "npx", "args": ["a"], "env": {"A": "1", "B": "2"}}));
+        let reordered =
+            object(json!({"env": {"B": "2", "A": "1"}, "args": ["a"], "command": "npx"}));
+        let tuned = object(
+            json!({"command": "npx", "args": ["a"], "env": {"A": "1", "B": "2"}, "startup_timeout": 9}),
+        );
+        assert_eq!(entry_hash(&base), entry_hash(&reordered));
+        assert_eq!(entry_hash(&base), entry_hash(&tuned));
+        for changed in [
+            json!({"command": "npx", "args": ["b"], "env": {"A": "1", "B": "2"}}),
+            json!({"command": "npx", "args": ["a"], "env": {"A": "1", "B": "3"}}),
+            json!({"command": "sh", "args": ["a"], "env": {"A": "1", "B": "2"}}),
+            json!({"command": "npx", "args": ["a"], "env": {"A": "1", "B": "2"}, "cwd": "/"}),
+        ] {
+            assert_ne!(entry_hash(&base), entry_hash(&object(changed)));
+        }
+        let remote = object(json!({"url": "https://x.test", "headersHelper": "a"}));
+        let helper = object(json!({"url": "https://x.test", "headersHelper": "b"}));
+        assert_ne!(entry_hash(&remote), entry_hash(&helper));
+    }
+
+    #[test]
+    fn targets_escape_control_characters_and_are_cut() {
+        let map = object(json!({"command": "evil\u{1b}[2J", "args": ["x".repeat(1000)]}));
+        let shown = target(&map);
+        assert!(!shown.contains('\u{1b}'), "{shown}");
+        assert!(shown.starts_with("evil\\u{1b}[2J x"), "{shown}");
+        assert!(shown.chars().count() <= MAX_TARGET_CHARS + 1, "{shown}");
+    }
+
+    #[test]
+    fn approvals_round_trip_through_a_private_file_and_revoke_removes_them() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let store = dir.path().join("mcpmux").join(APPROVALS_FILE);
+        let project = dir.path();
+        let entry = ProjectEntry {
+            name: "s".into(),
+            file: project.join(".mcp.json"),
+            target: "run".into(),
+            headers_helper: None,
+            hash: "h".into(),
+            approved: false,
+        };
+        approve(&store, project, std::slice::from_ref(&entry)).unwrap_or_else(|e| panic!("{e}"));
+        let stored = read_store(&store).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stored[&project_key(project)]["s"], "h");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&store)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0);
+        assert_eq!(mode, 0o600);
+        assert_eq!(revoke(&store, project).ok(), Some(true));
+        assert_eq!(revoke(&store, project).ok(), Some(false));
+    }
+}
