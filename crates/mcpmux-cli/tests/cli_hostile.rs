@@ -31,7 +31,8 @@ struct Run {
 }
 
 impl Sandbox {
-    /// A hermetic HOME and a project whose `.mcp.json` runs the test server as `ts`.
+    /// A hermetic HOME whose `~/.claude.json` runs the test server as `ts` (the person's own
+    /// config: the hostile part here is the server, not the project), and a project to run in.
     fn with_testserver(args: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
@@ -42,7 +43,7 @@ impl Sandbox {
             "command": support::testserver().display().to_string(),
             "args": args,
         }}});
-        std::fs::write(project.join(".mcp.json"), servers.to_string()).unwrap();
+        std::fs::write(home.join(".claude.json"), servers.to_string()).unwrap();
         Sandbox {
             _dir: dir,
             home,

@@ -16,7 +16,8 @@ use serde_json::json;
 const RETITLE: &str = "\u{1b}]0;pwned\u{7}";
 const CLEAR: &str = "\u{1b}[2J";
 
-/// A temp HOME and project whose `.mcp.json` holds `servers`.
+/// A temp HOME whose `~/.claude.json` holds `servers` (the person's own config: these tests are
+/// about what a server shows, not about approving a project's), and a project folder to run in.
 struct Sandbox {
     _dir: tempfile::TempDir,
     home: PathBuf,
@@ -31,7 +32,7 @@ impl Sandbox {
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(
-            project.join(".mcp.json"),
+            home.join(".claude.json"),
             json!({ "mcpServers": servers }).to_string(),
         )
         .unwrap();
