@@ -206,6 +206,26 @@ pub struct Cli {
     /// `use_dpop_nonce` with the nonce in `DPoP-Nonce` (400 at /token, 401 at /mcp).
     #[arg(long, requires = "oauth", help_heading = "OAuth")]
     pub dpop_nonce: bool,
+
+    // ----- HTTP session faults (kept last) -----
+    /// HTTP: how a request naming a session this process does not know is answered: `404`
+    /// (the spec's answer, and rmcp's) or `400` with a JSON-RPC error without an id, as the
+    /// reference TypeScript server answers (`Bad Request: No valid session ID provided`).
+    #[arg(long, value_name = "STATUS", requires = "http", default_value_t = 404, value_parser = parse_unknown_session, help_heading = "HTTP faults")]
+    pub unknown_session: u16,
+
+    /// HTTP: injected failures (`--http-fail`, /admin/fail) carry a JSON-RPC error without an
+    /// id as their body, as the reference servers' error answers do, instead of plain text.
+    #[arg(long, requires = "http", help_heading = "HTTP faults")]
+    pub http_fail_json: bool,
+}
+
+fn parse_unknown_session(value: &str) -> Result<u16, String> {
+    match value {
+        "404" => Ok(404),
+        "400" => Ok(400),
+        other => Err(format!("`{other}` is not 404 or 400")),
+    }
 }
 
 const AFTER_HELP: &str = "\
