@@ -130,7 +130,7 @@ fn judge_post(
         }
         // rmcp's words for a non-JSON error answer: "HTTP <status>: <the whole body>".
         Err(StreamableHttpError::UnexpectedServerResponse(text)) => {
-            let Some((status, body)) = http_status(&text) else {
+            let Some((status, head, body)) = http_status(&text) else {
                 return Err(StreamableHttpError::UnexpectedServerResponse(text));
             };
             let body = preview(body.as_bytes());
@@ -138,14 +138,15 @@ fn judge_post(
                 tracing::debug!(status, "the server does not know the session ({body})");
                 return Err(StreamableHttpError::SessionExpired);
             }
-            let quoted = if body.is_empty() {
-                String::new()
+            // rmcp's head ("HTTP 400 Bad Request") is kept: the legacy fallback and the
+            // 401 handling read the status from it.
+            let head = preview(head.as_bytes());
+            let text = if body.is_empty() {
+                head
             } else {
-                format!(": {body}")
+                format!("{head}: {body}")
             };
-            Err(StreamableHttpError::UnexpectedServerResponse(
-                format!("HTTP {status}{quoted}").into(),
-            ))
+            Err(StreamableHttpError::UnexpectedServerResponse(text.into()))
         }
         other => other,
     }
@@ -172,15 +173,11 @@ pub(crate) fn get_outcome<T>(
     outcome
 }
 
-/// `HTTP 400 Bad Request: body` → (400, "body").
-fn http_status(text: &str) -> Option<(u16, &str)> {
-    let rest = text.strip_prefix("HTTP ")?;
-    let status = rest.get(..3)?.parse::<u16>().ok()?;
-    let body = rest
-        .split_once(": ")
-        .map(|(_, body)| body)
-        .unwrap_or_default();
-    Some((status, body))
+/// `HTTP 400 Bad Request: body` → (400, "HTTP 400 Bad Request", "body").
+fn http_status(text: &str) -> Option<(u16, &str, &str)> {
+    let status = text.strip_prefix("HTTP ")?.get(..3)?.parse::<u16>().ok()?;
+    let (head, body) = text.split_once(": ").unwrap_or((text, ""));
+    Some((status, head, body))
 }
 
 /// How servers word an unknown session: the reference TypeScript server "Bad Request: No
@@ -328,9 +325,12 @@ mod tests {
         let Err(StreamableHttpError::UnexpectedServerResponse(text)) = got else {
             unreachable!()
         };
-        assert!(text.starts_with("HTTP 502: [2J"), "{text}");
+        assert!(text.starts_with("HTTP 502 Bad Gateway: [2J"), "{text}");
         assert!(!text.contains('\x1b'));
-        assert!(text.chars().count() < 220, "{}", text.len());
+        assert!(
+            text.chars().count() <= "HTTP 502 Bad Gateway: ".len() + 201,
+            "{text}"
+        );
     }
 
     #[test]
