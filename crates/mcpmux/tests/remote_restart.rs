@@ -251,7 +251,7 @@ async fn after_a_restart_the_session_and_its_subscriptions_come_back_without_a_c
     // subscription is made again there (announced as an update: changes meanwhile were missed).
     let renewed = Instant::now();
     assert_eq!(
-        next_update(&mut events, Duration::from_secs(5))
+        next_update(&mut events, Duration::from_secs(10))
             .await
             .as_deref(),
         Some(COUNTER),
@@ -345,4 +345,41 @@ async fn a_server_answering_500_fails_each_call_at_once_and_opens_the_breaker() 
         assert!(matches!(err, Error::CircuitOpen { .. }), "{err}");
         hub.shutdown().await;
     }
+}
+
+#[tokio::test]
+async fn a_call_made_while_the_server_restarts_waits_for_it_and_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let args = ["--era", "handshake", "--call-log", log.to_str().unwrap()].map(str::to_owned);
+    let server = support::testserver_http(&args.each_ref().map(String::as_str));
+    let port = port_of(&server.url);
+    let hub = started(vec![http("remote", &server.url)], Host::new()).await;
+    assert_eq!(
+        call_at_once(&hub, "mcp__remote__echo", json!({"text": "before"})).await,
+        "before"
+    );
+    tokio::task::spawn_blocking(move || drop(server))
+        .await
+        .unwrap();
+    // The server is down: the call is made now, and the server comes back a little later.
+    let sent = Instant::now();
+    let call = hub.call("mcp__remote__echo", json!({"text": "during"}));
+    let again = args.clone();
+    let back = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(ms(300));
+        support::testserver_http_on(port, &again.each_ref().map(String::as_str))
+    });
+    let (answer, server) = tokio::join!(call, back);
+    let took = sent.elapsed();
+    eprintln!("FIGURE call made during a restart: {took:?}");
+    assert_eq!(answer.unwrap().to_text(), "during");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_eq!(echoes_of(&log, "during"), 1);
+    assert!(matches!(
+        state(&hub, "remote"),
+        ServerState::Connected { .. }
+    ));
+    drop(server);
+    hub.shutdown().await;
 }

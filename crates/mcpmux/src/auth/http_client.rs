@@ -319,15 +319,18 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let outcome = resend_on_stale_connection(&message, || {
-            self.send("POST", &uri, auth_header.clone(), |presented| {
-                self.http.post_message(
-                    uri.clone(),
-                    message.clone(),
-                    session_id.clone(),
-                    presented.bearer.clone(),
-                    presented.headers(&custom_headers),
-                )
+        let in_session = session_id.is_some();
+        let outcome = http_session::while_unreachable(&self.session, in_session, || {
+            resend_on_stale_connection(&message, || {
+                self.send("POST", &uri, auth_header.clone(), |presented| {
+                    self.http.post_message(
+                        uri.clone(),
+                        message.clone(),
+                        session_id.clone(),
+                        presented.bearer.clone(),
+                        presented.headers(&custom_headers),
+                    )
+                })
             })
         })
         .await;
@@ -343,16 +346,19 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let outcome = resend_on_stale_connection(&message, || {
-            self.send("POST", &uri, auth_header.clone(), |presented| {
-                self.http.post_message_with_max_sse_event_size(
-                    uri.clone(),
-                    message.clone(),
-                    session_id.clone(),
-                    presented.bearer.clone(),
-                    presented.headers(&custom_headers),
-                    max_sse_event_size,
-                )
+        let in_session = session_id.is_some();
+        let outcome = http_session::while_unreachable(&self.session, in_session, || {
+            resend_on_stale_connection(&message, || {
+                self.send("POST", &uri, auth_header.clone(), |presented| {
+                    self.http.post_message_with_max_sse_event_size(
+                        uri.clone(),
+                        message.clone(),
+                        session_id.clone(),
+                        presented.bearer.clone(),
+                        presented.headers(&custom_headers),
+                        max_sse_event_size,
+                    )
+                })
             })
         })
         .await;

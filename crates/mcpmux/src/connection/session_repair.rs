@@ -14,8 +14,9 @@ use tokio::sync::{Notify, watch};
 
 use crate::transport::http_session::SessionWatch;
 
-/// How long the request that renews a session may take: an `initialize` and a `ping`.
-const RENEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the request that renews a session may take: the wait for a restarting server
+/// (see `http_session::while_unreachable`), an `initialize` and a `ping`.
+const RENEW_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// Runs until aborted with the session it watches.
 pub(super) async fn run(

@@ -13,6 +13,7 @@
 //! calls or the hub.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{StreamableHttpError, StreamableHttpPostResponse};
@@ -22,6 +23,13 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 
 /// Longest part of a server's error text quoted in an error, in characters.
 const PREVIEW_CHARS: usize = 200;
+/// How long a request on a live session waits for a server that refuses connections (it is
+/// restarting) before the refusal stands. A call's own deadline cuts it shorter.
+const UNREACHABLE_WAIT: Duration = Duration::from_secs(30);
+/// First pause before connecting again; doubles up to `UNREACHABLE_MAX_DELAY`.
+const UNREACHABLE_FIRST_DELAY: Duration = Duration::from_millis(50);
+/// Longest pause between two connection attempts: a restarted server is found within a second.
+const UNREACHABLE_MAX_DELAY: Duration = Duration::from_secs(1);
 
 /// Session events of one streamable-HTTP transport, shared by every clone of its client and
 /// watched by the connection that owns the session.
@@ -33,6 +41,8 @@ pub(crate) struct SessionWatch {
     renewed: watch::Sender<u64>,
     /// The standalone stream found the session gone while no request was in flight.
     lost: Notify,
+    /// The server answered something: requests waiting for it to come back go at once.
+    answered: Notify,
 }
 
 impl Default for SessionWatch {
@@ -41,6 +51,7 @@ impl Default for SessionWatch {
             expiring: AtomicBool::new(false),
             renewed: watch::channel(0).0,
             lost: Notify::new(),
+            answered: Notify::new(),
         }
     }
 }
@@ -74,6 +85,43 @@ impl SessionWatch {
 fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, ClientJsonRpcMessage::Request(request)
         if matches!(request.request, ClientRequest::InitializeRequest(_)))
+}
+
+/// Runs `post` and, while a server with a live session (`in_session`) refuses connections,
+/// again after a pause: it is restarting, and a request that never reached it is safe to send
+/// again, a `tools/call` too (no connection, so nothing was delivered). Without a session (the
+/// handshake) a refusal stands at once: that server is not there.
+/// The pause ends early when another request reaches the server: requests waiting together
+/// go on together (a renewed session must not wait for one of them to wake up).
+pub(crate) async fn while_unreachable<T, F, Fut>(
+    watch: &SessionWatch,
+    in_session: bool,
+    post: F,
+) -> Result<T, HttpError>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<T, HttpError>>,
+{
+    let mut outcome = post().await;
+    let started = tokio::time::Instant::now();
+    let mut delay = UNREACHABLE_FIRST_DELAY;
+    while in_session
+        && let Err(StreamableHttpError::Client(error)) = &outcome
+        && error.is_connect()
+        && started.elapsed() + delay < UNREACHABLE_WAIT
+    {
+        tracing::debug!("the server refuses connections ({error}); waiting for it to come back");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = watch.answered.notified() => {}
+        }
+        delay = (delay * 2).min(UNREACHABLE_MAX_DELAY);
+        outcome = post().await;
+    }
+    if !matches!(&outcome, Err(StreamableHttpError::Client(error)) if error.is_connect()) {
+        watch.answered.notify_waiters();
+    }
+    outcome
 }
 
 /// What the answer to a `POST` of `message` (sent with `session_id`, if any) means: an error
@@ -161,13 +209,26 @@ pub(crate) fn get_outcome<T>(
     session_id: Option<&str>,
     outcome: Result<T, HttpError>,
 ) -> Result<T, HttpError> {
-    if let Err(StreamableHttpError::Client(error)) = &outcome
-        && session_id.is_some()
-        && error.status().is_some_and(|s| {
-            s == reqwest::StatusCode::NOT_FOUND || s == reqwest::StatusCode::BAD_REQUEST
-        })
-    {
+    let Err(StreamableHttpError::Client(error)) = &outcome else {
+        watch.answered.notify_waiters();
+        return outcome;
+    };
+    if !error.is_connect() {
+        watch.answered.notify_waiters();
+    }
+    if session_id.is_none() {
+        return outcome;
+    }
+    let unknown = error.status().is_some_and(|s| {
+        s == reqwest::StatusCode::NOT_FOUND || s == reqwest::StatusCode::BAD_REQUEST
+    });
+    if unknown {
         tracing::debug!("the event stream was refused for the session ({error}); renewing it");
+        watch.lost.notify_one();
+    } else if error.is_connect() {
+        // The server is down (restarting?): the request sent to find the session waits
+        // until it is back, and renews the session if it came back without it.
+        tracing::debug!("the event stream cannot reach the server ({error})");
         watch.lost.notify_one();
     }
     outcome
