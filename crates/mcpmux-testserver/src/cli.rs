@@ -230,6 +230,18 @@ pub struct Cli {
     /// List TOOL with TEXT as its description (repeatable).
     #[arg(long = "describe", value_name = "TOOL=TEXT", value_parser = parse_description, help_heading = "Hostile output")]
     pub descriptions: Vec<(String, String)>,
+
+    // ----- HTTP session faults -----
+    /// HTTP: how a request naming a session this process does not know is answered: `404`
+    /// (the spec's answer, and rmcp's) or `400` with a JSON-RPC error without an id, as the
+    /// reference TypeScript server answers (`Bad Request: No valid session ID provided`).
+    #[arg(long, value_name = "STATUS", requires = "http", default_value_t = 404, value_parser = parse_unknown_session, help_heading = "HTTP faults")]
+    pub unknown_session: u16,
+
+    /// HTTP: injected failures (`--http-fail`, /admin/fail) carry a JSON-RPC error without an
+    /// id as their body, as the reference servers' error answers do, instead of plain text.
+    #[arg(long, requires = "http", help_heading = "HTTP faults")]
+    pub http_fail_json: bool,
 }
 
 /// `TOOL=TEXT` of `--describe`.
@@ -237,6 +249,14 @@ fn parse_description(value: &str) -> Result<(String, String), String> {
     match value.split_once('=') {
         Some((tool, text)) if !tool.is_empty() => Ok((tool.to_owned(), text.to_owned())),
         _ => Err(format!("expected TOOL=TEXT, got `{value}`")),
+    }
+}
+
+fn parse_unknown_session(value: &str) -> Result<u16, String> {
+    match value {
+        "404" => Ok(404),
+        "400" => Ok(400),
+        other => Err(format!("`{other}` is not 404 or 400")),
     }
 }
 

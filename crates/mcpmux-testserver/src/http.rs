@@ -50,6 +50,10 @@ pub struct HttpOptions {
     pub json_response: bool,
     pub gate: Gate,
     pub failure: HttpFailure,
+    /// `--unknown-session`: 404 (rmcp's own answer) or 400 the reference server's way.
+    pub unknown_session: u16,
+    /// `--http-fail-json`: injected failures carry a JSON-RPC error without an id.
+    pub fail_json: bool,
     /// `--oauth`: guard `/mcp` with bearer tokens from an authorization server on the same
     /// listener.
     pub oauth: Option<OAuthOptions>,
@@ -62,6 +66,8 @@ struct HttpState {
     sessions: Arc<LocalSessionManager>,
     /// Advertised in `WWW-Authenticate` on an injected 401 (RFC 9728 location for `/mcp`).
     resource_metadata: String,
+    unknown_session: u16,
+    fail_json: bool,
 }
 
 impl HttpState {
@@ -109,6 +115,8 @@ pub async fn serve(shared: Arc<Shared>, options: HttpOptions) -> anyhow::Result<
         gate: options.gate,
         sessions,
         resource_metadata: format!("http://{local}/.well-known/oauth-protected-resource/mcp"),
+        unknown_session: options.unknown_session,
+        fail_json: options.fail_json,
     });
     let mut mcp = Router::new()
         .route_service("/mcp", service)
@@ -140,7 +148,31 @@ pub async fn serve(shared: Arc<Shared>, options: HttpOptions) -> anyhow::Result<
 /// In front of `/mcp`: the failure switch first, then the gate.
 async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
     if let Some(status) = state.next_failure() {
+        if state.fail_json {
+            // The reference TypeScript server's words for its own failures.
+            return id_less_error(
+                status,
+                ErrorData::internal_error("Internal server error", None),
+            );
+        }
         return failure_response(status, &state.resource_metadata);
+    }
+    if state.unknown_session == 400
+        && let Some(id) = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        && !state.sessions.sessions.read().await.contains_key(id)
+    {
+        // The reference TypeScript server's answer to a session it does not know.
+        return id_less_error(
+            400,
+            ErrorData::new(
+                rmcp::model::ErrorCode(-32000),
+                "Bad Request: No valid session ID provided",
+                None,
+            ),
+        );
     }
     if state.gate.is_transparent() || request.method() != Method::POST {
         return next.run(request).await;
@@ -177,6 +209,16 @@ fn json_rpc_error(error: ErrorData, id: Option<rmcp::model::RequestId>) -> Respo
             body,
         )
             .into_response(),
+        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+    }
+}
+
+/// A JSON-RPC error with `"id": null` under HTTP `status`, the way the reference servers
+/// refuse a request before reading it.
+fn id_less_error(status: u16, error: ErrorData) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    match serde_json::to_vec(&ServerJsonRpcMessage::error(error, None)) {
+        Ok(body) => (code, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
     }
 }

@@ -118,6 +118,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 json_response: cli.json_response,
                 gate,
                 failure,
+                unknown_session: cli.unknown_session,
+                fail_json: cli.http_fail_json,
                 oauth: cli.oauth.then(|| oauth::OAuthOptions {
                     token_ttl: Duration::from_secs(cli.token_ttl),
                     clients: cli.oauth_clients,

@@ -52,6 +52,7 @@ impl Hub {
                 server.to_string(),
                 connection.state_watch(),
                 closed,
+                connection.session_renewals(),
             ))
         });
         Ok(())
@@ -173,16 +174,26 @@ impl Drop for Subscriptions {
 }
 
 /// Subscribes `server`'s kept URIs again each time a new session replaces the one `closed`
-/// belongs to. Holds the hub only while it subscribes, so a dropped hub is not kept alive;
-/// ends when the server's supervisor does (the state channel closes) or the hub is gone.
+/// belongs to, or the server forgot the session and the transport started a new one beneath
+/// the same connection (`renewed`). Holds the hub only while it subscribes, so a dropped hub
+/// is not kept alive; ends when the server's supervisor does (the state channel closes) or
+/// the hub is gone.
 async fn keep_subscribed(
     hub: WeakHub,
     server: String,
     mut state: watch::Receiver<ServerState>,
     mut closed: CancellationToken,
+    mut renewed: watch::Receiver<u64>,
 ) {
     loop {
-        closed.cancelled().await;
+        tokio::select! {
+            () = closed.cancelled() => {}
+            changed = renewed.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+        }
         // The next session: checked before each wait, so one set up meanwhile is not missed.
         let (hub, session) = loop {
             let Some(hub) = hub.upgrade() else { return };

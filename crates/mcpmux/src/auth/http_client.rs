@@ -21,6 +21,7 @@ use super::dpop::{self, Dpop};
 use super::session::{Retry, ServerAuth, detached};
 use crate::transport::headers_helper::Helper;
 use crate::transport::http::resend_on_stale_connection;
+use crate::transport::http_session::{self, SessionWatch};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -33,6 +34,8 @@ pub(crate) struct AuthorizingClient {
     /// Without OAuth: told of a 401 that stands, so the session ends (see
     /// [`ServerAuth::refused_outside_oauth`]).
     refusals: Option<Arc<ServerAuth>>,
+    /// What the server's answers say about the session (see [`http_session`]).
+    session: Arc<SessionWatch>,
 }
 
 impl AuthorizingClient {
@@ -43,7 +46,13 @@ impl AuthorizingClient {
             auth,
             helper: None,
             refusals: None,
+            session: Arc::default(),
         }
+    }
+
+    /// What the server's answers say about the session, for the connection to act on.
+    pub fn session_watch(&self) -> Arc<SessionWatch> {
+        self.session.clone()
     }
 
     /// Where a 401 to credentials OAuth does not manage is reported when it stands.
@@ -310,18 +319,22 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        resend_on_stale_connection(&message, || {
-            self.send("POST", &uri, auth_header.clone(), |presented| {
-                self.http.post_message(
-                    uri.clone(),
-                    message.clone(),
-                    session_id.clone(),
-                    presented.bearer.clone(),
-                    presented.headers(&custom_headers),
-                )
+        let in_session = session_id.is_some();
+        let outcome = http_session::while_unreachable(&self.session, in_session, || {
+            resend_on_stale_connection(&message, || {
+                self.send("POST", &uri, auth_header.clone(), |presented| {
+                    self.http.post_message(
+                        uri.clone(),
+                        message.clone(),
+                        session_id.clone(),
+                        presented.bearer.clone(),
+                        presented.headers(&custom_headers),
+                    )
+                })
             })
         })
-        .await
+        .await;
+        http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -333,19 +346,23 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        resend_on_stale_connection(&message, || {
-            self.send("POST", &uri, auth_header.clone(), |presented| {
-                self.http.post_message_with_max_sse_event_size(
-                    uri.clone(),
-                    message.clone(),
-                    session_id.clone(),
-                    presented.bearer.clone(),
-                    presented.headers(&custom_headers),
-                    max_sse_event_size,
-                )
+        let in_session = session_id.is_some();
+        let outcome = http_session::while_unreachable(&self.session, in_session, || {
+            resend_on_stale_connection(&message, || {
+                self.send("POST", &uri, auth_header.clone(), |presented| {
+                    self.http.post_message_with_max_sse_event_size(
+                        uri.clone(),
+                        message.clone(),
+                        session_id.clone(),
+                        presented.bearer.clone(),
+                        presented.headers(&custom_headers),
+                        max_sse_event_size,
+                    )
+                })
             })
         })
-        .await
+        .await;
+        http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
     }
 
     async fn delete_session(
@@ -383,16 +400,18 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.send("GET", &uri, auth_header, |presented| {
-            self.http.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                presented.bearer.clone(),
-                presented.headers(&custom_headers),
-            )
-        })
-        .await
+        let outcome = self
+            .send("GET", &uri, auth_header, |presented| {
+                self.http.get_stream(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    presented.bearer.clone(),
+                    presented.headers(&custom_headers),
+                )
+            })
+            .await;
+        http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -404,16 +423,18 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.send("GET", &uri, auth_header, |presented| {
-            self.http.get_stream_with_max_sse_event_size(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                presented.bearer.clone(),
-                presented.headers(&custom_headers),
-                max_sse_event_size,
-            )
-        })
-        .await
+        let outcome = self
+            .send("GET", &uri, auth_header, |presented| {
+                self.http.get_stream_with_max_sse_event_size(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    presented.bearer.clone(),
+                    presented.headers(&custom_headers),
+                    max_sse_event_size,
+                )
+            })
+            .await;
+        http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
     }
 }

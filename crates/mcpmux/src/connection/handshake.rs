@@ -49,6 +49,8 @@ pub(super) struct Session {
 pub(super) struct Side {
     pub(super) process: Option<ProcessHandle>,
     pub(super) server_task: Option<transport::inproc::ServerTask>,
+    /// What a streamable-HTTP server's answers say about its session.
+    pub(super) http_session: Option<Arc<transport::http_session::SessionWatch>>,
 }
 
 impl Side {
@@ -226,10 +228,10 @@ async fn attempt(
             handshake(handler, transport, lifecycle, probe, name, deadline).await,
             Side {
                 process: Some(process),
-                server_task: None,
+                ..Side::default()
             },
         ),
-        Opened::Http(transport) => {
+        Opened::Http { transport, session } => {
             let fallback_handler = HubClient {
                 server: handler.server.clone(),
                 progress: handler.progress.clone(),
@@ -248,6 +250,7 @@ async fn attempt(
             let now = Instant::now();
             match legacy {
                 Some(status) if now < deadline => {
+                    drop(session);
                     tracing::debug!(server = %name, status, "streamable HTTP refused; trying legacy HTTP+SSE on the same URL");
                     match transport::open_legacy_sse(spec, &shared.ctx, deadline - now).await {
                         Ok(sse) => (
@@ -271,7 +274,13 @@ async fn attempt(
                         }
                     }
                 }
-                _ => (first, Side::default()),
+                _ => (
+                    first,
+                    Side {
+                        http_session: Some(session),
+                        ..Side::default()
+                    },
+                ),
             }
         }
         Opened::Sse(transport) => (
@@ -288,8 +297,8 @@ async fn attempt(
             (
                 handshake(handler, transport, lifecycle, probe, name, deadline).await,
                 Side {
-                    process: None,
                     server_task: Some(server),
+                    ..Side::default()
                 },
             )
         }

@@ -13,6 +13,7 @@ mod flights;
 mod handshake;
 mod mrtr;
 mod probe;
+mod session_repair;
 mod supervisor;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,6 +152,9 @@ pub(crate) struct Connection {
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The subscribed resources, kept across sessions.
     subscriptions: crate::subscriptions::Subscriptions,
+    /// Bumped when a server forgot the session and a new one replaced it beneath the same
+    /// connection (see `session_repair`): what a session held must be made again.
+    renewed: watch::Sender<u64>,
 }
 
 /// What the supervisor needs from the hub.
@@ -183,6 +187,7 @@ impl Connection {
         let generation = Arc::new(AtomicU64::new(0));
         let breaker = Arc::new(Breaker::new(spec.options.breaker));
         let shutdown = CancellationToken::new();
+        let renewed = watch::channel(0).0;
         let task = spec.enabled.then(|| {
             let supervisor = supervisor::Supervisor {
                 spec: spec.clone(),
@@ -194,6 +199,7 @@ impl Connection {
                 generation: generation.clone(),
                 breaker: breaker.clone(),
                 shutdown: shutdown.clone(),
+                renewed: renewed.clone(),
             };
             tokio::spawn(supervisor.run())
         });
@@ -208,6 +214,7 @@ impl Connection {
             shutdown,
             task: std::sync::Mutex::new(task),
             subscriptions: crate::subscriptions::Subscriptions::default(),
+            renewed,
         }
     }
 
@@ -278,6 +285,12 @@ impl Connection {
     ) -> Option<(Peer<RoleClient>, crate::host::Host, CancellationToken)> {
         self.live()
             .map(|live| (live.peer.clone(), live.host.clone(), live.closed.clone()))
+    }
+
+    /// Changes each time a new session replaced one the server forgot, on the same
+    /// connection (no reconnect).
+    pub(crate) fn session_renewals(&self) -> watch::Receiver<u64> {
+        self.renewed.subscribe()
     }
 
     /// This server's subscribed resources.

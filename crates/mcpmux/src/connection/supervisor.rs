@@ -47,6 +47,8 @@ pub(super) struct Supervisor {
     pub generation: Arc<AtomicU64>,
     pub breaker: Arc<Breaker>,
     pub shutdown: CancellationToken,
+    /// Told when a new session replaces one the server forgot (see `session_repair`).
+    pub renewed: watch::Sender<u64>,
 }
 
 /// How one session ended.
@@ -327,6 +329,15 @@ impl Supervisor {
                 tools_changed.clone(),
             ))
         });
+        let repair = side.http_session.clone().map(|watch| {
+            tokio::spawn(super::session_repair::run(
+                self.spec.name.clone(),
+                peer.clone(),
+                watch,
+                tools_changed.clone(),
+                self.renewed.clone(),
+            ))
+        });
         let service_token = running.cancellation_token();
         let mut waiting = tokio::spawn(running.waiting());
         let mut exit_watch = exit.clone();
@@ -428,6 +439,9 @@ impl Supervisor {
         closed.cancel();
         if let Some(listener) = listener {
             listener.abort();
+        }
+        if let Some(repair) = repair {
+            repair.abort();
         }
         self.set_live(None);
         service_token.cancel();

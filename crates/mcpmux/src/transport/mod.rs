@@ -6,6 +6,7 @@
 
 pub(crate) mod headers_helper;
 pub(crate) mod http;
+pub(crate) mod http_session;
 pub(crate) mod inproc;
 pub(crate) mod nesting;
 pub(crate) mod redirect;
@@ -73,8 +74,11 @@ pub(crate) enum Opened {
         transport: stdio::StdioTransport,
         process: ProcessHandle,
     },
-    /// Streamable HTTP.
-    Http(http::HttpTransport),
+    /// Streamable HTTP, and what its answers say about the session.
+    Http {
+        transport: http::HttpTransport,
+        session: Arc<http_session::SessionWatch>,
+    },
     /// Legacy HTTP+SSE (2024-11-05), its `endpoint` event already received.
     Sse(sse::SseTransport),
     /// WebSocket, upgraded with the `mcp` subprotocol.
@@ -150,9 +154,11 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             let client = crate::auth::http_client::AuthorizingClient::new(ctx.http()?, oauth)
                 .with_helper(helper)
                 .reporting_refusals_to(outside_oauth);
-            Ok(Opened::Http(http::connect(
-                &spec.name, url, &headers, client,
-            )?))
+            let session = client.session_watch();
+            Ok(Opened::Http {
+                transport: http::connect(&spec.name, url, &headers, client)?,
+                session,
+            })
         }
         TransportSpec::InProcess(server) => {
             let (stream, server) = inproc::start(server);

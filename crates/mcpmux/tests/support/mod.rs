@@ -114,9 +114,21 @@ pub fn testserver_http(args: &[&str]) -> ServerProcess {
 /// Starts the test server in a listening mode (`--http`, `--ws`) on 127.0.0.1 and returns
 /// it with the URL it prints once bound.
 pub fn testserver_listening(mode: &str, args: &[&str]) -> ServerProcess {
+    testserver_listening_at(mode, "127.0.0.1:0", args)
+}
+
+/// Starts the test server over streamable HTTP on 127.0.0.1:`port` (to start it again on the
+/// port it had: a restart).
+pub fn testserver_http_on(port: u16, args: &[&str]) -> ServerProcess {
+    testserver_listening_at("--http", &format!("127.0.0.1:{port}"), args)
+}
+
+/// Starts the test server in a listening mode on `addr` and returns it with the URL it prints
+/// once bound.
+pub fn testserver_listening_at(mode: &str, addr: &str, args: &[&str]) -> ServerProcess {
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(testserver())
-        .args([mode, "127.0.0.1:0"])
+        .args([mode, addr])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -139,8 +151,13 @@ pub fn testserver_listening(mode: &str, args: &[&str]) -> ServerProcess {
 /// Starts a Node server in HTTP mode pinned to 127.0.0.1 on a free port, waiting until it
 /// accepts connections.
 pub fn node_http(script: &Path, args: &[&str], path: &str) -> ServerProcess {
+    node_http_on(free_port(), script, args, path)
+}
+
+/// Starts a Node server in HTTP mode on 127.0.0.1:`port` (to start it again on the port it
+/// had: a restart), waiting until it accepts connections.
+pub fn node_http_on(port: u16, script: &Path, args: &[&str], path: &str) -> ServerProcess {
     use std::os::unix::process::CommandExt;
-    let port = free_port();
     let child = Command::new("node")
         .arg("--require")
         .arg(bind_loopback())
