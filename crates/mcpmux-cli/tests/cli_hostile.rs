@@ -221,3 +221,55 @@ fn a_result_too_deep_to_read_fails_the_call_fast_with_the_reason() {
     );
     assert!(run.took < Duration::from_secs(5), "{run:#?}");
 }
+
+/// The whole CLI against one server that does everything hostile at once: a self-referencing
+/// schema, a 2^40 `$ref` chain, a 100 000-level answer, terminal escapes and forged delimiters,
+/// and a crash on every call of one tool. Every command ends on its own with its normal exit
+/// code (never a signal, an abort or a panic's 101), and the server's plain tools still answer.
+#[test]
+fn a_misbehaving_server_run_of_the_whole_cli_exits_normally_every_time() {
+    let sandbox = Sandbox::with_testserver(&[
+        "--tool-schema",
+        "self-ref",
+        "--tool-schema",
+        "ref-bomb",
+        "--deep-result",
+        "--crash-on",
+        "pid",
+    ]);
+    let runs: &[(&[&str], i32)] = &[
+        (&["servers"], 0),
+        (&["tools"], 0),
+        (&["tools", "--json"], 0),
+        (&["tools", "--format", "openai"], 0),
+        (&["tools", "--format", "openai-strict"], 0),
+        (&["tools", "--format", "anthropic"], 0),
+        (&["tools", "--format", "gemini"], 0),
+        (&["call", "mcp__ts__self_ref", r#"{"x":"a"}"#], 2),
+        (&["call", "mcp__ts__ref_bomb", r#"{"x":"a"}"#], 2),
+        (
+            &["call", "mcp__ts__deep_result", "{}", "--timeout", "15"],
+            2,
+        ),
+        (&["call", "mcp__ts__hostile", "{}"], 0),
+        (&["call", "mcp__ts__hostile", r#"{"as":"error"}"#], 2),
+        (&["call", "mcp__ts__pid", "{}", "--timeout", "15"], 2),
+        (&["call", "mcp__ts__echo", r#"{"text":"still here"}"#], 0),
+    ];
+    for (args, code) in runs {
+        let run = sandbox.run(args);
+        assert_eq!(
+            run.code,
+            Some(*code),
+            "`mcpmux {}`: {run:#?}",
+            args.join(" ")
+        );
+        assert!(
+            !run.stderr.contains("panicked") && !run.stderr.contains("stack overflow"),
+            "`mcpmux {}`: {run:#?}",
+            args.join(" ")
+        );
+    }
+    let run = sandbox.run(&["call", "mcp__ts__echo", r#"{"text":"still here"}"#]);
+    assert_eq!(run.stdout, "still here\n", "{run:#?}");
+}
