@@ -17,8 +17,10 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 /// A call after a restart must answer within this: one round trip and a new session, not
-/// the call timeout below.
-const AT_ONCE: Duration = Duration::from_secs(1);
+/// the call timeout below. The goal is 1 s and is met with room (24–770 ms measured at a load
+/// of 12 on 2 cores); the bound is 3 s so that a loaded CI machine cannot make it flaky, while
+/// waiting for the 20 s deadline still fails it plainly.
+const AT_ONCE: Duration = Duration::from_secs(3);
 /// Long enough that a call waiting for its deadline is plainly seen.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
