@@ -213,7 +213,7 @@ pub struct Cli {
     /// whose `$defs` chain applies each next level twice (2^40 subschemas). Both answer
     /// "called".
     #[arg(long, value_enum, value_name = "KIND", help_heading = "Hostile tools")]
-    pub tool_schema: Vec<crate::hostile::ToolSchema>,
+    pub tool_schema: Vec<ToolSchema>,
 
     /// stdio: also list the tool `deep_result`, whose calls the transport answers itself with
     /// structuredContent nesting 100 000 arrays (deeper than any JSON parser with a recursion
@@ -258,6 +258,18 @@ fn parse_unknown_session(value: &str) -> Result<u16, String> {
         "400" => Ok(400),
         other => Err(format!("`{other}` is not 404 or 400")),
     }
+}
+
+// The impl (names, schemas) lives with the hostile tools; the type is a flag value, so it
+// sits here, below them.
+/// A hostile input schema `--tool-schema` lists a tool with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ToolSchema {
+    /// Tool `self_ref`: `{"type":"object","properties":{"x":{"type":"string"}},"allOf":[{"$ref":"#"}]}`.
+    SelfRef,
+    /// Tool `ref_bomb`: property `x` refers to `$defs/d0`, each `dN` is
+    /// `{"allOf":[{"$ref":"#/$defs/dN+1"},{"$ref":"#/$defs/dN+1"}]}` up to d40 (a string).
+    RefBomb,
 }
 
 const AFTER_HELP: &str = "\

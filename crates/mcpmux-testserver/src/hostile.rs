@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use clap::ValueEnum;
 use rmcp::{
     handler::server::router::tool::{ToolRoute, ToolRouter},
     model::{CallToolResult, ContentBlock, JsonObject, RequestId, Tool},
 };
 use serde_json::json;
 
+use crate::cli::ToolSchema;
 use crate::server::TestServer;
 
 /// Name of the tool whose answer the stdio transport writes itself (`--deep-result`).
@@ -22,16 +22,6 @@ pub const DEEP_RESULT_LEVELS: usize = 100_000;
 
 /// Levels of the `ref-bomb` `$defs` chain: 2^40 subschemas once unfolded.
 const REF_BOMB_LEVELS: usize = 40;
-
-/// A hostile input schema `--tool-schema` lists a tool with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ToolSchema {
-    /// Tool `self_ref`: `{"type":"object","properties":{"x":{"type":"string"}},"allOf":[{"$ref":"#"}]}`.
-    SelfRef,
-    /// Tool `ref_bomb`: property `x` refers to `$defs/d0`, each `dN` is
-    /// `{"allOf":[{"$ref":"#/$defs/dN+1"},{"$ref":"#/$defs/dN+1"}]}` up to d40 (a string).
-    RefBomb,
-}
 
 impl ToolSchema {
     fn name(self) -> &'static str {

@@ -10,8 +10,6 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::validate::percent_decode;
-
 /// Deepest JSON nesting of one schema document: serde_json's own recursion limit, so any
 /// schema that arrived over the wire fits; only a schema built in-process can be deeper.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
@@ -367,6 +365,26 @@ pub fn dispose(value: Value) {
             _ => {}
         }
     }
+}
+
+/// A JSON-pointer fragment of a `$ref` with its `%XX` escapes decoded (RFC 6901 §6).
+pub(crate) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

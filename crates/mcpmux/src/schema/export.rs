@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::validate::percent_decode;
+use super::budget::percent_decode;
 use crate::catalog::Tool;
 
 /// Longest function name every provider accepts (Anthropic, OpenAI and Gemini all document 64).

@@ -342,7 +342,7 @@ fn allowed_properties(schema: &Value, error: &ValidationError<'_>) -> Option<Str
             (!path.contains("$ref")).then(|| path.to_string())
         })?;
     let parent = pointer.strip_suffix("/additionalProperties")?;
-    let parent = percent_decode(parent);
+    let parent = super::budget::percent_decode(parent);
     let object = schema.pointer(&parent)?;
     let names: Vec<String> = object
         .get("properties")?
@@ -351,25 +351,6 @@ fn allowed_properties(schema: &Value, error: &ValidationError<'_>) -> Option<Str
         .map(|k| format!("`{k}`"))
         .collect();
     Some(names.join(", "))
-}
-
-pub(crate) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = text.get(i + 1..i + 3)
-            && let Ok(b) = u8::from_str_radix(hex, 16)
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A stable hash of a JSON value (same process), cheaper than serialising it.
