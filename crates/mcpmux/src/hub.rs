@@ -27,6 +27,7 @@ use crate::host::Host;
 use crate::policy::{Approver, DenyAll, EffectOverrides, Policy, SideEffects};
 use crate::result::{self, Spill};
 use crate::schema::{self, validate::ValidatorCache};
+use crate::sync;
 use crate::transport::TransportContext;
 
 /// How a hub behaves beyond each server's own spec.
@@ -506,10 +507,7 @@ impl Hub {
             .map(Connection::generation)
             .fold(0u64, u64::wrapping_add);
         {
-            let cached = match self.inner.catalog.read() {
-                Ok(c) => c,
-                Err(poisoned) => poisoned.into_inner(),
-            };
+            let cached = sync::read(&self.inner.catalog);
             if cached.0 == generation {
                 return cached.1.clone();
             }
@@ -544,10 +542,7 @@ impl Hub {
                 tool,
             }));
         let merged = handler::merge(sourced);
-        match self.inner.shadowed.write() {
-            Ok(mut shadowed) => *shadowed = merged.dropped,
-            Err(poisoned) => *poisoned.into_inner() = merged.dropped,
-        }
+        *sync::write(&self.inner.shadowed) = merged.dropped;
         let mut catalog = Catalog::from_sourced(merged.tools);
         // Compiled once per schema version: an invalid schema is logged now, and the tool
         // stays listed (its calls go unvalidated).
@@ -557,10 +552,7 @@ impl Hub {
                 .input(&tool.server, &tool.raw_name, &tool.input_schema)
         });
         let catalog = Arc::new(catalog);
-        let mut cached = match self.inner.catalog.write() {
-            Ok(c) => c,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut cached = sync::write(&self.inner.catalog);
         *cached = (generation, catalog.clone());
         catalog
     }
@@ -602,10 +594,7 @@ impl Hub {
     /// Tools left out because a same-named tool of higher precedence (a built-in over an MCP
     /// tool) took the name, with the reason.
     pub fn shadowed(&self) -> Vec<Dropped> {
-        match self.inner.shadowed.read() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        sync::read(&self.inner.shadowed).clone()
     }
 
     /// The tool exposed as `name`, if it is listed now.

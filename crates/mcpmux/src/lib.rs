@@ -36,6 +36,7 @@ pub mod result;
 pub mod schema;
 mod spill;
 mod subscriptions;
+mod sync;
 pub mod terminal;
 mod transport;
 pub mod untrusted;

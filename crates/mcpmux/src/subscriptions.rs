@@ -9,7 +9,7 @@
 //! [`ResourceEvent::SubscriptionLost`].
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use rmcp::model::{
     ServerNotification, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::host::{Host, ResourceEvent};
 use crate::hub::{Hub, WeakHub};
 use crate::resources::{era_of, live, send};
+use crate::sync::lock;
 
 /// What a request on one live session needs: its peer, the harness's host, and the token
 /// cancelled when the session ends.
@@ -110,13 +111,6 @@ pub(crate) struct Subscriptions {
     uris: Mutex<BTreeSet<String>>,
     keeper: Mutex<Option<JoinHandle<()>>>,
     listens: Mutex<HashMap<String, JoinHandle<()>>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl Subscriptions {
