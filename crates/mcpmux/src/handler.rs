@@ -20,10 +20,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::call::CallOptions;
 use crate::catalog::{Tool, ToolAnnotations};
 use crate::content::{Content, ToolResult};
 use crate::error::{Error, Result};
-use crate::hub::CallOptions;
 
 /// The `server` field of tools that no MCP server provides.
 pub const BUILTIN_SOURCE: &str = "builtin";

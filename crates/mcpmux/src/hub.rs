@@ -9,16 +9,16 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::broadcast;
 
 use crate::auth::{AuthContext, Authorizer, TokenStore};
+use crate::call::CallOptions;
 use crate::catalog::filter::NameFilter;
 use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, CatalogSnapshot, Tool};
 use crate::config::{ConfigError, ConfigProblem, ConfigSet, Origin, PolicyRules, ServerSpec};
 use crate::connection::era::EraCache;
-use crate::connection::{Connection, Era, ServerState, Shared};
+use crate::connection::{Connection, Shared};
 use crate::content::ToolResult;
 use crate::defaults;
 use crate::error::{Error, Result};
@@ -27,6 +27,7 @@ use crate::host::Host;
 use crate::policy::{Approver, DenyAll, EffectOverrides, Policy, SideEffects};
 use crate::result::{self, Spill};
 use crate::schema::{self, validate::ValidatorCache};
+use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::TransportContext;
 
@@ -159,84 +160,6 @@ impl HubOptions {
         self.era_cache = path;
         self
     }
-}
-
-/// Options of one call.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct CallOptions {
-    /// Deadline of this call (default: the server's `call_timeout`). Progress extends it.
-    pub timeout: Option<Duration>,
-    /// Where progress notifications of this call go.
-    pub progress: Option<mpsc::UnboundedSender<Progress>>,
-    /// Cancels the call (and tells the server) when cancelled.
-    pub cancel: Option<CancellationToken>,
-    /// Fail at once when the server is reconnecting, instead of waiting for it.
-    pub fail_fast: bool,
-    /// The caller's stage and agent: a tool of a server outside it is refused
-    /// ([`Error::OutOfScope`]), as [`Hub::tools_for`] leaves it out. `None` refuses nothing.
-    pub scope: Option<Scope>,
-}
-
-impl CallOptions {
-    /// Builder-style: set the deadline.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// Builder-style: receive progress.
-    pub fn with_progress(mut self, tx: mpsc::UnboundedSender<Progress>) -> Self {
-        self.progress = Some(tx);
-        self
-    }
-
-    /// Builder-style: fail at once when the server is not connected.
-    pub fn with_fail_fast(mut self, fail_fast: bool) -> Self {
-        self.fail_fast = fail_fast;
-        self
-    }
-
-    /// Builder-style: cancel with a token.
-    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = Some(token);
-        self
-    }
-
-    /// Builder-style: call as `scope`, refusing tools outside it.
-    pub fn with_scope(mut self, scope: Scope) -> Self {
-        self.scope = Some(scope);
-        self
-    }
-}
-
-/// One progress notification of a running call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Progress {
-    /// Progress so far.
-    pub progress: f64,
-    /// Total, when known.
-    pub total: Option<f64>,
-    /// What is happening.
-    pub message: Option<String>,
-}
-
-/// Something a harness may want to react to.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum HubEvent {
-    /// A server changed state.
-    StateChanged {
-        /// The server.
-        server: String,
-        /// Its new state.
-        state: ServerState,
-    },
-    /// A server's tool list changed while connected: rebuild the model's tool list.
-    ToolsChanged {
-        /// The server.
-        server: String,
-    },
 }
 
 /// What `mcpmux servers` shows about one server.

@@ -20,6 +20,7 @@
 //! ```
 
 pub mod auth;
+mod call;
 pub mod catalog;
 pub mod config;
 mod connection;
@@ -35,23 +36,25 @@ pub mod resources;
 pub mod result;
 pub mod schema;
 mod spill;
+mod state;
 mod subscriptions;
 mod sync;
 pub mod terminal;
 mod transport;
 pub mod untrusted;
 
+pub use call::{CallOptions, Progress};
 pub use catalog::scope::Scope;
 pub use catalog::{Tool, ToolAnnotations};
 pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};
-pub use connection::{Era, ServerState};
 pub use content::{Content, ToolResult};
 pub use error::{Error, Result};
 pub use handler::{Builtin, HandlerRegistry, ToolSource};
 pub use host::Host;
-pub use hub::{CallOptions, Hub, HubEvent, HubOptions, Progress, ServerStatus};
+pub use hub::{Hub, HubOptions, ServerStatus};
 pub use policy::{Approver, Decision, Policy, SideEffect, SideEffects};
 pub use resources::{Prompt, PromptMessages, Resource, ResourceContents, ResourceTemplate};
+pub use state::{Era, HubEvent, ServerState};
 
 /// The README's examples, compiled as doctests so they cannot rot.
 #[doc = include_str!("../../../README.md")]

@@ -20,10 +20,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::connection::{Connection, Era, ServerState};
+use crate::connection::Connection;
 use crate::defaults;
 use crate::error::{Error, Result};
 use crate::hub::Hub;
+use crate::state::{Era, ServerState};
 
 /// One resource a server offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

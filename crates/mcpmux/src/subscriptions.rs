@@ -19,11 +19,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Connection, Era, ServerState};
+use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::host::{Host, ResourceEvent};
 use crate::hub::{Hub, WeakHub};
 use crate::resources::{era_of, live, send};
+use crate::state::{Era, ServerState};
 use crate::sync::lock;
 
 /// What a request on one live session needs: its peer, the harness's host, and the token

@@ -22,10 +22,10 @@ use super::client::{self, ProgressRoutes};
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
 use super::{Connection, Live, ServerState};
+use crate::call::CallOptions;
 use crate::content::ToolResult;
 use crate::defaults;
 use crate::error::Error;
-use crate::hub::CallOptions;
 
 impl Connection {
     /// Calls `tool` (its raw name) with `arguments`: waits for a reconnecting server within the

@@ -21,11 +21,11 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
+use crate::call::Progress;
 use crate::host::{
     ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, ResourceEvent,
     SamplingMessage, SamplingRequest,
 };
-use crate::hub::Progress;
 
 /// Where the progress of one call goes: the caller's channel, if it asked for progress, and
 /// the call's deadline, which every notification extends.

@@ -7,24 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-/// The two live eras of MCP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Era {
-    /// `initialize` handshake, protocol 2024-11-05 … 2025-11-25.
-    Handshake,
-    /// Stateless `server/discover`, protocol 2026-07-28 and later.
-    Stateless,
-}
-
-impl std::fmt::Display for Era {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Era::Handshake => "handshake",
-            Era::Stateless => "stateless",
-        })
-    }
-}
+use crate::state::Era;
 
 /// What was learnt about one server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

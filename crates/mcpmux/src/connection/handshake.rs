@@ -15,12 +15,13 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use super::client::{HubClient, ProgressRoutes};
-use super::era::{Era, EraEntry};
+use super::era::EraEntry;
 use super::{Shared, probe};
 use crate::catalog::ServerTool;
 use crate::config::ServerSpec;
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
+use crate::state::Era;
 use crate::transport::{self, ExitInfo, Opened, ProcessHandle};
 
 /// How long an error report waits for a dead server's last stderr lines to be read.

@@ -18,97 +18,19 @@ mod supervisor;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use rmcp::service::{Peer, RoleClient};
-use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::ServerTool;
 use crate::config::ServerSpec;
-use crate::hub::HubEvent;
+use crate::state::{Era, HubEvent, ServerState};
 use crate::transport::{ExitInfo, TransportContext};
 use breaker::Breaker;
 use client::ProgressRoutes;
-pub use era::Era;
 use era::EraCache;
-
-/// The state of one server, as published by its supervisor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ServerState {
-    /// Connecting, or waiting to reconnect after the connection was lost.
-    Pending {
-        /// 1 for the first attempt.
-        attempt: u32,
-        /// When the next reconnect attempt starts, while waiting for it.
-        #[serde(skip)]
-        next_retry_at: Option<SystemTime>,
-        /// Why the last connection or attempt ended, when reconnecting.
-        last_error: Option<String>,
-    },
-    /// Connected; its tools are in the hub's tool set.
-    Connected {
-        /// The protocol era found.
-        era: Era,
-        /// The protocol version in use.
-        version: String,
-        /// How many tools it offers.
-        tools: usize,
-        /// Bumped each time its tool list changes.
-        tools_version: u64,
-    },
-    /// Could not connect.
-    Failed {
-        /// What went wrong and what to do.
-        error: String,
-        /// The last lines the server wrote to stderr.
-        stderr_tail: Vec<String>,
-    },
-    /// The server needs authorization (HTTP 401); not retried until the user logs in.
-    NeedsAuth {
-        /// What to do.
-        message: String,
-    },
-    /// Not in use: disabled in config, given up on, or held off by the circuit breaker.
-    Disabled {
-        /// Why.
-        reason: String,
-    },
-    /// Shut down by us.
-    Stopped,
-    /// A project-level server the person has not approved: never started.
-    Untrusted {
-        /// What it would run and the command that approves it.
-        message: String,
-    },
-}
-
-impl ServerState {
-    /// The one-word name of the state: `pending`, `connected`, `failed`, `needs_auth`,
-    /// `disabled`, `stopped`, `untrusted`.
-    pub fn label(&self) -> &'static str {
-        match self {
-            ServerState::Pending { .. } => "pending",
-            ServerState::Connected { .. } => "connected",
-            ServerState::Failed { .. } => "failed",
-            ServerState::NeedsAuth { .. } => "needs_auth",
-            ServerState::Disabled { .. } => "disabled",
-            ServerState::Stopped => "stopped",
-            ServerState::Untrusted { .. } => "untrusted",
-        }
-    }
-
-    pub(crate) fn connecting() -> Self {
-        ServerState::Pending {
-            attempt: 1,
-            next_retry_at: None,
-            last_error: None,
-        }
-    }
-}
 
 /// A live session: what calls need, shared with every caller.
 struct Live {

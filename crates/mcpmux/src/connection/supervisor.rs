@@ -26,7 +26,7 @@ use super::{Live, ServerState, Shared};
 use crate::catalog::ServerTool;
 use crate::config::{Backoff, ServerSpec, TransportSpec};
 use crate::error::fmt_duration;
-use crate::hub::HubEvent;
+use crate::state::HubEvent;
 
 /// Tool-list notifications arriving within this window cause one refresh, not many.
 const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(50);

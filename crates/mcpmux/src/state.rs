@@ -1,0 +1,120 @@
+//! What the library tells a harness about its servers: the protocol era found, the state each
+//! server's supervisor publishes, and the events a harness may react to. Plain data: it knows
+//! nothing of how a connection reaches those states.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+/// The two live eras of MCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Era {
+    /// `initialize` handshake, protocol 2024-11-05 … 2025-11-25.
+    Handshake,
+    /// Stateless `server/discover`, protocol 2026-07-28 and later.
+    Stateless,
+}
+
+impl std::fmt::Display for Era {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Era::Handshake => "handshake",
+            Era::Stateless => "stateless",
+        })
+    }
+}
+
+/// The state of one server, as published by its supervisor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Connecting, or waiting to reconnect after the connection was lost.
+    Pending {
+        /// 1 for the first attempt.
+        attempt: u32,
+        /// When the next reconnect attempt starts, while waiting for it.
+        #[serde(skip)]
+        next_retry_at: Option<SystemTime>,
+        /// Why the last connection or attempt ended, when reconnecting.
+        last_error: Option<String>,
+    },
+    /// Connected; its tools are in the hub's tool set.
+    Connected {
+        /// The protocol era found.
+        era: Era,
+        /// The protocol version in use.
+        version: String,
+        /// How many tools it offers.
+        tools: usize,
+        /// Bumped each time its tool list changes.
+        tools_version: u64,
+    },
+    /// Could not connect.
+    Failed {
+        /// What went wrong and what to do.
+        error: String,
+        /// The last lines the server wrote to stderr.
+        stderr_tail: Vec<String>,
+    },
+    /// The server needs authorization (HTTP 401); not retried until the user logs in.
+    NeedsAuth {
+        /// What to do.
+        message: String,
+    },
+    /// Not in use: disabled in config, given up on, or held off by the circuit breaker.
+    Disabled {
+        /// Why.
+        reason: String,
+    },
+    /// Shut down by us.
+    Stopped,
+    /// A project-level server the person has not approved: never started.
+    Untrusted {
+        /// What it would run and the command that approves it.
+        message: String,
+    },
+}
+
+impl ServerState {
+    /// The one-word name of the state: `pending`, `connected`, `failed`, `needs_auth`,
+    /// `disabled`, `stopped`, `untrusted`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerState::Pending { .. } => "pending",
+            ServerState::Connected { .. } => "connected",
+            ServerState::Failed { .. } => "failed",
+            ServerState::NeedsAuth { .. } => "needs_auth",
+            ServerState::Disabled { .. } => "disabled",
+            ServerState::Stopped => "stopped",
+            ServerState::Untrusted { .. } => "untrusted",
+        }
+    }
+
+    pub(crate) fn connecting() -> Self {
+        ServerState::Pending {
+            attempt: 1,
+            next_retry_at: None,
+            last_error: None,
+        }
+    }
+}
+
+/// Something a harness may want to react to.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HubEvent {
+    /// A server changed state.
+    StateChanged {
+        /// The server.
+        server: String,
+        /// Its new state.
+        state: ServerState,
+    },
+    /// A server's tool list changed while connected: rebuild the model's tool list.
+    ToolsChanged {
+        /// The server.
+        server: String,
+    },
+}
