@@ -5,9 +5,8 @@
 //! A built-in tool is a plain async Rust function registered with a name and a description;
 //! its JSON schema is derived by `schemars` from the argument type, and arguments are
 //! deserialized into that type. The [`HandlerRegistry`] resolves local tools by name, a custom
-//! handler overriding a built-in of the same name. [`merge`] puts local and MCP tools into one
-//! stable list: built-ins first, then by name; a local tool shadows an MCP tool of the same
-//! exposed name, and every drop is recorded with its reason. Knows nothing of connections.
+//! handler overriding a built-in of the same name; the registry's list is merged by
+//! [`crate::catalog::merge`]. Knows nothing of connections.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,66 +15,14 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::call::CallOptions;
-use crate::catalog::{Tool, ToolAnnotations};
-use crate::content::{Content, ToolResult};
+use crate::catalog::merge::{Dropped, Merged, SourceKind, SourcedTool, ToolOrigin, merge};
+use crate::catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
 use crate::error::{Error, Result};
-
-/// The `server` field of tools that no MCP server provides.
-pub const BUILTIN_SOURCE: &str = "builtin";
-
-impl Tool {
-    /// A tool served in-process (built-in or custom handler): exposed and raw name are both
-    /// `name`, its source is [`BUILTIN_SOURCE`].
-    pub fn local(name: impl Into<String>, input_schema: Value) -> Tool {
-        let name = name.into();
-        Tool {
-            raw_name: name.clone(),
-            name,
-            server: BUILTIN_SOURCE.to_string(),
-            title: None,
-            description: None,
-            input_schema,
-            output_schema: None,
-            annotations: ToolAnnotations::default(),
-            unusable: None,
-        }
-    }
-
-    /// Builder-style: set the description.
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// Builder-style: set the human title.
-    pub fn with_title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// Builder-style: set the output schema.
-    pub fn with_output_schema(mut self, schema: Value) -> Self {
-        self.output_schema = Some(schema);
-        self
-    }
-
-    /// Builder-style: set the side-effect hints.
-    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
-        self.annotations = annotations;
-        self
-    }
-
-    /// Builder-style: set the source name (a custom handler's name; a server's name).
-    pub fn with_source(mut self, source: impl Into<String>) -> Self {
-        self.server = source.into();
-        self
-    }
-}
+use crate::result::{IntoToolResult, ToolResult};
 
 /// Whether a source can take calls now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,17 +40,6 @@ pub enum Health {
         /// Why.
         reason: String,
     },
-}
-
-/// What kind of source a tool comes from: decides precedence and ordering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SourceKind {
-    /// A built-in tool of the harness.
-    Builtin,
-    /// A custom handler registered by the harness (e.g. a REST API wrapped as tools).
-    Custom,
-    /// An MCP server.
-    Mcp,
 }
 
 /// Anything that lists tools and answers calls: an MCP server, the built-in tools, a custom
@@ -129,79 +65,6 @@ pub trait ToolSource: Send + Sync {
     /// Whether it can take calls now.
     fn health(&self) -> Health {
         Health::Ready
-    }
-}
-
-/// What a built-in tool function may return.
-pub trait IntoToolResult {
-    /// Converts into the result the model sees.
-    fn into_tool_result(self) -> ToolResult;
-}
-
-impl IntoToolResult for ToolResult {
-    fn into_tool_result(self) -> ToolResult {
-        self
-    }
-}
-
-impl IntoToolResult for String {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::text(self)
-    }
-}
-
-impl IntoToolResult for &'static str {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::text(self)
-    }
-}
-
-impl IntoToolResult for Value {
-    /// JSON as text; an object is also given as `structuredContent`.
-    fn into_tool_result(self) -> ToolResult {
-        let text = self.to_string();
-        let structured = self.is_object().then_some(self);
-        ToolResult {
-            content: vec![Content::Text { text }],
-            structured_content: structured,
-            is_error: false,
-            output_problems: Vec::new(),
-        }
-    }
-}
-
-/// Any serialisable value, returned as JSON text and `structuredContent`.
-#[derive(Debug, Clone)]
-pub struct Json<T>(pub T);
-
-impl<T: Serialize> IntoToolResult for Json<T> {
-    fn into_tool_result(self) -> ToolResult {
-        match serde_json::to_value(self.0) {
-            Ok(value) => value.into_tool_result(),
-            Err(e) => error_result(format!("could not serialise the result: {e}")),
-        }
-    }
-}
-
-impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for std::result::Result<T, E> {
-    /// `Err` becomes a tool error (`isError: true`) the model sees and may act on.
-    fn into_tool_result(self) -> ToolResult {
-        match self {
-            Ok(value) => value.into_tool_result(),
-            Err(e) => error_result(e.to_string()),
-        }
-    }
-}
-
-/// A failed tool's result: its message as text, `isError: true`.
-pub fn error_result(message: impl Into<String>) -> ToolResult {
-    ToolResult {
-        content: vec![Content::Text {
-            text: message.into(),
-        }],
-        structured_content: None,
-        is_error: true,
-        output_problems: Vec::new(),
     }
 }
 
@@ -354,147 +217,6 @@ async fn run_with_options(
             result = timed => result,
         },
         None => timed.await,
-    }
-}
-
-/// Where a tool in a merged list comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ToolOrigin {
-    /// A built-in tool.
-    Builtin,
-    /// A custom handler, by name.
-    Custom {
-        /// The handler's name.
-        source: String,
-    },
-    /// An MCP server, by name.
-    Mcp {
-        /// The server's name.
-        server: String,
-    },
-}
-
-impl ToolOrigin {
-    /// The kind of source.
-    pub fn kind(&self) -> SourceKind {
-        match self {
-            ToolOrigin::Builtin => SourceKind::Builtin,
-            ToolOrigin::Custom { .. } => SourceKind::Custom,
-            ToolOrigin::Mcp { .. } => SourceKind::Mcp,
-        }
-    }
-
-    /// Who wins a name clash: custom over built-in over MCP.
-    fn precedence(&self) -> u8 {
-        match self {
-            ToolOrigin::Custom { .. } => 0,
-            ToolOrigin::Builtin => 1,
-            ToolOrigin::Mcp { .. } => 2,
-        }
-    }
-
-    /// Listing order: local tools (built-in and custom) first, then MCP tools.
-    fn group(&self) -> u8 {
-        match self {
-            ToolOrigin::Builtin | ToolOrigin::Custom { .. } => 0,
-            ToolOrigin::Mcp { .. } => 1,
-        }
-    }
-}
-
-impl fmt::Display for ToolOrigin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ToolOrigin::Builtin => f.write_str("built-in tool"),
-            ToolOrigin::Custom { source } => write!(f, "custom handler `{source}`"),
-            ToolOrigin::Mcp { server } => write!(f, "MCP server `{server}`"),
-        }
-    }
-}
-
-/// A tool with where it comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SourcedTool {
-    /// The tool.
-    pub tool: Tool,
-    /// Its source.
-    pub origin: ToolOrigin,
-}
-
-/// A tool left out of a merged list because another took its name.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Dropped {
-    /// The tool left out.
-    pub tool: Tool,
-    /// Where it came from.
-    pub origin: ToolOrigin,
-    /// Where the tool that kept the name comes from.
-    pub kept: ToolOrigin,
-    /// Why, in words (for logs and `mcpmux servers`).
-    pub reason: String,
-}
-
-/// The result of [`merge`]: one tool per exposed name, in listing order, and what was dropped.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Merged {
-    /// Built-in and custom tools first, then MCP tools; each group sorted by exposed name.
-    pub tools: Vec<SourcedTool>,
-    /// Tools shadowed by another of the same exposed name.
-    pub dropped: Vec<Dropped>,
-}
-
-/// Merges tools of every source into one stable list. On a name clash a custom handler wins
-/// over a built-in, which wins over an MCP tool; among equals the first given wins. Every drop
-/// is logged and recorded.
-pub fn merge(candidates: impl IntoIterator<Item = SourcedTool>) -> Merged {
-    let mut winners: Vec<SourcedTool> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut losers: Vec<SourcedTool> = Vec::new();
-    for candidate in candidates {
-        match index.get(&candidate.tool.name) {
-            None => {
-                index.insert(candidate.tool.name.clone(), winners.len());
-                winners.push(candidate);
-            }
-            Some(&i) => {
-                if candidate.origin.precedence() < winners[i].origin.precedence() {
-                    let loser = std::mem::replace(&mut winners[i], candidate);
-                    losers.push(loser);
-                } else {
-                    losers.push(candidate);
-                }
-            }
-        }
-    }
-    let dropped = losers
-        .into_iter()
-        .map(|loser| {
-            let kept = index
-                .get(&loser.tool.name)
-                .map(|&i| winners[i].origin.clone())
-                .unwrap_or(ToolOrigin::Builtin);
-            let reason = format!(
-                "`{}` from {} is shadowed by the {} of the same name",
-                loser.tool.name, loser.origin, kept
-            );
-            tracing::info!(tool = %loser.tool.name, origin = %loser.origin, kept = %kept, "tool dropped: {reason}");
-            Dropped {
-                tool: loser.tool,
-                origin: loser.origin,
-                kept,
-                reason,
-            }
-        })
-        .collect();
-    winners.sort_by(|a, b| {
-        a.origin
-            .group()
-            .cmp(&b.origin.group())
-            .then_with(|| a.tool.name.cmp(&b.tool.name))
-    });
-    Merged {
-        tools: winners,
-        dropped,
     }
 }
 
@@ -724,6 +446,7 @@ impl ToolSource for HandlerRegistry {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use crate::result::Json;
     use std::time::Duration;
 
     use super::*;
@@ -835,87 +558,6 @@ mod tests {
         let call = slow.call(json!({}), &options);
         token.cancel();
         assert!(matches!(call.await, Err(Error::Cancelled(_))));
-    }
-
-    fn sourced(name: &str, origin: ToolOrigin) -> SourcedTool {
-        SourcedTool {
-            tool: Tool::local(name, json!({"type": "object"})),
-            origin,
-        }
-    }
-
-    fn mcp(server: &str) -> ToolOrigin {
-        ToolOrigin::Mcp {
-            server: server.into(),
-        }
-    }
-
-    #[test]
-    fn merge_orders_builtins_first_then_by_name_and_builtins_shadow_mcp() {
-        let merged = merge(vec![
-            sourced("mcp__b__z", mcp("b")),
-            sourced("search", mcp("web")),
-            sourced("mcp__a__y", mcp("a")),
-            sourced("zap", ToolOrigin::Builtin),
-            sourced("search", ToolOrigin::Builtin),
-            sourced("ask", ToolOrigin::Builtin),
-        ]);
-        let names: Vec<(&str, SourceKind)> = merged
-            .tools
-            .iter()
-            .map(|t| (t.tool.name.as_str(), t.origin.kind()))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ("ask", SourceKind::Builtin),
-                ("search", SourceKind::Builtin),
-                ("zap", SourceKind::Builtin),
-                ("mcp__a__y", SourceKind::Mcp),
-                ("mcp__b__z", SourceKind::Mcp),
-            ]
-        );
-        assert_eq!(merged.dropped.len(), 1);
-        let drop = &merged.dropped[0];
-        assert_eq!(drop.origin, mcp("web"));
-        assert_eq!(drop.kept, ToolOrigin::Builtin);
-        assert_eq!(
-            drop.reason,
-            "`search` from MCP server `web` is shadowed by the built-in tool of the same name"
-        );
-        // Stable whatever the input order.
-        let again = merge(vec![
-            sourced("ask", ToolOrigin::Builtin),
-            sourced("search", ToolOrigin::Builtin),
-            sourced("mcp__a__y", mcp("a")),
-            sourced("zap", ToolOrigin::Builtin),
-            sourced("search", mcp("web")),
-            sourced("mcp__b__z", mcp("b")),
-        ]);
-        assert_eq!(again.tools, merged.tools);
-    }
-
-    #[test]
-    fn custom_beats_builtin_and_first_among_equals_wins() {
-        let custom = ToolOrigin::Custom {
-            source: "rest".into(),
-        };
-        let merged = merge(vec![
-            sourced("fetch", ToolOrigin::Builtin),
-            sourced("fetch", custom.clone()),
-            sourced("x", mcp("one")),
-            sourced("x", mcp("two")),
-        ]);
-        assert_eq!(merged.tools[0].origin, custom);
-        assert_eq!(merged.tools[1].origin, mcp("one"));
-        let reasons: Vec<&str> = merged.dropped.iter().map(|d| d.reason.as_str()).collect();
-        assert_eq!(
-            reasons,
-            [
-                "`fetch` from built-in tool is shadowed by the custom handler `rest` of the same name",
-                "`x` from MCP server `two` is shadowed by the MCP server `one` of the same name",
-            ]
-        );
     }
 
     /// A custom handler that wraps "an API" as two tools.

@@ -14,19 +14,20 @@ use tokio::sync::broadcast;
 use crate::auth::{AuthContext, Authorizer, TokenStore};
 use crate::call::CallOptions;
 use crate::catalog::filter::NameFilter;
+use crate::catalog::merge::{self, Dropped, SourceKind, SourcedTool, ToolOrigin};
 use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, CatalogSnapshot, Tool};
 use crate::config::{ConfigError, ConfigProblem, ConfigSet, Origin, PolicyRules, ServerSpec};
 use crate::connection::era::EraCache;
 use crate::connection::{Connection, Shared};
-use crate::content::ToolResult;
 use crate::defaults;
 use crate::error::{Error, Result};
-use crate::handler::{self, Dropped, HandlerRegistry, SourcedTool, ToolOrigin};
+use crate::handler::{self, HandlerRegistry};
 use crate::host::Host;
 use crate::policy::{Approver, DenyAll, EffectOverrides, Policy, SideEffects};
-use crate::result::{self, Spill};
+use crate::result::{self, ToolResult};
 use crate::schema::{self, validate::ValidatorCache};
+use crate::spill::Spill;
 use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::TransportContext;
@@ -464,7 +465,7 @@ impl Hub {
                 },
                 tool,
             }));
-        let merged = handler::merge(sourced);
+        let merged = merge::merge(sourced);
         *sync::write(&self.inner.shadowed) = merged.dropped;
         let mut catalog = Catalog::from_sourced(merged.tools);
         // Compiled once per schema version: an invalid schema is logged now, and the tool
@@ -857,8 +858,8 @@ impl handler::ToolSource for Hub {
         "mcp"
     }
 
-    fn kind(&self) -> handler::SourceKind {
-        handler::SourceKind::Mcp
+    fn kind(&self) -> SourceKind {
+        SourceKind::Mcp
     }
 
     fn tools(&self) -> futures::future::BoxFuture<'_, Result<Vec<Tool>>> {

@@ -47,14 +47,20 @@ pub use call::{CallOptions, Progress};
 pub use catalog::scope::Scope;
 pub use catalog::{Tool, ToolAnnotations};
 pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};
-pub use content::{Content, ToolResult};
+pub use content::Content;
 pub use error::{Error, Result};
 pub use handler::{Builtin, HandlerRegistry, ToolSource};
 pub use host::Host;
 pub use hub::{Hub, HubOptions, ServerStatus};
 pub use policy::{Approver, Decision, Policy, SideEffect, SideEffects};
 pub use resources::{Prompt, PromptMessages, Resource, ResourceContents, ResourceTemplate};
+pub use result::ToolResult;
+pub use spill::Spill;
 pub use state::{Era, HubEvent, ServerState};
+pub use untrusted::{
+    UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,
+    wrap_untrusted,
+};
 
 /// The README's examples, compiled as doctests so they cannot rot.
 #[doc = include_str!("../../../README.md")]

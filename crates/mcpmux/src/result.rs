@@ -1,18 +1,17 @@
 //! What a tool result becomes before a model sees it: cut to the server's `max_result_bytes`
 //! (the full output spilled to a private file the harness can read, images and audio beyond the
-//! cap replaced by a note), and wrapped in untrusted-content delimiters that the content cannot
-//! close or re-open (`untrusted`, re-exported here). Knows nothing of servers: the hub passes
-//! the limit and the tool's name.
+//! cap replaced by a note), and wrapped in untrusted-content delimiters (`untrusted`).
+//! Also the result type itself, and what a built-in tool may return. Knows nothing of servers:
+//! the hub passes the limit and the tool's name.
 
+use std::fmt;
 use std::path::PathBuf;
 
-use crate::content::{Content, ToolResult};
+use serde::Serialize;
+use serde_json::Value;
 
-pub use crate::spill::Spill;
-
-pub use crate::untrusted::{
-    UNTRUSTED_TAG, neutralize_delimiters, render_untrusted, render_untrusted_error, wrap_untrusted,
-};
+use crate::content::Content;
+use crate::spill::Spill;
 
 /// A result after [`truncate`], with what was cut.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,6 +224,142 @@ fn trim_float(v: f64, unit: &str) -> String {
     }
 }
 
+/// The outcome of a tool call that reached the tool. `is_error` means the *tool* failed
+/// (bad input, upstream API error): the model should see it and may retry differently.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolResult {
+    /// The content blocks, in the server's order.
+    pub content: Vec<Content>,
+    /// Structured output, when the tool declares an output schema.
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The tool reported failure.
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+    /// Where `structuredContent` does not match the tool's `outputSchema` (the result is
+    /// returned anyway; the server is at fault, not the caller).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output_problems: Vec<String>,
+}
+
+impl ToolResult {
+    /// Reads an MCP `CallToolResult` in its JSON form.
+    pub(crate) fn from_json(mut value: Value) -> Self {
+        let content = match value.get_mut("content").map(Value::take) {
+            Some(Value::Array(blocks)) => blocks.into_iter().map(Content::from_json).collect(),
+            _ => Vec::new(),
+        };
+        ToolResult {
+            content,
+            structured_content: value
+                .get_mut("structuredContent")
+                .map(Value::take)
+                .filter(|v| !v.is_null()),
+            is_error: value
+                .get("isError")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            output_problems: Vec::new(),
+        }
+    }
+
+    /// A text result, for built-in tools and tests.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![Content::Text { text: text.into() }],
+            structured_content: None,
+            is_error: false,
+            output_problems: Vec::new(),
+        }
+    }
+
+    /// The whole result as text for an LLM: blocks joined by blank lines; structured content
+    /// as JSON when there are no blocks to carry it.
+    pub fn to_text(&self) -> String {
+        let mut parts: Vec<String> = self.content.iter().map(Content::to_text).collect();
+        if parts.is_empty()
+            && let Some(structured) = &self.structured_content
+        {
+            parts.push(structured.to_string());
+        }
+        parts.join("\n\n")
+    }
+}
+
+/// What a built-in tool function may return.
+pub trait IntoToolResult {
+    /// Converts into the result the model sees.
+    fn into_tool_result(self) -> ToolResult;
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> ToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for Value {
+    /// JSON as text; an object is also given as `structuredContent`.
+    fn into_tool_result(self) -> ToolResult {
+        let text = self.to_string();
+        let structured = self.is_object().then_some(self);
+        ToolResult {
+            content: vec![Content::Text { text }],
+            structured_content: structured,
+            is_error: false,
+            output_problems: Vec::new(),
+        }
+    }
+}
+
+/// Any serialisable value, returned as JSON text and `structuredContent`.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> ToolResult {
+        match serde_json::to_value(self.0) {
+            Ok(value) => value.into_tool_result(),
+            Err(e) => error_result(format!("could not serialise the result: {e}")),
+        }
+    }
+}
+
+impl<T: IntoToolResult, E: fmt::Display> IntoToolResult for std::result::Result<T, E> {
+    /// `Err` becomes a tool error (`isError: true`) the model sees and may act on.
+    fn into_tool_result(self) -> ToolResult {
+        match self {
+            Ok(value) => value.into_tool_result(),
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+}
+
+/// A failed tool's result: its message as text, `isError: true`.
+pub fn error_result(message: impl Into<String>) -> ToolResult {
+    ToolResult {
+        content: vec![Content::Text {
+            text: message.into(),
+        }],
+        structured_content: None,
+        is_error: true,
+        output_problems: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -369,5 +504,53 @@ mod tests {
         assert_eq!(fmt_bytes(812), "812 bytes");
         assert_eq!(fmt_bytes(100 * 1024), "100 KiB");
         assert_eq!(fmt_bytes(2_500_000), "2.4 MiB");
+    }
+
+    #[test]
+    fn reads_every_block_type_and_keeps_unknown_ones() {
+        let result = ToolResult::from_json(json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "body"}},
+                {"type": "resource_link", "uri": "file:///b", "name": "b"},
+                {"type": "hologram", "depth": 3}
+            ],
+            "structuredContent": {"sum": 5},
+            "isError": false
+        }));
+        assert_eq!(result.content.len(), 6);
+        assert!(
+            matches!(&result.content[1], Content::Image { mime_type, .. } if mime_type == "image/png")
+        );
+        assert!(matches!(&result.content[2], Content::Audio { .. }));
+        assert!(matches!(&result.content[5], Content::Other(v) if v["depth"] == 3));
+        assert_eq!(result.structured_content, Some(json!({"sum": 5})));
+        let text = result.to_text();
+        assert!(
+            text.starts_with("hello\n\n[image: image/png, 8 bytes]"),
+            "{text}"
+        );
+        assert!(text.contains("[resource file:///a.txt]\nbody"), "{text}");
+        assert!(text.contains("[resource link: b <file:///b>]"), "{text}");
+    }
+
+    #[test]
+    fn structured_only_results_render_as_json_and_errors_are_flagged() {
+        let result = ToolResult::from_json(
+            json!({"content": [], "structuredContent": {"a": 1}, "isError": true}),
+        );
+        assert!(result.is_error);
+        assert_eq!(result.to_text(), r#"{"a":1}"#);
+    }
+
+    #[test]
+    fn serialises_back_to_mcp_shape() {
+        let result = ToolResult::from_json(json!({"content": [{"type": "text", "text": "x"}]}));
+        assert_eq!(
+            serde_json::to_value(&result).unwrap_or_default(),
+            json!({"content": [{"type": "text", "text": "x"}], "isError": false})
+        );
     }
 }

@@ -3,8 +3,8 @@
 //! nonce, so the data cannot close the block: it would have to guess the nonce, and every tag
 //! in it that spells `untrusted_content` (look-alikes included) is defused anyway. Knows nothing of servers or transports: callers pass the text and a name.
 
-use crate::content::ToolResult;
 use crate::error::Error;
+use crate::result::ToolResult;
 
 /// The tag that marks tool output as untrusted.
 pub const UNTRUSTED_TAG: &str = "untrusted_content";

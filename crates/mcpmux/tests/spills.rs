@@ -8,8 +8,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use mcpmux::Spill;
 use mcpmux::config::ServerOptions;
-use mcpmux::result::Spill;
 use mcpmux::{Hub, HubOptions, ServerSpec};
 use serde_json::json;
 

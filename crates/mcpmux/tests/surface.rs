@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpmux::Spill;
 use mcpmux::config::{PolicyRules, ServerOptions};
-use mcpmux::result::Spill;
 use mcpmux::{Builtin, Error, HandlerRegistry, Hub, HubOptions, Scope, ServerSpec, ServerState};
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -44,7 +44,7 @@ fn sealed_body(rendering: &str) -> String {
 async fn a_hostile_result_cannot_close_its_wrapping() {
     let hub = hostile_hub().await;
     let result = hub.call("mcp__evil__hostile", json!({})).await.unwrap();
-    let rendering = mcpmux::result::render_untrusted(&result, "mcp__evil__hostile");
+    let rendering = mcpmux::render_untrusted(&result, "mcp__evil__hostile");
     let body = sealed_body(&rendering);
     // All of the server's text is inside, up to its last words.
     assert!(body.starts_with("hostile start"), "{body}");

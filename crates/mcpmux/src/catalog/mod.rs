@@ -2,6 +2,7 @@
 //! Routing is a lookup, never a parse. Knows nothing of connections or transports.
 
 pub mod filter;
+pub mod merge;
 pub mod naming;
 pub mod scope;
 
@@ -107,7 +108,7 @@ impl ServerTool {
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     tools: Vec<Tool>,
-    origins: Vec<crate::handler::ToolOrigin>,
+    origins: Vec<merge::ToolOrigin>,
     /// Each tool's compiled input schema, resolved once per catalog rather than per call.
     validators: Vec<Option<crate::schema::validate::Compiled>>,
     by_name: HashMap<String, usize>,
@@ -151,20 +152,20 @@ impl Catalog {
     pub(crate) fn build<'a>(
         servers: impl IntoIterator<Item = (&'a str, &'a [ServerTool])>,
     ) -> Self {
-        Self::from_sourced(Self::mcp_tools(servers).into_iter().map(|tool| {
-            crate::handler::SourcedTool {
-                origin: crate::handler::ToolOrigin::Mcp {
-                    server: tool.server.clone(),
-                },
-                tool,
-            }
-        }))
+        Self::from_sourced(
+            Self::mcp_tools(servers)
+                .into_iter()
+                .map(|tool| merge::SourcedTool {
+                    origin: merge::ToolOrigin::Mcp {
+                        server: tool.server.clone(),
+                    },
+                    tool,
+                }),
+        )
     }
 
     /// Indexes an already merged list, keeping its order.
-    pub(crate) fn from_sourced(
-        tools: impl IntoIterator<Item = crate::handler::SourcedTool>,
-    ) -> Self {
+    pub(crate) fn from_sourced(tools: impl IntoIterator<Item = merge::SourcedTool>) -> Self {
         let (tools, origins): (Vec<Tool>, Vec<_>) =
             tools.into_iter().map(|s| (s.tool, s.origin)).unzip();
         let by_name = tools
@@ -209,10 +210,7 @@ impl Catalog {
     }
 
     /// The tool exposed as `name` and where it comes from.
-    pub(crate) fn get_with_origin(
-        &self,
-        name: &str,
-    ) -> Option<(&Tool, &crate::handler::ToolOrigin)> {
+    pub(crate) fn get_with_origin(&self, name: &str) -> Option<(&Tool, &merge::ToolOrigin)> {
         self.by_name
             .get(name)
             .map(|&i| (&self.tools[i], &self.origins[i]))
@@ -263,6 +261,58 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// The `server` field of tools that no MCP server provides.
+pub const BUILTIN_SOURCE: &str = "builtin";
+
+impl Tool {
+    /// A tool served in-process (built-in or custom handler): exposed and raw name are both
+    /// `name`, its source is [`BUILTIN_SOURCE`].
+    pub fn local(name: impl Into<String>, input_schema: Value) -> Tool {
+        let name = name.into();
+        Tool {
+            raw_name: name.clone(),
+            name,
+            server: BUILTIN_SOURCE.to_string(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+            unusable: None,
+        }
+    }
+
+    /// Builder-style: set the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Builder-style: set the human title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Builder-style: set the output schema.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Builder-style: set the side-effect hints.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Builder-style: set the source name (a custom handler's name; a server's name).
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.server = source.into();
+        self
+    }
 }
 
 #[cfg(test)]

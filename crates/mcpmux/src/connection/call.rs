@@ -23,9 +23,9 @@ use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
 use super::{Connection, Live, ServerState};
 use crate::call::CallOptions;
-use crate::content::ToolResult;
 use crate::defaults;
 use crate::error::Error;
+use crate::result::ToolResult;
 
 impl Connection {
     /// Calls `tool` (its raw name) with `arguments`: waits for a reconnecting server within the
