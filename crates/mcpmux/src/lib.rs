@@ -37,7 +37,6 @@ pub mod result;
 pub mod schema;
 mod spill;
 mod state;
-mod subscriptions;
 mod sync;
 pub mod terminal;
 mod transport;

@@ -139,7 +139,7 @@ impl Connection {
         }
     }
 
-    fn unavailable(&self, state: ServerState) -> Error {
+    pub(super) fn unavailable(&self, state: ServerState) -> Error {
         Error::Unavailable {
             server: self.spec.name.clone(),
             state: state.label().into(),
@@ -378,24 +378,7 @@ impl Connection {
             }
             _ => {}
         }
-        let server = self.spec.name.clone();
-        let what = format!("tools/call `{tool}`");
-        match e {
-            ServiceError::Timeout { timeout } => Error::Timeout {
-                server,
-                what,
-                after: timeout,
-            },
-            ServiceError::McpError(data) => Error::Server {
-                server,
-                code: data.code.0,
-                message: data.message.to_string(),
-            },
-            other => Error::Protocol {
-                server,
-                message: format!("{what}: {other}"),
-            },
-        }
+        super::requests::service_error(&self.spec.name, &format!("tools/call `{tool}`"), e)
     }
 
     async fn lost_error(&self, live: &Live, tool: &str) -> Error {

@@ -5,9 +5,21 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use rmcp::service::{Peer, RoleClient};
 use serde::{Deserialize, Serialize};
 
 use crate::state::Era;
+
+/// The era of a live session, by the rule the handshake named it with: a protocol version
+/// without `initialize` is 2026-07-28's. Read from the session itself, so it holds while the
+/// circuit breaker has the server `disabled` and cannot describe another session than the
+/// one the request goes to.
+pub(crate) fn era_of(peer: &Peer<RoleClient>) -> Era {
+    match peer.peer_info() {
+        Some(info) if !info.protocol_version.has_initialize() => Era::Stateless,
+        _ => Era::Handshake,
+    }
+}
 
 /// What was learnt about one server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

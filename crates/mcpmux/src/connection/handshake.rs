@@ -311,10 +311,7 @@ async fn attempt(
                 .as_ref()
                 .map(|i| i.protocol_version.to_string())
                 .unwrap_or_default();
-            let era = match &info {
-                Some(i) if !i.protocol_version.has_initialize() => Era::Stateless,
-                _ => Era::Handshake,
-            };
+            let era = super::era::era_of(running.peer());
             Ok(Session {
                 running,
                 era,

@@ -13,7 +13,9 @@ mod flights;
 mod handshake;
 mod mrtr;
 mod probe;
+mod requests;
 mod session_repair;
+mod subscriptions;
 mod supervisor;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +33,7 @@ use crate::transport::{ExitInfo, TransportContext};
 use breaker::Breaker;
 use client::ProgressRoutes;
 use era::EraCache;
+pub(crate) use requests::ListKind;
 
 /// A live session: what calls need, shared with every caller.
 struct Live {
@@ -73,7 +76,7 @@ pub(crate) struct Connection {
     shutdown: CancellationToken,
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The subscribed resources, kept across sessions.
-    subscriptions: crate::subscriptions::Subscriptions,
+    subscriptions: subscriptions::Subscriptions,
     /// Bumped when a server forgot the session and a new one replaced it beneath the same
     /// connection (see `session_repair`): what a session held must be made again.
     renewed: watch::Sender<u64>,
@@ -135,7 +138,7 @@ impl Connection {
             breaker,
             shutdown,
             task: std::sync::Mutex::new(task),
-            subscriptions: crate::subscriptions::Subscriptions::default(),
+            subscriptions: subscriptions::Subscriptions::default(),
             renewed,
         }
     }
@@ -216,7 +219,7 @@ impl Connection {
     }
 
     /// This server's subscribed resources.
-    pub(crate) fn subscriptions(&self) -> &crate::subscriptions::Subscriptions {
+    pub(crate) fn subscriptions(&self) -> &subscriptions::Subscriptions {
         &self.subscriptions
     }
 

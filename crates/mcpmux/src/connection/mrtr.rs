@@ -37,8 +37,7 @@ const STATE_ONLY_PAUSE_CAP: Duration = Duration::from_millis(250);
 /// Whether this session speaks 2026-07-28: the only era whose servers may answer a call with
 /// `input_required`, so the only one where a call keeps its arguments to send them again.
 pub(super) fn possible(peer: &Peer<RoleClient>) -> bool {
-    peer.peer_info()
-        .is_some_and(|info| !info.protocol_version.has_initialize())
+    super::era::era_of(peer) == crate::state::Era::Stateless
 }
 
 /// How long to wait before the `n`th (from 0) consecutive round without requests.

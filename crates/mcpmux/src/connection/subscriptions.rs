@@ -19,11 +19,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::Connection;
+use std::sync::{Arc, Weak};
+
+use super::Connection;
+use super::era::era_of;
 use crate::error::{Error, Result};
 use crate::host::{Host, ResourceEvent};
-use crate::hub::{Hub, WeakHub};
-use crate::resources::{era_of, live, send};
 use crate::state::{Era, ServerState};
 use crate::sync::lock;
 
@@ -31,30 +32,31 @@ use crate::sync::lock;
 /// cancelled when the session ends.
 type Session = (Peer<RoleClient>, Host, CancellationToken);
 
-impl Hub {
+impl Connection {
     /// Asks `server` for `notifications/resources/updated` about `uri`; they arrive as
     /// [`ResourceEvent::Updated`] on the hub's [`Host`].
     ///
     /// A handshake-era server is sent `resources/subscribe`. A 2026-07-28 server is sent a
     /// `subscriptions/listen` naming `uri`, which stays open and carries the updates until
-    /// [`Hub::unsubscribe_resource`]; subscribing to the same URI again replaces it. It is an
+    /// [`Connection::unsubscribe`]; subscribing to the same URI again replaces it. It is an
     /// error if the server does not accept the subscription.
     ///
     /// The subscription lasts until it is unsubscribed: after a reconnect it is made again on
     /// the new session, and an `Updated` for `uri` follows (what changed meanwhile was not
     /// notified). If the new session refuses it, [`ResourceEvent::SubscriptionLost`] says so.
-    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
-        let connection = self.connection_named(server)?;
-        let session = live(connection, "resources/subscribe", Connection::session).await?;
+    pub(crate) async fn subscribe(self: &Arc<Self>, uri: &str) -> Result<()> {
+        let session = self
+            .live_part("resources/subscribe", Connection::session)
+            .await?;
         let closed = session.2.clone();
-        subscribe_on(connection, uri, session).await?;
-        connection.subscriptions().keep(uri, || {
+        subscribe_on(self, uri, session).await?;
+        self.subscriptions().keep(uri, || {
             tokio::spawn(keep_subscribed(
-                self.downgrade(),
-                server.to_string(),
-                connection.state_watch(),
+                Arc::downgrade(self),
+                self.spec.name.clone(),
+                self.state_watch(),
                 closed,
-                connection.session_renewals(),
+                self.session_renewals(),
             ))
         });
         Ok(())
@@ -63,9 +65,9 @@ impl Hub {
     /// Stops the updates of `uri` from `server`: `resources/unsubscribe` to a handshake-era
     /// server; on a 2026-07-28 server, the listen of `uri` is cancelled (unsubscribing from a
     /// URI that has none does nothing). Either way it is no longer made again on reconnect.
-    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
-        let connection = self.connection_named(server)?;
-        let subscriptions = connection.subscriptions();
+    pub(crate) async fn unsubscribe(&self, uri: &str) -> Result<()> {
+        let server = self.spec.name.as_str();
+        let subscriptions = self.subscriptions();
         subscriptions.forget(uri);
         // A listen ends by being cancelled, whatever state the server is in now.
         if let Some(task) = subscriptions.remove_listen(uri) {
@@ -73,18 +75,16 @@ impl Hub {
             tracing::debug!(server, uri, "stopped listening for resource updates");
             return Ok(());
         }
-        let peer = live(connection, "resources/unsubscribe", Connection::peer).await?;
+        let peer = self
+            .live_part("resources/unsubscribe", Connection::peer)
+            .await?;
         if era_of(&peer) == Era::Stateless {
             return Ok(());
         }
         let params = UnsubscribeRequestParams::new(uri);
         #[allow(deprecated)] // resources/unsubscribe is the handshake era's way.
-        send(
-            connection,
-            "resources/unsubscribe",
-            peer.unsubscribe(params),
-        )
-        .await
+        self.send("resources/unsubscribe", peer.unsubscribe(params))
+            .await
     }
 }
 
@@ -95,12 +95,9 @@ async fn subscribe_on(connection: &Connection, uri: &str, session: Session) -> R
     }
     let params = SubscribeRequestParams::new(uri);
     #[allow(deprecated)] // resources/subscribe is the handshake era's way.
-    send(
-        connection,
-        "resources/subscribe",
-        session.0.subscribe(params),
-    )
-    .await
+    connection
+        .send("resources/subscribe", session.0.subscribe(params))
+        .await
 }
 
 /// One server's subscriptions: the URIs to subscribe again on each new session, the task that
@@ -168,13 +165,13 @@ impl Drop for Subscriptions {
     }
 }
 
-/// Subscribes `server`'s kept URIs again each time a new session replaces the one `closed`
-/// belongs to, or the server forgot the session and the transport started a new one beneath
-/// the same connection (`renewed`). Holds the hub only while it subscribes, so a dropped hub
-/// is not kept alive; ends when the server's supervisor does (the state channel closes) or
-/// the hub is gone.
+/// Subscribes the connection's kept URIs again each time a new session replaces the one
+/// `closed` belongs to, or the server forgot the session and the transport started a new one
+/// beneath the same connection (`renewed`). Holds the connection only while it subscribes, so
+/// a dropped hub is not kept alive; ends when the server's supervisor does (the state channel
+/// closes) or the connection is gone.
 async fn keep_subscribed(
-    hub: WeakHub,
+    connection: Weak<Connection>,
     server: String,
     mut state: watch::Receiver<ServerState>,
     mut closed: CancellationToken,
@@ -190,29 +187,26 @@ async fn keep_subscribed(
             }
         }
         // The next session: checked before each wait, so one set up meanwhile is not missed.
-        let (hub, session) = loop {
-            let Some(hub) = hub.upgrade() else { return };
-            let session = hub
-                .connection_named(&server)
-                .ok()
-                .and_then(Connection::session)
+        let (connection, session) = loop {
+            let Some(connection) = connection.upgrade() else {
+                return;
+            };
+            let session = connection
+                .session()
                 .filter(|(_, _, closed)| !closed.is_cancelled());
             if let Some(session) = session {
-                break (hub, session);
+                break (connection, session);
             }
-            drop(hub);
+            drop(connection);
             if state.changed().await.is_err() {
                 return;
             }
         };
         closed = session.2.clone();
-        let Ok(connection) = hub.connection_named(&server) else {
-            return;
-        };
         let subscriptions = connection.subscriptions();
         for uri in subscriptions.uris() {
             let host = session.1.clone();
-            match subscribe_on(connection, &uri, session.clone()).await {
+            match subscribe_on(&connection, &uri, session.clone()).await {
                 Ok(()) if subscriptions.kept(&uri) => {
                     tracing::info!(server = %server, uri = %uri, "subscribed again on the new session");
                     host.publish(ResourceEvent::Updated {
@@ -255,7 +249,9 @@ async fn listen(connection: &Connection, uri: &str, (peer, host, closed): Sessio
     let filter = SubscriptionFilter::builder()
         .resource_subscription(uri)
         .build();
-    let subscription = send(connection, "subscriptions/listen", peer.listen(filter)).await?;
+    let subscription = connection
+        .send("subscriptions/listen", peer.listen(filter))
+        .await?;
     let accepted = subscription
         .acknowledged()
         .resource_subscriptions

@@ -11,6 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+mod resources;
+
 use crate::auth::{AuthContext, Authorizer, TokenStore};
 use crate::call::CallOptions;
 use crate::catalog::filter::NameFilter;
@@ -245,7 +247,7 @@ impl ServerStatus {
 }
 
 struct Inner {
-    connections: Vec<Connection>,
+    connections: Vec<Arc<Connection>>,
     by_name: HashMap<String, usize>,
     problems: Vec<ConfigProblem>,
     /// Servers not started because another has the same signature: (name, kept).
@@ -279,17 +281,6 @@ impl Drop for Inner {
 #[derive(Clone)]
 pub struct Hub {
     inner: Arc<Inner>,
-}
-
-/// A hub reference that does not keep its servers running, for tasks the hub may outlive.
-#[derive(Clone)]
-pub(crate) struct WeakHub(std::sync::Weak<Inner>);
-
-impl WeakHub {
-    /// The hub, unless every [`Hub`] clone has been dropped.
-    pub(crate) fn upgrade(&self) -> Option<Hub> {
-        self.0.upgrade().map(|inner| Hub { inner })
-    }
 }
 
 /// Room for bursts of state changes before a slow subscriber starts missing events.
@@ -360,7 +351,7 @@ impl Hub {
         };
         let connections = specs
             .into_iter()
-            .map(|spec| Connection::start(spec, shared.clone()))
+            .map(|spec| Arc::new(Connection::start(spec, shared.clone())))
             .collect();
         let spill = options.spill.detached();
         match spill.remove_stale() {
@@ -391,13 +382,8 @@ impl Hub {
         })
     }
 
-    /// A reference to this hub that does not keep it alive.
-    pub(crate) fn downgrade(&self) -> WeakHub {
-        WeakHub(Arc::downgrade(&self.inner))
-    }
-
-    /// Every server's connection, in config order (resources.rs sends through them).
-    pub(crate) fn connections(&self) -> &[Connection] {
+    /// Every server's connection, in config order.
+    pub(crate) fn connections(&self) -> &[Arc<Connection>] {
         &self.inner.connections
     }
 
@@ -428,7 +414,7 @@ impl Hub {
             .inner
             .connections
             .iter()
-            .map(Connection::generation)
+            .map(|c| c.generation())
             .fold(0u64, u64::wrapping_add);
         {
             let cached = sync::read(&self.inner.catalog);
@@ -827,7 +813,7 @@ impl Hub {
 
     /// Closes every server concurrently and reaps every child process.
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.inner.connections.iter().map(Connection::shutdown)).await;
+        futures::future::join_all(self.inner.connections.iter().map(|c| c.shutdown())).await;
         if !self.inner.keep_spills {
             self.inner.spill.remove_written();
         }
@@ -882,12 +868,7 @@ impl handler::ToolSource for Hub {
     }
 
     fn health(&self) -> handler::Health {
-        let states: Vec<ServerState> = self
-            .inner
-            .connections
-            .iter()
-            .map(Connection::state)
-            .collect();
+        let states: Vec<ServerState> = self.inner.connections.iter().map(|c| c.state()).collect();
         let connected = states
             .iter()
             .filter(|s| matches!(s, ServerState::Connected { .. }))

@@ -1,0 +1,298 @@
+//! Requests to one server beside tool calls: its resources, templates and prompts (a page, or
+//! every page with a guard against a cursor that loops), a resource read, a prompt filled in.
+//! Each goes to the live session (waiting for the first connection attempt to settle) within
+//! the server's call deadline, and its failure is said as an [`Error`] naming the server.
+//! Knows nothing of other servers: the hub fans out.
+
+use std::collections::HashSet;
+use std::future::Future;
+
+use rmcp::model::{GetPromptRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
+use rmcp::service::{Peer, RoleClient, ServiceError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::Connection;
+use crate::defaults;
+use crate::error::{Error, Result};
+use crate::resources::{Named, Page, PromptMessages, ResourceContents};
+
+/// Which list a request walks.
+#[derive(Clone, Copy)]
+pub(crate) enum ListKind {
+    /// `resources/list`.
+    Resources,
+    /// `resources/templates/list`.
+    Templates,
+    /// `prompts/list`.
+    Prompts,
+}
+
+impl ListKind {
+    fn method(self) -> &'static str {
+        match self {
+            ListKind::Resources => "resources/list",
+            ListKind::Templates => "resources/templates/list",
+            ListKind::Prompts => "prompts/list",
+        }
+    }
+
+    /// The field of the result that holds the items.
+    fn field(self) -> &'static str {
+        match self {
+            ListKind::Resources => "resources",
+            ListKind::Templates => "resourceTemplates",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
+    /// Whether the server says it has this kind of thing.
+    fn offered_by(self, peer: &Peer<RoleClient>) -> bool {
+        let Some(info) = peer.peer_info() else {
+            return false;
+        };
+        match self {
+            ListKind::Resources | ListKind::Templates => info.capabilities.resources.is_some(),
+            ListKind::Prompts => info.capabilities.prompts.is_some(),
+        }
+    }
+}
+
+impl Connection {
+    /// Whether the live session says it has this kind of thing (false while not connected).
+    pub(crate) fn offers(&self, kind: ListKind) -> bool {
+        self.peer().is_some_and(|peer| kind.offered_by(&peer))
+    }
+
+    /// Whether the server offers `kind` once its first connection attempt has settled.
+    pub(crate) async fn offers_when_settled(&self, kind: ListKind) -> bool {
+        self.settled().await;
+        self.offers(kind)
+    }
+
+    /// Every page, stopping on a repeated cursor (a broken server would loop).
+    pub(crate) async fn list_every_page<T: DeserializeOwned + Named>(
+        &self,
+        kind: ListKind,
+    ) -> Result<Vec<T>> {
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor = None;
+        for _ in 0..defaults::MAX_LIST_PAGES {
+            let mut page = self.list_page(kind, cursor).await?;
+            items.append(&mut page.items);
+            match page.next_cursor {
+                Some(next) if seen.insert(next.clone()) => cursor = Some(next),
+                Some(next) => {
+                    tracing::warn!(server = %self.spec.name, cursor = %next, "{} repeated a cursor; stopping pagination", kind.method());
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(items)
+    }
+
+    /// One page of `kind`, from `cursor` (`None`: the first page).
+    pub(crate) async fn list_page<T: DeserializeOwned + Named>(
+        &self,
+        kind: ListKind,
+        cursor: Option<String>,
+    ) -> Result<Page<T>> {
+        let server = self.spec.name.as_str();
+        let params = Some(PaginatedRequestParams::default().with_cursor(cursor));
+        let value = match kind {
+            ListKind::Resources => {
+                let result = self
+                    .request(kind.method(), |peer| async move {
+                        peer.list_resources(params).await
+                    })
+                    .await?;
+                to_json(server, &result)?
+            }
+            ListKind::Templates => {
+                let result = self
+                    .request(kind.method(), |peer| async move {
+                        peer.list_resource_templates(params).await
+                    })
+                    .await?;
+                to_json(server, &result)?
+            }
+            ListKind::Prompts => {
+                let result = self
+                    .request(kind.method(), |peer| async move {
+                        peer.list_prompts(params).await
+                    })
+                    .await?;
+                to_json(server, &result)?
+            }
+        };
+        let mut items: Vec<T> = from_field(server, &value, kind.field())?;
+        for item in &mut items {
+            item.set_server(server);
+        }
+        let next_cursor = value
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        Ok(Page { items, next_cursor })
+    }
+
+    /// Reads `uri`.
+    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>> {
+        let params = ReadResourceRequestParams::new(uri);
+        let result = self
+            .request("resources/read", |peer| async move {
+                peer.read_resource(params).await
+            })
+            .await?;
+        let value = to_json(&self.spec.name, &result)?;
+        from_field(&self.spec.name, &value, "contents")
+    }
+
+    /// The prompt `name` filled in with `arguments`.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<PromptMessages> {
+        let server = self.spec.name.as_str();
+        let mut params = GetPromptRequestParams::new(name);
+        if !arguments.is_empty() {
+            params.arguments = Some(arguments);
+        }
+        let result = self
+            .request("prompts/get", |peer| async move {
+                peer.get_prompt(params).await
+            })
+            .await?;
+        let value = to_json(server, &result)?;
+        serde_json::from_value(value).map_err(|e| Error::Protocol {
+            server: server.to_string(),
+            message: format!("prompts/get answered something that is not a prompt: {e}"),
+        })
+    }
+
+    /// Sends one request on the live session (waiting for the first connection attempt to
+    /// settle), within the server's call deadline.
+    async fn request<T, F, Fut>(&self, what: &str, sender: F) -> Result<T>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = std::result::Result<T, ServiceError>>,
+    {
+        let peer = self.live_part(what, Connection::peer).await?;
+        self.send(what, sender(peer)).await
+    }
+
+    /// What `get` takes from the live session, once the first connection attempt has settled
+    /// (within the server's call deadline); why not, when there is no live session.
+    pub(super) async fn live_part<T>(
+        &self,
+        what: &str,
+        get: impl FnOnce(&Connection) -> Option<T>,
+    ) -> Result<T> {
+        let got = match tokio::time::timeout(self.spec.call_timeout, self.settled()).await {
+            Ok(()) => get(self),
+            Err(_) => None,
+        };
+        got.ok_or_else(|| {
+            tracing::debug!(server = %self.spec.name, "`{what}` not sent: no live session");
+            self.unavailable(self.state())
+        })
+    }
+
+    /// Awaits one request within the server's call deadline, its failure said as an [`Error`].
+    pub(super) async fn send<T>(
+        &self,
+        what: &str,
+        request: impl Future<Output = std::result::Result<T, ServiceError>>,
+    ) -> Result<T> {
+        let server = self.spec.name.as_str();
+        let timeout = self.spec.call_timeout;
+        match tokio::time::timeout(timeout, request).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => Err(service_error(server, what, e)),
+            Err(_) => Err(Error::Timeout {
+                server: server.to_string(),
+                what: what.to_string(),
+                after: timeout,
+            }),
+        }
+    }
+}
+
+/// An rmcp request failure as an [`Error`]: the server's own JSON-RPC error, a timeout, a
+/// connection that closed, or an answer that is not MCP. The one mapping of the library; the
+/// call path adds what it knows of a session that ended (exit status, stderr).
+pub(super) fn service_error(server: &str, what: &str, e: ServiceError) -> Error {
+    match e {
+        ServiceError::McpError(data) => Error::Server {
+            server: server.to_string(),
+            code: data.code.0,
+            message: data.message.into_owned(),
+        },
+        ServiceError::Timeout { timeout } => Error::Timeout {
+            server: server.to_string(),
+            what: what.to_string(),
+            after: timeout,
+        },
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => Error::ConnectionLost {
+            server: server.to_string(),
+            what: what.to_string(),
+            reason: e.to_string(),
+            stderr_tail: Vec::new(),
+        },
+        other => Error::Protocol {
+            server: server.to_string(),
+            message: format!("{what}: {other}"),
+        },
+    }
+}
+
+fn to_json<T: Serialize>(server: &str, value: &T) -> Result<Value> {
+    serde_json::to_value(value).map_err(|e| Error::Protocol {
+        server: server.to_string(),
+        message: format!("cannot read the answer: {e}"),
+    })
+}
+
+/// The list in `field` of a result; items that do not parse are skipped with a warning.
+fn from_field<T: DeserializeOwned>(server: &str, value: &Value, field: &str) -> Result<Vec<T>> {
+    let Some(items) = value.get(field).and_then(Value::as_array) else {
+        return Err(Error::Protocol {
+            server: server.to_string(),
+            message: format!("the answer has no `{field}` list"),
+        });
+    };
+    Ok(items
+        .iter()
+        .filter_map(|item| match serde_json::from_value(item.clone()) {
+            Ok(parsed) => Some(parsed),
+            Err(e) => {
+                tracing::warn!(server, "skipping an entry of `{field}`: {e}");
+                None
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::resources::Prompt;
+
+    #[test]
+    fn items_that_do_not_parse_are_skipped() {
+        let value = json!({"prompts": [{"name": "p", "arguments": [{"name": "x", "required": true}]}, {"nope": 1}]});
+        let prompts: Vec<Prompt> = from_field("s", &value, "prompts").unwrap();
+        assert_eq!(prompts.len(), 1);
+        assert!(prompts[0].arguments[0].required);
+        assert!(from_field::<Prompt>("s", &json!({}), "prompts").is_err());
+    }
+}

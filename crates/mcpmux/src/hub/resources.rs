@@ -1,0 +1,170 @@
+//! The hub's resources and prompts: one server's by name, or every server's at once (a
+//! listing collects what each answers and the error of each that could not), and the
+//! subscriptions a harness makes. Each request itself is the connection's
+//! (`connection::requests`, `connection::subscriptions`); this file only chooses the servers.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::Hub;
+use crate::connection::{Connection, ListKind};
+use crate::error::{Error, Result};
+use crate::resources::{
+    Listing, Named, Page, Prompt, PromptMessages, Resource, ResourceContents, ResourceTemplate,
+};
+
+impl Hub {
+    /// One page of `server`'s resources, from `cursor` (`None`: the first page).
+    pub async fn list_resources_page(
+        &self,
+        server: &str,
+        cursor: Option<String>,
+    ) -> Result<Page<Resource>> {
+        let connection = self.connection_named(server)?;
+        connection.list_page(ListKind::Resources, cursor).await
+    }
+
+    /// Every resource of `server`, or of every server offering resources (`None`).
+    pub async fn resources(&self, server: Option<&str>) -> Result<Listing<Resource>> {
+        self.list_all(server, ListKind::Resources).await
+    }
+
+    /// Every resource template of `server`, or of every server offering resources (`None`).
+    pub async fn resource_templates(
+        &self,
+        server: Option<&str>,
+    ) -> Result<Listing<ResourceTemplate>> {
+        self.list_all(server, ListKind::Templates).await
+    }
+
+    /// Every prompt of `server`, or of every server offering prompts (`None`).
+    pub async fn prompts(&self, server: Option<&str>) -> Result<Listing<Prompt>> {
+        self.list_all(server, ListKind::Prompts).await
+    }
+
+    /// Reads `uri` from `server`; without a server, from the one that lists `uri` (or the only
+    /// server offering resources).
+    pub async fn read_resource(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+    ) -> Result<Vec<ResourceContents>> {
+        let connection = match server {
+            Some(name) => self.connection_named(name)?,
+            None => self.owner_of(uri).await?,
+        };
+        connection.read_resource(uri).await
+    }
+
+    /// The prompt `name` of `server` filled in with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<PromptMessages> {
+        self.connection_named(server)?
+            .get_prompt(name, arguments)
+            .await
+    }
+
+    pub(crate) fn connection_named(&self, server: &str) -> Result<&Arc<Connection>> {
+        self.connections()
+            .iter()
+            .find(|c| c.spec.name == server)
+            .ok_or_else(|| Error::Unavailable {
+                server: server.to_string(),
+                state: "unknown".into(),
+                reason: "no server of that name is configured (`mcpmux servers` lists them)".into(),
+            })
+    }
+
+    async fn list_all<T: DeserializeOwned + Named>(
+        &self,
+        server: Option<&str>,
+        kind: ListKind,
+    ) -> Result<Listing<T>> {
+        if let Some(name) = server {
+            let connection = self.connection_named(name)?;
+            return Ok(Listing {
+                items: connection.list_every_page(kind).await?,
+                errors: Vec::new(),
+            });
+        }
+        let listings = self.connections().iter().map(|connection| async move {
+            if connection.offers_when_settled(kind).await {
+                Some(connection.list_every_page::<T>(kind).await)
+            } else {
+                None
+            }
+        });
+        let mut listing = Listing {
+            items: Vec::new(),
+            errors: Vec::new(),
+        };
+        for result in futures::future::join_all(listings)
+            .await
+            .into_iter()
+            .flatten()
+        {
+            match result {
+                Ok(mut items) => listing.items.append(&mut items),
+                Err(e) => listing.errors.push(e),
+            }
+        }
+        Ok(listing)
+    }
+
+    /// The server to read `uri` from: the one that lists it, else the only one with resources.
+    async fn owner_of(&self, uri: &str) -> Result<&Arc<Connection>> {
+        let listing: Listing<Resource> = self.list_all(None, ListKind::Resources).await?;
+        if let Some(resource) = listing.items.iter().find(|r| r.uri == uri) {
+            return self.connection_named(&resource.server);
+        }
+        let offering: Vec<&Arc<Connection>> = self
+            .connections()
+            .iter()
+            .filter(|c| c.offers(ListKind::Resources))
+            .collect();
+        match offering.as_slice() {
+            [only] => Ok(only),
+            [] => Err(Error::Unavailable {
+                server: "*".into(),
+                state: "none".into(),
+                reason: format!("no connected server offers resources, so `{uri}` cannot be read"),
+            }),
+            _ => Err(Error::Unavailable {
+                server: "*".into(),
+                state: "ambiguous".into(),
+                reason: format!(
+                    "no server lists `{uri}` and several offer resources: name the server"
+                ),
+            }),
+        }
+    }
+
+    /// Asks `server` for `notifications/resources/updated` about `uri`; they arrive as
+    /// [`ResourceEvent::Updated`](crate::host::ResourceEvent::Updated) on the hub's [`Host`](crate::Host).
+    ///
+    /// A handshake-era server is sent `resources/subscribe`. A 2026-07-28 server is sent a
+    /// `subscriptions/listen` naming `uri`, which stays open and carries the updates until
+    /// [`Hub::unsubscribe_resource`]; subscribing to the same URI again replaces it. It is an
+    /// error if the server does not accept the subscription.
+    ///
+    /// The subscription lasts until it is unsubscribed: after a reconnect it is made again on
+    /// the new session, and an `Updated` for `uri` follows (what changed meanwhile was not
+    /// notified). If the new session refuses it, [`ResourceEvent::SubscriptionLost`](crate::host::ResourceEvent::SubscriptionLost) says so.
+    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
+        let connection = self.connection_named(server)?;
+        connection.subscribe(uri).await
+    }
+
+    /// Stops the updates of `uri` from `server`: `resources/unsubscribe` to a handshake-era
+    /// server; on a 2026-07-28 server, the listen of `uri` is cancelled (unsubscribing from a
+    /// URI that has none does nothing). Either way it is no longer made again on reconnect.
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<()> {
+        self.connection_named(server)?.unsubscribe(uri).await
+    }
+}
