@@ -7,7 +7,6 @@ pub mod naming;
 pub mod scope;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -104,17 +103,58 @@ impl ServerTool {
 }
 
 /// Every exposed tool in listing order (local tools first, then MCP tools, each by name),
-/// where each comes from, and the lookup table.
-#[derive(Debug, Default)]
-pub(crate) struct Catalog {
+/// where each comes from, what the hub attached to it (its compiled input schema, resolved
+/// once per catalog rather than per call), and the lookup table.
+#[derive(Debug)]
+pub(crate) struct Catalog<V = ()> {
     tools: Vec<Tool>,
     origins: Vec<merge::ToolOrigin>,
-    /// Each tool's compiled input schema, resolved once per catalog rather than per call.
-    validators: Vec<Option<crate::schema::validate::Compiled>>,
+    attached: Vec<V>,
     by_name: HashMap<String, usize>,
 }
 
+impl<V> Default for Catalog<V> {
+    fn default() -> Self {
+        Catalog {
+            tools: Vec::new(),
+            origins: Vec::new(),
+            attached: Vec::new(),
+            by_name: HashMap::new(),
+        }
+    }
+}
+
 impl Catalog {
+    /// The one tool list of a hub: every server's tools named and passed through that
+    /// server's filter, merged with the harness's local tools (see [`merge::merge`]). Also
+    /// what the merge dropped.
+    pub(crate) fn assemble<'a>(
+        servers: impl IntoIterator<Item = (&'a str, &'a [ServerTool], &'a filter::NameFilter)>,
+        local: &[merge::SourcedTool],
+    ) -> (Self, Vec<merge::Dropped>) {
+        let servers: Vec<_> = servers.into_iter().collect();
+        let filters: HashMap<&str, &filter::NameFilter> =
+            servers.iter().map(|(name, _, f)| (*name, *f)).collect();
+        let visible = Self::mcp_tools(servers.iter().map(|(name, tools, _)| (*name, *tools)))
+            .into_iter()
+            .filter(|tool| {
+                filters
+                    .get(tool.server.as_str())
+                    .is_none_or(|f| f.allows(&tool.raw_name, &tool.name))
+            });
+        let sourced = local
+            .iter()
+            .cloned()
+            .chain(visible.map(|tool| merge::SourcedTool {
+                origin: merge::ToolOrigin::Mcp {
+                    server: tool.server.clone(),
+                },
+                tool,
+            }));
+        let merged = merge::merge(sourced);
+        (Self::from_sourced(merged.tools), merged.dropped)
+    }
+
     /// Names the tools of every server given, sorted by exposed name.
     pub(crate) fn mcp_tools<'a>(
         servers: impl IntoIterator<Item = (&'a str, &'a [ServerTool])>,
@@ -173,40 +213,32 @@ impl Catalog {
             .enumerate()
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
-        let validators = vec![None; tools.len()];
+        let attached = vec![(); tools.len()];
         Catalog {
             tools,
             origins,
-            validators,
+            attached,
             by_name,
         }
     }
 
-    /// Resolves every tool's compiled input schema (through the hub's validator cache).
-    pub(crate) fn attach_validators(
-        &mut self,
-        compile: impl Fn(&Tool) -> crate::schema::validate::Compiled,
-    ) {
-        self.validators = self
-            .tools
-            .iter_mut()
-            .map(|tool| {
-                let compiled = compile(tool);
-                if let Err(e) = compiled.as_ref()
-                    && e.unusable
-                {
-                    tool.unusable = Some(format!("its input schema cannot be used: {}", e.message));
-                }
-                Some(compiled)
-            })
-            .collect();
+    /// Attaches to each tool what `attach` makes of it (it may mark the tool, say, unusable).
+    pub(crate) fn attach<V>(self, mut attach: impl FnMut(&mut Tool) -> V) -> Catalog<V> {
+        let mut tools = self.tools;
+        let attached = tools.iter_mut().map(&mut attach).collect();
+        Catalog {
+            tools,
+            origins: self.origins,
+            attached,
+            by_name: self.by_name,
+        }
     }
+}
 
-    /// The compiled input schema of the tool exposed as `name`, when attached.
-    pub(crate) fn validator(&self, name: &str) -> Option<&crate::schema::validate::Compiled> {
-        self.by_name
-            .get(name)
-            .and_then(|&i| self.validators[i].as_ref())
+impl<V> Catalog<V> {
+    /// What was attached to the tool exposed as `name`.
+    pub(crate) fn attached(&self, name: &str) -> Option<&V> {
+        self.by_name.get(name).map(|&i| &self.attached[i])
     }
 
     /// The tool exposed as `name` and where it comes from.
@@ -244,9 +276,6 @@ impl Catalog {
             .map(|(_, t)| t.name.clone())
     }
 }
-
-/// A shared, immutable catalog snapshot.
-pub(crate) type CatalogSnapshot = Arc<Catalog>;
 
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();

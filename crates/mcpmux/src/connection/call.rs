@@ -139,7 +139,8 @@ impl Connection {
         }
     }
 
-    pub(super) fn unavailable(&self, state: ServerState) -> Error {
+    /// Why this server cannot take a request in `state`: the one wording of the library.
+    pub(crate) fn unavailable(&self, state: ServerState) -> Error {
         Error::Unavailable {
             server: self.spec.name.clone(),
             state: state.label().into(),

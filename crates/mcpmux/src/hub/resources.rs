@@ -71,9 +71,9 @@ impl Hub {
     }
 
     pub(crate) fn connection_named(&self, server: &str) -> Result<&Arc<Connection>> {
-        self.connections()
-            .iter()
-            .find(|c| c.spec.name == server)
+        self.inner
+            .server(server)
+            .map(|s| &s.connection)
             .ok_or_else(|| Error::Unavailable {
                 server: server.to_string(),
                 state: "unknown".into(),
@@ -93,7 +93,7 @@ impl Hub {
                 errors: Vec::new(),
             });
         }
-        let listings = self.connections().iter().map(|connection| async move {
+        let listings = self.connections().map(|connection| async move {
             if connection.offers_when_settled(kind).await {
                 Some(connection.list_every_page::<T>(kind).await)
             } else {
@@ -125,7 +125,6 @@ impl Hub {
         }
         let offering: Vec<&Arc<Connection>> = self
             .connections()
-            .iter()
             .filter(|c| c.offers(ListKind::Resources))
             .collect();
         match offering.as_slice() {

@@ -1,0 +1,225 @@
+//! One call through the hub: the exact lookup of the exposed name, scope, policy, argument
+//! validation, the call itself (a server's connection or a local tool), then the checks and
+//! the cut of its result. Routing is a lookup, never a parse of the name.
+
+use serde_json::Value;
+
+use super::Hub;
+use crate::call::CallOptions;
+use crate::catalog::Tool;
+use crate::catalog::merge::ToolOrigin;
+use crate::defaults;
+use crate::error::{Error, Result};
+use crate::policy::SideEffects;
+use crate::result::{self, ToolResult};
+use crate::schema;
+use crate::state::ServerState;
+
+impl Hub {
+    /// Calls the tool exposed as `name` with JSON `arguments` (an object, or null for none).
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<ToolResult> {
+        self.call_with(name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// [`Hub::call`] with a deadline, progress or cancellation.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<ToolResult> {
+        let arguments = match arguments {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(Error::InvalidArguments {
+                    tool: name.to_string(),
+                    message: format!("arguments must be a JSON object, got {}", json_kind(&other)),
+                });
+            }
+        };
+        // Borrowed from the catalog snapshot: no per-call copy of the tool and its schemas.
+        let catalog = self.catalog();
+        let looked_up;
+        let (tool, origin) = match catalog.get_with_origin(name) {
+            Some(found) => found,
+            None => {
+                looked_up = self.lookup_after_startup(name, &options).await?;
+                (&looked_up.0, &looked_up.1)
+            }
+        };
+        let inner = &self.inner;
+        let server = match &origin {
+            ToolOrigin::Mcp { server } => inner.server(server),
+            _ => None,
+        };
+        let mut arguments = Value::Object(arguments.unwrap_or_default());
+
+        // Scope: what `tools_for` leaves out cannot be called by name either.
+        if let (Some(scope), Some(server)) = (&options.scope, server) {
+            let spec = &server.connection.spec;
+            if let Some(reason) = scope.refuses(&spec.options) {
+                return Err(Error::OutOfScope {
+                    tool: tool.name.clone(),
+                    server: spec.name.clone(),
+                    scope: scope.to_string(),
+                    reason,
+                });
+            }
+        }
+
+        // Policy: a denied call never reaches the server.
+        if !inner.policy.is_allow_all() {
+            let effects = match server {
+                Some(server) => server.effects.effects_of(tool),
+                None => SideEffects::from_annotations(&tool.annotations),
+            };
+            inner
+                .policy
+                .enforce(tool, effects, &arguments, inner.approver.as_ref())
+                .await
+                .map_err(Error::Denied)?;
+        }
+        // Validation: the server never sees arguments its own schema rejects.
+        let compiled = match catalog.attached(&tool.name) {
+            Some(compiled) => compiled.clone(),
+            None => inner
+                .validators
+                .input(&tool.server, &tool.raw_name, &tool.input_schema),
+        };
+        schema::prepare_call(&compiled, &tool.input_schema, &mut arguments).map_err(|refusal| {
+            match refusal {
+                schema::CallRefusal::Arguments(problems) => Error::InvalidArguments {
+                    tool: tool.name.clone(),
+                    message: schema::validate::describe(&problems),
+                },
+                schema::CallRefusal::Unusable(reason) => Error::UnusableTool {
+                    tool: tool.name.clone(),
+                    reason,
+                },
+            }
+        })?;
+
+        let (result, max_bytes) = match server {
+            Some(server) => {
+                let Value::Object(map) = arguments else {
+                    return Err(Error::InvalidArguments {
+                        tool: tool.name.clone(),
+                        message: "arguments must be a JSON object".into(),
+                    });
+                };
+                let connection = &server.connection;
+                let result = connection
+                    .call(&tool.raw_name, Some(map), is_safe(tool), &options)
+                    .await?;
+                (result, connection.spec.options.max_result_bytes)
+            }
+            None => {
+                let Some(resolved) = inner.registry.resolve(&tool.name) else {
+                    return Err(Error::UnknownTool {
+                        name: name.to_string(),
+                        suggestion: None,
+                    });
+                };
+                (
+                    resolved.call(arguments, &options).await?,
+                    defaults::MAX_RESULT_BYTES,
+                )
+            }
+        };
+        let mut result = result;
+        let limit = schema::budget::MAX_RESULT_DEPTH;
+        if result
+            .structured_content
+            .as_ref()
+            .is_some_and(|v| schema::budget::depth_exceeds(v, limit))
+        {
+            // Only an in-process source can get here (the wire stops at serde_json's limit).
+            if let Some(deep) = result.structured_content.take() {
+                schema::budget::dispose(deep);
+            }
+            tracing::warn!(tool = %tool.name, "structuredContent nested deeper than {limit} levels was dropped");
+            result.output_problems.push(format!(
+                "structuredContent dropped: nested deeper than {limit} levels"
+            ));
+        }
+        if let Some(structured) = &result.structured_content {
+            let problems = schema::check_output(&inner.validators, tool, structured);
+            if !problems.is_empty() {
+                tracing::warn!(
+                    tool = %tool.name,
+                    "structuredContent does not match the tool's outputSchema: {}",
+                    schema::validate::describe(&problems)
+                );
+                result.output_problems = problems.iter().map(ToString::to_string).collect();
+            }
+        }
+        Ok(result::truncate(result, max_bytes, &tool.name, Some(&inner.spill)).result)
+    }
+
+    /// A name not found may belong to a server that is still starting: wait for startup to
+    /// settle (within the call's deadline) and look again.
+    async fn lookup_after_startup(
+        &self,
+        name: &str,
+        options: &CallOptions,
+    ) -> Result<(Tool, ToolOrigin)> {
+        let pending = self
+            .connections()
+            .any(|c| matches!(c.state(), ServerState::Pending { .. }));
+        let deadline = options.timeout.unwrap_or(defaults::CALL_TIMEOUT);
+        if pending
+            && tokio::time::timeout(deadline, self.wait_ready())
+                .await
+                .is_err()
+        {
+            // Still starting when the call's deadline ran out: say so, not "no such tool".
+            if let Some(server) = self
+                .inner
+                .owner_by_prefix(name)
+                .filter(|s| matches!(s.connection.state(), ServerState::Pending { .. }))
+            {
+                return Err(Error::Timeout {
+                    server: server.connection.spec.name.clone(),
+                    what: "waiting for the server to start".into(),
+                    after: deadline,
+                });
+            }
+        }
+        let catalog = self.catalog();
+        match catalog.get_with_origin(name) {
+            Some((tool, origin)) => Ok((tool.clone(), origin.clone())),
+            None => {
+                // A known server that is down deserves a better answer than "no such tool".
+                if let Some(server) = self.inner.owner_by_prefix(name) {
+                    let state = server.connection.state();
+                    if !matches!(state, ServerState::Connected { .. }) {
+                        return Err(server.connection.unavailable(state));
+                    }
+                }
+                Err(Error::UnknownTool {
+                    name: name.to_string(),
+                    suggestion: catalog.suggest(name),
+                })
+            }
+        }
+    }
+}
+
+/// A tool whose call may be sent again after a lost connection: the server says it is
+/// read-only or idempotent.
+fn is_safe(tool: &Tool) -> bool {
+    tool.annotations.read_only_hint == Some(true) || tool.annotations.idempotent_hint == Some(true)
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,145 @@
+//! How a hub behaves beyond each server's own spec: the harness's policy, approver, tools,
+//! host callbacks, token store, spill folder and era cache. Plain settings with builders.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::{Authorizer, TokenStore};
+use crate::config::PolicyRules;
+use crate::connection::era::EraCache;
+use crate::handler::HandlerRegistry;
+use crate::host::Host;
+use crate::policy::{Approver, DenyAll};
+use crate::spill::Spill;
+
+/// How a hub behaves beyond each server's own spec.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HubOptions {
+    /// Where the era cache lives; `None` keeps it in memory (tests, sandboxes).
+    pub era_cache: Option<PathBuf>,
+    /// How long every stdio server gets to exit after its stdin closes; `None` uses each
+    /// server's own `shutdown_grace` option.
+    pub shutdown_grace: Option<Duration>,
+    /// Permission rules of the harness, added to the config's `[policy]`.
+    pub policy: PolicyRules,
+    /// Who decides `ask` calls; without one they are refused.
+    pub approver: Arc<dyn Approver>,
+    /// Built-in tools and custom handlers (refreshed by the harness before starting).
+    pub registry: Arc<HandlerRegistry>,
+    /// Where truncated results are spilled in full.
+    pub spill: Spill,
+    /// Leave the spill files this hub wrote when it shuts down (they are removed otherwise;
+    /// files older than a day go when any hub starts).
+    pub keep_spills: bool,
+    /// Answers to server→client requests (roots, sampling, elicitation); by default none is
+    /// offered.
+    pub host: Host,
+    /// Where OAuth tokens live (the user's token file by default, memory when ephemeral).
+    pub token_store: TokenStore,
+    /// Runs an OAuth authorization inside the hub when a server needs one; without one such a
+    /// server ends `NeedsAuth` with the command to run.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("era_cache", &self.era_cache)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("policy", &self.policy)
+            .field("local_tools", &self.registry.entries().len())
+            .field("token_store", &self.token_store)
+            .field("authorizer", &self.authorizer.is_some())
+            .finish()
+    }
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        Self {
+            era_cache: EraCache::default_path(),
+            shutdown_grace: None,
+            policy: PolicyRules::default(),
+            approver: Arc::new(DenyAll),
+            registry: Arc::new(HandlerRegistry::new()),
+            spill: Spill::in_temp_dir(),
+            keep_spills: false,
+            host: Host::default(),
+            token_store: TokenStore::user_default(),
+            authorizer: None,
+        }
+    }
+}
+
+impl HubOptions {
+    /// Options with the era cache and the OAuth tokens kept in memory only.
+    pub fn ephemeral() -> Self {
+        Self {
+            era_cache: None,
+            token_store: TokenStore::memory(),
+            ..Self::default()
+        }
+    }
+
+    /// Builder-style: where OAuth tokens are kept.
+    pub fn with_token_store(mut self, store: TokenStore) -> Self {
+        self.token_store = store;
+        self
+    }
+
+    /// Builder-style: run OAuth authorizations inside the hub with `authorizer`.
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Builder-style: set the shutdown grace period.
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = Some(grace);
+        self
+    }
+
+    /// Builder-style: add permission rules (to those of the config).
+    pub fn with_policy(mut self, rules: PolicyRules) -> Self {
+        self.policy = rules;
+        self
+    }
+
+    /// Builder-style: who approves `ask` calls.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Builder-style: built-in tools and custom handlers, shown with and routed like MCP tools.
+    pub fn with_registry(mut self, registry: HandlerRegistry) -> Self {
+        self.registry = Arc::new(registry);
+        self
+    }
+
+    /// Builder-style: where truncated results are spilled.
+    pub fn with_spill(mut self, spill: Spill) -> Self {
+        self.spill = spill;
+        self
+    }
+
+    /// Builder-style: keep the spill files when the hub shuts down.
+    pub fn with_keep_spills(mut self, keep: bool) -> Self {
+        self.keep_spills = keep;
+        self
+    }
+
+    /// Builder-style: the harness's answers to server→client requests.
+    pub fn with_host(mut self, host: Host) -> Self {
+        self.host = host;
+        self
+    }
+
+    /// Builder-style: set the era cache file.
+    pub fn with_era_cache(mut self, path: Option<PathBuf>) -> Self {
+        self.era_cache = path;
+        self
+    }
+}

@@ -1,0 +1,172 @@
+//! What `mcpmux servers` shows: every configured server with its state, the plugin servers
+//! started once under another name, and the config entries that could not be used.
+
+use serde::Serialize;
+
+use super::Hub;
+use crate::config::{ConfigError, Origin};
+use crate::state::{Era, ServerState};
+
+/// What `mcpmux servers` shows about one server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The server's name.
+    pub name: String,
+    /// `stdio`, `http`, `sse`, `ws`, `inproc`; `-` for an entry that could not be read.
+    pub transport: String,
+    /// The command line or URL.
+    pub target: String,
+    /// Its state.
+    pub state: ServerState,
+    /// The protocol era, when connected.
+    pub era: Option<Era>,
+    /// The protocol version, when connected.
+    pub version: Option<String>,
+    /// How many tools it exposes.
+    pub tools: usize,
+    /// The file it was configured in.
+    pub source: Option<String>,
+}
+
+/// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
+impl Serialize for ServerStatus {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("transport", &self.transport)?;
+        map.serialize_entry("target", &self.target)?;
+        map.serialize_entry("state", self.state.label())?;
+        if let ServerState::Pending {
+            attempt,
+            next_retry_at,
+            ..
+        } = &self.state
+        {
+            map.serialize_entry("attempt", attempt)?;
+            let retry_in_ms = next_retry_at.and_then(|at| {
+                at.duration_since(std::time::SystemTime::now())
+                    .ok()
+                    .map(|d| d.as_millis() as u64)
+            });
+            map.serialize_entry("retry_in_ms", &retry_in_ms)?;
+        }
+        if let ServerState::Connected { tools_version, .. } = &self.state {
+            map.serialize_entry("tools_version", tools_version)?;
+        }
+        map.serialize_entry("era", &self.era)?;
+        map.serialize_entry("version", &self.version)?;
+        map.serialize_entry("tools", &self.tools)?;
+        map.serialize_entry("error", &self.error())?;
+        if let ServerState::Failed { stderr_tail, .. } = &self.state {
+            map.serialize_entry("stderr_tail", stderr_tail)?;
+        }
+        map.serialize_entry("source", &self.source)?;
+        map.end()
+    }
+}
+
+impl ServerStatus {
+    /// The error to show in a table, if any.
+    pub fn error(&self) -> Option<&str> {
+        match &self.state {
+            ServerState::Failed { error, .. } => Some(error),
+            ServerState::Disabled { reason } => Some(reason),
+            ServerState::NeedsAuth { message } | ServerState::Untrusted { message } => {
+                Some(message)
+            }
+            ServerState::Pending {
+                last_error: Some(error),
+                ..
+            } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl Hub {
+    /// Every configured server with its state, plus config entries that could not be used.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        let mut out: Vec<ServerStatus> = self
+            .connections()
+            .map(|c| {
+                let state = c.state();
+                let (era, version, tools) = match &state {
+                    ServerState::Connected {
+                        era,
+                        version,
+                        tools,
+                        ..
+                    } => (Some(*era), Some(version.clone()), *tools),
+                    _ => (None, None, 0),
+                };
+                ServerStatus {
+                    name: c.spec.name.clone(),
+                    transport: c.spec.transport.kind().into(),
+                    target: c.spec.transport.to_string(),
+                    state,
+                    era,
+                    version,
+                    tools,
+                    source: match &c.spec.origin {
+                        Origin::File { path, .. } => Some(path.display().to_string()),
+                        Origin::Demo => Some("built-in demo".into()),
+                        Origin::Plugin { source } => Some(source.clone()),
+                        _ => None,
+                    },
+                }
+            })
+            .collect();
+        for (spec, kept) in &self.inner.duplicates {
+            out.push(ServerStatus {
+                name: spec.name.clone(),
+                transport: spec.transport.kind().into(),
+                target: spec.transport.to_string(),
+                state: ServerState::Disabled {
+                    reason: format!(
+                        "the same server as `{kept}` (same command and args, or URL), from a plugin: started once, as `{kept}`"
+                    ),
+                },
+                era: None,
+                version: None,
+                tools: 0,
+                source: match &spec.origin {
+                    Origin::File { path, .. } => Some(path.display().to_string()),
+                    Origin::Plugin { source } => Some(source.clone()),
+                    _ => None,
+                },
+            });
+        }
+        for problem in &self.inner.problems {
+            out.push(ServerStatus {
+                name: problem
+                    .server
+                    .clone()
+                    .unwrap_or_else(|| format!("({})", problem.file.display())),
+                transport: "-".into(),
+                target: match &problem.error {
+                    ConfigError::Untrusted { target, .. } => target.clone(),
+                    _ => String::new(),
+                },
+                state: match &problem.error {
+                    ConfigError::Untrusted { .. } => ServerState::Untrusted {
+                        message: problem.error.to_string(),
+                    },
+                    _ => ServerState::Failed {
+                        error: problem.error.to_string(),
+                        stderr_tail: Vec::new(),
+                    },
+                },
+                era: None,
+                version: None,
+                tools: 0,
+                source: Some(problem.file.display().to_string()),
+            });
+        }
+        out
+    }
+}

@@ -1,0 +1,167 @@
+//! The hub's tool set: one catalog assembled from every server's tools and the harness's
+//! local tools (naming, filters and merge are the catalog's; this file decides when to
+//! rebuild and attaches compiled schemas), what is listed now, and the hub as a tool source.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::{Hub, Server};
+use crate::call::CallOptions;
+use crate::catalog::merge::{Dropped, SourceKind};
+use crate::catalog::scope::Scope;
+use crate::catalog::{Catalog, ServerTool, Tool};
+use crate::error::Result;
+use crate::handler::{Health, ToolSource};
+use crate::result::ToolResult;
+use crate::schema::validate::Compiled;
+use crate::state::ServerState;
+use crate::sync;
+
+/// A shared, immutable catalog with each tool's compiled input schema.
+pub(super) type Snapshot = Arc<Catalog<Compiled>>;
+
+impl Hub {
+    /// The catalog of now: rebuilt only when a server's tools, state or breaker changed
+    /// since the last one.
+    pub(super) fn catalog(&self) -> Snapshot {
+        let inner = &self.inner;
+        let generation: u64 = self
+            .connections()
+            .map(|c| c.generation())
+            .fold(0u64, u64::wrapping_add);
+        {
+            let cached = sync::read(&inner.catalog);
+            if cached.0 == generation {
+                return cached.1.clone();
+            }
+        }
+        let tool_lists: Vec<(&Server, Arc<Vec<ServerTool>>)> = inner
+            .servers
+            .iter()
+            .filter_map(|s| s.connection.routable_tools().map(|t| (s, t)))
+            .collect();
+        let (catalog, dropped) = Catalog::assemble(
+            tool_lists.iter().map(|(server, tools)| {
+                (
+                    server.connection.spec.name.as_str(),
+                    tools.as_slice(),
+                    &server.filter,
+                )
+            }),
+            inner.registry.entries(),
+        );
+        *sync::write(&inner.shadowed) = dropped;
+        // Compiled once per schema version: an invalid schema is logged now, and the tool
+        // stays listed (its calls go unvalidated); one beyond the hub's bounds is unusable.
+        let catalog = Arc::new(catalog.attach(|tool| {
+            let compiled = inner
+                .validators
+                .input(&tool.server, &tool.raw_name, &tool.input_schema);
+            if let Err(e) = compiled.as_ref()
+                && e.unusable
+            {
+                tool.unusable = Some(format!("its input schema cannot be used: {}", e.message));
+            }
+            compiled
+        }));
+        *sync::write(&inner.catalog) = (generation, catalog.clone());
+        catalog
+    }
+
+    /// Whether `tool` is listed now: local, or its server connected with its breaker closed.
+    fn listed(&self, tool: &Tool) -> bool {
+        self.inner
+            .server(&tool.server)
+            .is_none_or(|s| s.connection.listed())
+    }
+
+    /// The tool set: local tools first, then the tools of every connected server, by name.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.catalog()
+            .tools()
+            .iter()
+            .filter(|t| self.listed(t))
+            .cloned()
+            .collect()
+    }
+
+    /// The tools a stage and agent may use: local tools, and the tools of every connected
+    /// server whose `stages` and `agents` admit the scope.
+    pub fn tools_for(&self, scope: &Scope) -> Vec<Tool> {
+        let catalog = self.catalog();
+        catalog
+            .tools()
+            .iter()
+            .filter(|tool| self.listed(tool))
+            .filter(|tool| {
+                self.inner
+                    .server(&tool.server)
+                    .is_none_or(|s| scope.admits_server(&s.connection.spec.options))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Tools left out because a same-named tool of higher precedence (a built-in over an MCP
+    /// tool) took the name, with the reason.
+    pub fn shadowed(&self) -> Vec<Dropped> {
+        sync::read(&self.inner.shadowed).clone()
+    }
+
+    /// The tool exposed as `name`, if it is listed now.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.catalog().get(name).filter(|t| self.listed(t)).cloned()
+    }
+}
+
+/// A hub is itself a tool source: its MCP servers' tools behind one name, so one hub (or a
+/// harness's own registry) can take another's servers as a source like any other.
+impl ToolSource for Hub {
+    fn name(&self) -> &str {
+        "mcp"
+    }
+
+    fn kind(&self) -> SourceKind {
+        SourceKind::Mcp
+    }
+
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>>> {
+        Box::pin(async move {
+            Ok(self
+                .tools()
+                .into_iter()
+                .filter(|t| self.inner.server(&t.server).is_some())
+                .collect())
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        options: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult>> {
+        Box::pin(self.call_with(name, arguments, options.clone()))
+    }
+
+    fn health(&self) -> Health {
+        let states: Vec<ServerState> = self.connections().map(|c| c.state()).collect();
+        let connected = states
+            .iter()
+            .filter(|s| matches!(s, ServerState::Connected { .. }))
+            .count();
+        if connected == states.len() {
+            Health::Ready
+        } else if connected == 0 {
+            Health::Unavailable {
+                reason: "no MCP server is connected".into(),
+            }
+        } else {
+            Health::Degraded {
+                reason: format!("{connected} of {} MCP servers connected", states.len()),
+            }
+        }
+    }
+}
