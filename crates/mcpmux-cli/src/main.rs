@@ -326,8 +326,21 @@ impl From<anyhow::Error> for Failure {
 }
 
 impl From<mcpmux::Error> for Failure {
+    /// The library words errors for a harness and its model; a person at the terminal is
+    /// also told which command shows what they need.
     fn from(e: mcpmux::Error) -> Self {
-        Failure::Other(e.into())
+        let advice = match &e {
+            mcpmux::Error::UnknownTool { .. } => Some("`mcpmux tools` lists the tools"),
+            mcpmux::Error::UnknownServer { .. } => Some("`mcpmux servers` lists the servers"),
+            mcpmux::Error::NoResourceServer { .. } => {
+                Some("`mcpmux resources` lists what each server offers")
+            }
+            _ => None,
+        };
+        match advice {
+            Some(advice) => Failure::Other(anyhow::anyhow!("{e}\n  {advice}")),
+            None => Failure::Other(e.into()),
+        }
     }
 }
 

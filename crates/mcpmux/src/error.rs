@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use crate::config::ConfigError;
+use crate::policy::{PolicyError, Refusal};
+use crate::state::ServerState;
 
 /// Everything that can go wrong between a harness and a tool.
 ///
@@ -51,14 +53,30 @@ pub enum Error {
     },
 
     /// The server exists but cannot take calls now.
-    #[error("server `{server}` is {state}: {reason}")]
+    #[error("server `{server}` is {}: {reason}", state.label())]
     Unavailable {
         /// The server's name.
         server: String,
-        /// Its state (`pending`, `failed`, `disabled`, ...).
-        state: String,
+        /// Its state when the request was refused.
+        state: ServerState,
         /// Why, and what to do.
         reason: String,
+    },
+
+    /// No server of that name is configured.
+    #[error("no server named `{name}` is configured")]
+    UnknownServer {
+        /// The name asked for.
+        name: String,
+    },
+
+    /// A resource was asked for without a server, and no single server could be chosen.
+    #[error("{}", no_resource_server(uri, offering))]
+    NoResourceServer {
+        /// The resource asked for.
+        uri: String,
+        /// The connected servers that offer resources (none, or several that do not list it).
+        offering: Vec<String>,
     },
 
     /// The server's circuit breaker is open: it failed too many calls in a row.
@@ -137,7 +155,7 @@ pub enum Error {
 
     /// The permission policy refused the call (it never reached the server).
     #[error("{0}")]
-    Denied(crate::policy::Refusal),
+    Denied(Refusal),
 
     /// The tool belongs to a server outside the caller's scope (its `stages` / `agents`): the
     /// call never reached the server.
@@ -158,7 +176,7 @@ pub enum Error {
 
     /// The permission rules are invalid.
     #[error("invalid policy: {0}")]
-    Policy(String),
+    Policy(#[from] PolicyError),
 
     /// A required server failed to start.
     #[error("required server `{server}` failed to start: {message}")]
@@ -211,8 +229,19 @@ fn tail_suffix(tail: &[String]) -> String {
 
 fn suggest_suffix(suggestion: &Option<String>) -> String {
     match suggestion {
-        Some(s) => format!(" (did you mean `{s}`? `mcpmux tools` lists them)"),
-        None => " (`mcpmux tools` lists the tools available)".to_string(),
+        Some(s) => format!(" (did you mean `{s}`?)"),
+        None => ": call only a tool of the current tool list".to_string(),
+    }
+}
+
+fn no_resource_server(uri: &str, offering: &[String]) -> String {
+    if offering.is_empty() {
+        format!("no connected server offers resources, so `{uri}` cannot be read")
+    } else {
+        format!(
+            "no server lists `{uri}` and several offer resources ({}): name the server",
+            offering.join(", ")
+        )
     }
 }
 

@@ -210,7 +210,7 @@ impl Error {
                 server,
                 state,
                 reason,
-            } => (format!("is {state}"), server, reason.clone()),
+            } => (format!("is {}", state.label()), server, reason.clone()),
             Error::CircuitOpen { server, message } => (
                 "its circuit breaker is open".to_string(),
                 server,

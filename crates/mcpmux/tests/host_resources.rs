@@ -195,7 +195,7 @@ async fn resources_are_listed_read_and_subscribed() {
     assert!(matches!(missing, mcpmux::Error::Server { .. }), "{missing}");
     assert!(matches!(
         hub.resources(Some("nope")).await.unwrap_err(),
-        mcpmux::Error::Unavailable { .. }
+        mcpmux::Error::UnknownServer { name } if name == "nope"
     ));
 
     // Subscribe, let the server simulate updates, and see one arrive.

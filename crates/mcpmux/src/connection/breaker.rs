@@ -35,14 +35,14 @@ struct BreakerState {
 
 /// Shared by the callers (who report outcomes) and the supervisor (who probes).
 #[derive(Debug)]
-pub(crate) struct Breaker {
+pub(crate) struct CircuitBreaker {
     config: BreakerConfig,
     state: Mutex<BreakerState>,
     /// Signalled when the breaker opens, so the supervisor schedules its probe.
     pub(crate) opened: Notify,
 }
 
-impl Breaker {
+impl CircuitBreaker {
     pub(crate) fn new(config: BreakerConfig) -> Self {
         Self {
             config,
@@ -174,8 +174,8 @@ impl Breaker {
 mod tests {
     use super::*;
 
-    fn breaker() -> Breaker {
-        Breaker::new(BreakerConfig {
+    fn breaker() -> CircuitBreaker {
+        CircuitBreaker::new(BreakerConfig {
             threshold: 3,
             cool_down: Duration::from_secs(30),
         })

@@ -143,7 +143,7 @@ impl Connection {
     pub(crate) fn unavailable(&self, state: ServerState) -> Error {
         Error::Unavailable {
             server: self.spec.name.clone(),
-            state: state.label().into(),
+            state: state.clone(),
             reason: match state {
                 ServerState::Failed { error, .. } => error,
                 ServerState::Disabled { reason } => reason,

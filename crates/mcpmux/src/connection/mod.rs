@@ -30,7 +30,7 @@ use crate::catalog::ServerTool;
 use crate::config::ServerSpec;
 use crate::state::{Era, HubEvent, ServerState};
 use crate::transport::{ExitInfo, TransportContext};
-use breaker::Breaker;
+use breaker::CircuitBreaker;
 use client::ProgressRoutes;
 use era::EraCache;
 pub(crate) use requests::ListKind;
@@ -72,7 +72,7 @@ pub(crate) struct Connection {
     /// (and wait), though the listing hides them.
     known: Arc<RwLock<Option<Arc<Vec<ServerTool>>>>>,
     generation: Arc<AtomicU64>,
-    breaker: Arc<Breaker>,
+    breaker: Arc<CircuitBreaker>,
     shutdown: CancellationToken,
     task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The subscribed resources, kept across sessions.
@@ -110,7 +110,7 @@ impl Connection {
         let live = Arc::new(RwLock::new(None));
         let known = Arc::new(RwLock::new(None));
         let generation = Arc::new(AtomicU64::new(0));
-        let breaker = Arc::new(Breaker::new(spec.options.breaker));
+        let breaker = Arc::new(CircuitBreaker::new(spec.options.breaker));
         let shutdown = CancellationToken::new();
         let renewed = watch::channel(0).0;
         let task = spec.enabled.then(|| {

@@ -261,7 +261,7 @@ async fn listen(connection: &Connection, uri: &str, (peer, host, closed): Sessio
         // Dropping the subscription cancels the listen.
         return Err(Error::Unavailable {
             server: server.to_string(),
-            state: connection.state().label().into(),
+            state: connection.state(),
             reason: format!(
                 "it did not accept a subscription to `{uri}` (it offers none, or none for that resource)"
             ),

@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::breaker::Breaker;
+use super::breaker::CircuitBreaker;
 use super::flights::Flights;
 use super::handshake::{self, AttemptFailure, Session, close_session, split_tail};
 use super::{Live, ServerState, Shared};
@@ -45,7 +45,7 @@ pub(super) struct Supervisor {
     pub live: Arc<RwLock<Option<Arc<Live>>>>,
     pub known: Arc<RwLock<Option<Arc<Vec<ServerTool>>>>>,
     pub generation: Arc<AtomicU64>,
-    pub breaker: Arc<Breaker>,
+    pub breaker: Arc<CircuitBreaker>,
     pub shutdown: CancellationToken,
     /// Told when a new session replaces one the server forgot (see `session_repair`).
     pub renewed: watch::Sender<u64>,

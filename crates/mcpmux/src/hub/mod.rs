@@ -136,8 +136,7 @@ impl Hub {
             .enumerate()
             .map(|(i, s)| (s.name.clone(), i))
             .collect();
-        let policy =
-            Policy::from_rules(&options.policy).map_err(|e| Error::Policy(e.to_string()))?;
+        let policy = Policy::from_rules(&options.policy)?;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let shared = Shared {
             ctx: TransportContext::new(AuthContext::new(

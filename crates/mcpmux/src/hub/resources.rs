@@ -74,10 +74,8 @@ impl Hub {
         self.inner
             .server(server)
             .map(|s| &s.connection)
-            .ok_or_else(|| Error::Unavailable {
-                server: server.to_string(),
-                state: "unknown".into(),
-                reason: "no server of that name is configured (`mcpmux servers` lists them)".into(),
+            .ok_or_else(|| Error::UnknownServer {
+                name: server.to_string(),
             })
     }
 
@@ -129,17 +127,9 @@ impl Hub {
             .collect();
         match offering.as_slice() {
             [only] => Ok(only),
-            [] => Err(Error::Unavailable {
-                server: "*".into(),
-                state: "none".into(),
-                reason: format!("no connected server offers resources, so `{uri}` cannot be read"),
-            }),
-            _ => Err(Error::Unavailable {
-                server: "*".into(),
-                state: "ambiguous".into(),
-                reason: format!(
-                    "no server lists `{uri}` and several offer resources: name the server"
-                ),
+            _ => Err(Error::NoResourceServer {
+                uri: uri.to_string(),
+                offering: offering.iter().map(|c| c.spec.name.clone()).collect(),
             }),
         }
     }
