@@ -200,7 +200,7 @@ async fn run(cli: Cli) -> ExitCode {
     let used_demo = config.servers.is_empty() && config.problems.is_empty();
     let config = if used_demo {
         mcpmux::ConfigSet {
-            servers: vec![mcpmux::demo::demo_spec()],
+            servers: vec![mcpmux_demo::demo_spec()],
             ..config
         }
     } else {

@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut config = mcpmux::config::load(&LoadOptions::from_env(vec![]));
     if config.servers.is_empty() {
-        config.servers.push(mcpmux::demo::demo_spec());
+        config.servers.push(mcpmux_demo::demo_spec());
     }
     let hub = Hub::from_config(config, HubOptions::default().with_registry(registry))?;
     hub.wait_ready().await?;

@@ -26,7 +26,6 @@ pub mod config;
 mod connection;
 pub mod content;
 pub mod defaults;
-pub mod demo;
 mod error;
 pub mod handler;
 pub mod host;

@@ -423,21 +423,3 @@ async fn a_call_to_a_server_still_starting_waits_for_it() {
     assert_eq!(result.to_text(), "worth the wait");
     hub.shutdown().await;
 }
-
-#[tokio::test]
-async fn in_process_demo_server_works_without_any_process() {
-    let hub = started(vec![mcpmux::demo::demo_spec()]).await;
-    assert_eq!(era_of(&hub, "demo").0, Era::Stateless);
-    let names: Vec<String> = hub.tools().into_iter().map(|t| t.name).collect();
-    assert_eq!(
-        names,
-        ["mcp__demo__add", "mcp__demo__echo", "mcp__demo__time"]
-    );
-    let time = hub
-        .call("mcp__demo__time", json!({}))
-        .await
-        .unwrap()
-        .to_text();
-    assert!(time.ends_with('Z') && time.contains('T'), "{time}");
-    hub.shutdown().await;
-}

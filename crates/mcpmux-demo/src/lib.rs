@@ -1,6 +1,7 @@
 //! The embedded demo server: three real tools (echo, add, current time) served in-process, so
-//! `mcpmux tools` and `mcpmux call` work on a fresh machine with nothing configured. It is
-//! labelled as the demo everywhere it shows.
+//! `mcpmux tools` and `mcpmux call` (and the library's example) work on a fresh machine with
+//! nothing configured. It is labelled as the demo everywhere it shows. A crate of its own so
+//! the library a harness embeds does not carry it.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
-use crate::config::{InProcessServer, Origin, ServerSpec, TransportSpec};
+use mcpmux::config::{InProcessServer, Origin, ServerSpec, TransportSpec};
 
 /// The demo server's name in `mcpmux servers` and in its tools' names (`mcp__demo__echo`).
 pub const DEMO_SERVER: &str = "demo";
@@ -147,6 +148,12 @@ impl ServerHandler for Demo {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use mcpmux::{Era, Hub, HubOptions};
+
     use super::*;
 
     #[test]
@@ -158,5 +165,30 @@ mod tests {
         assert_eq!(demo_tools().len(), 3);
         assert_eq!(format_number(5.0), "5");
         assert_eq!(format_number(2.5), "2.5");
+    }
+
+    #[tokio::test]
+    async fn in_process_demo_server_works_without_any_process() {
+        let options = HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200));
+        let hub = Hub::start(vec![demo_spec()], options).unwrap();
+        hub.wait_ready().await.unwrap();
+        let demo = hub
+            .servers()
+            .into_iter()
+            .find(|s| s.name == "demo")
+            .unwrap();
+        assert_eq!(demo.era, Some(Era::Stateless), "{:?}", demo.state);
+        let names: Vec<String> = hub.tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            ["mcp__demo__add", "mcp__demo__echo", "mcp__demo__time"]
+        );
+        let time = hub
+            .call("mcp__demo__time", json!({}))
+            .await
+            .unwrap()
+            .to_text();
+        assert!(time.ends_with('Z') && time.contains('T'), "{time}");
+        hub.shutdown().await;
     }
 }
