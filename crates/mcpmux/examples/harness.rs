@@ -64,7 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // MCP output goes back to the model as data, never as instructions.
                 let from_mcp = hub
                     .tool(name)
-                    .is_some_and(|t| t.server != mcpmux::catalog::BUILTIN_SOURCE);
+                    .is_some_and(|t| t.server != mcpmux::BUILTIN_SOURCE);
                 let text = if from_mcp {
                     mcpmux::render_untrusted(&result, name)
                 } else {

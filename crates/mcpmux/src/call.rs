@@ -23,7 +23,7 @@ pub struct CallOptions {
     /// Fail at once when the server is reconnecting, instead of waiting for it.
     pub fail_fast: bool,
     /// The caller's stage and agent: a tool of a server outside it is refused
-    /// ([`Error::OutOfScope`]), as [`Hub::tools_for`] leaves it out. `None` refuses nothing.
+    /// ([`Error::OutOfScope`](crate::Error::OutOfScope)), as [`Hub::tools_for`](crate::Hub::tools_for) leaves it out. `None` refuses nothing.
     pub scope: Option<Scope>,
 }
 

@@ -107,7 +107,7 @@ pub fn input_schema_for<T: JsonSchema>() -> Value {
 impl Builtin {
     /// Registers `f` as the tool `name`: its schema is derived from `T`, its arguments are
     /// deserialized into `T`. The function returns a [`ToolResult`], a `String`, a JSON value,
-    /// a [`Json`] or a `Result` of those (an `Err` is a tool error the model sees).
+    /// a [`Json`](crate::Json) or a `Result` of those (an `Err` is a tool error the model sees).
     pub fn new<T, F, Fut, R>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
     where
         T: DeserializeOwned + JsonSchema + Send + 'static,
@@ -372,7 +372,7 @@ impl HandlerRegistry {
             .collect();
     }
 
-    /// Local tools with their origin, sorted by name: what [`merge`] takes next to MCP tools.
+    /// Local tools with their origin, sorted by name: what the catalog merges next to MCP tools.
     pub fn entries(&self) -> &[SourcedTool] {
         &self.merged.tools
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 
+/// One resource a server offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -15,7 +16,7 @@ pub struct Resource {
     /// The server that offers it.
     #[serde(default)]
     pub server: String,
-    /// Its URI: what [`Hub::read_resource`] takes.
+    /// Its URI: what [`Hub::read_resource`](crate::Hub::read_resource) takes.
     pub uri: String,
     /// Its name.
     pub name: String,
@@ -93,7 +94,7 @@ pub struct Prompt {
     /// The server that offers it.
     #[serde(default)]
     pub server: String,
-    /// Its name: what [`Hub::get_prompt`] takes.
+    /// Its name: what [`Hub::get_prompt`](crate::Hub::get_prompt) takes.
     pub name: String,
     /// A human title.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -325,7 +325,7 @@ async fn mcp_servers_are_a_tool_source_like_any_other() {
     use mcpmux::ToolSource;
     // One hub's MCP servers handed to another harness's registry as a custom source.
     let upstream = started(vec![testserver("up", &[])], options()).await;
-    assert!(matches!(upstream.health(), mcpmux::handler::Health::Ready));
+    assert!(matches!(upstream.health(), mcpmux::Health::Ready));
     let listed = ToolSource::tools(&upstream).await.unwrap();
     assert!(listed.iter().any(|t| t.name == "mcp__up__echo"));
 

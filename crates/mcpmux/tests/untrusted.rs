@@ -9,8 +9,8 @@ mod support;
 
 use std::time::Duration;
 
-use mcpmux::untrusted::{UNTRUSTED_TAG, closing_tag};
 use mcpmux::{Error, Hub, HubOptions, ServerSpec};
+use mcpmux::{UNTRUSTED_TAG, closing_tag};
 use serde_json::json;
 
 async fn hostile_hub() -> Hub {

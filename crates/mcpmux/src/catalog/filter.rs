@@ -232,11 +232,6 @@ impl NameFilter {
         }
     }
 
-    /// True when the filter lets every tool through.
-    pub fn is_empty(&self) -> bool {
-        self.allow.is_empty() && self.deny.is_empty()
-    }
-
     /// Decides on a tool known by `raw` and `exposed` names.
     pub fn verdict(&self, raw: &str, exposed: &str) -> FilterVerdict {
         let hit = |g: &Glob| g.matches(raw) || g.matches(exposed);
@@ -323,7 +318,6 @@ mod tests {
     #[test]
     fn empty_allow_admits_everything_and_deny_wins() {
         let f = filter(&[], &[]);
-        assert!(f.is_empty());
         assert!(f.allows("anything", "mcp__s__anything"));
 
         let f = filter(&[], &["delete_*"]);
