@@ -132,19 +132,13 @@ impl Spill {
     }
 
     fn record(&self, path: PathBuf) {
-        match self.written.lock() {
-            Ok(mut written) => written.push(path),
-            Err(poisoned) => poisoned.into_inner().push(path),
-        }
+        crate::sync::lock(&self.written).push(path);
     }
 
     /// Removes the files written through this spill (and its clones) so far. Returns how many
     /// were removed; files already gone are not counted.
     pub fn remove_written(&self) -> usize {
-        let paths = match self.written.lock() {
-            Ok(mut written) => std::mem::take(&mut *written),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        };
+        let paths = std::mem::take(&mut *crate::sync::lock(&self.written));
         let mut removed = 0;
         for path in paths {
             match fs::remove_file(&path) {

@@ -52,10 +52,7 @@ impl CircuitBreaker {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BreakerState> {
-        match self.state.lock() {
-            Ok(state) => state,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.state)
     }
 
     /// May a call go out now?

@@ -40,10 +40,7 @@ pub(crate) struct ProgressRoutes(Arc<Mutex<HashMap<ProgressToken, Route>>>);
 
 impl ProgressRoutes {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Route>> {
-        match self.0.lock() {
-            Ok(map) => map,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.0)
     }
 
     pub(crate) fn add(&self, token: ProgressToken, route: Route) {

@@ -59,10 +59,7 @@ impl EraCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
-        match self.inner.lock() {
-            Ok(state) => state,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.inner)
     }
 
     /// The era remembered for `signature`.

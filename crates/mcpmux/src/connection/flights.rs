@@ -18,10 +18,7 @@ pub(crate) struct Flights(Mutex<Book>);
 
 impl Flights {
     fn lock(&self) -> MutexGuard<'_, Book> {
-        match self.0.lock() {
-            Ok(book) => book,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.0)
     }
 
     /// A call goes out on this session.

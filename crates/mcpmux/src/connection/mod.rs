@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::ServerTool;
 use crate::config::ServerSpec;
 use crate::state::{Era, HubEvent, ServerState};
+use crate::sync;
 use crate::transport::{ExitInfo, TransportContext};
 use breaker::CircuitBreaker;
 use client::ProgressRoutes;
@@ -173,10 +174,7 @@ impl Connection {
     }
 
     fn live(&self) -> Option<Arc<Live>> {
-        match self.live.read() {
-            Ok(live) => live.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        sync::read(&self.live).clone()
     }
 
     /// The tools calls are routed by: the live session's, or the last session's while the
@@ -184,10 +182,7 @@ impl Connection {
     pub(crate) fn routable_tools(&self) -> Option<Arc<Vec<ServerTool>>> {
         match self.live() {
             Some(live) => Some(live.tools.clone()),
-            None => match self.known.read() {
-                Ok(known) => known.clone(),
-                Err(poisoned) => poisoned.into_inner().clone(),
-            },
+            None => sync::read(&self.known).clone(),
         }
     }
 
@@ -226,10 +221,7 @@ impl Connection {
     /// Stops the supervisor: closes the session and reaps the process.
     pub(crate) async fn shutdown(&self) {
         self.shutdown.cancel();
-        let task = match self.task.lock() {
-            Ok(mut task) => task.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        };
+        let task = sync::lock(&self.task).take();
         if let Some(task) = task {
             let _ = task.await;
         }

@@ -9,7 +9,7 @@
 //! [`ResourceEvent::SubscriptionLost`].
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use rmcp::model::{
     ServerNotification, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
@@ -148,17 +148,17 @@ impl Subscriptions {
 
 impl Drop for Subscriptions {
     fn drop(&mut self) {
-        let keeper = match self.keeper.get_mut() {
-            Ok(keeper) => keeper,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let keeper = self
+            .keeper
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(task) = keeper {
             task.abort();
         }
-        let listens = match self.listens.get_mut() {
-            Ok(listens) => listens,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let listens = self
+            .listens
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
         for task in listens.values() {
             task.abort();
         }

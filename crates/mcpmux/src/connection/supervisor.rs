@@ -81,18 +81,12 @@ impl Supervisor {
         if let Some(live) = &live {
             self.set_known(Some(live.tools.clone()));
         }
-        match self.live.write() {
-            Ok(mut slot) => *slot = live,
-            Err(poisoned) => *poisoned.into_inner() = live,
-        }
+        *crate::sync::write(&self.live) = live;
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     fn set_known(&self, tools: Option<Arc<Vec<ServerTool>>>) {
-        match self.known.write() {
-            Ok(mut slot) => *slot = tools,
-            Err(poisoned) => *poisoned.into_inner() = tools,
-        }
+        *crate::sync::write(&self.known) = tools;
     }
 
     /// Publishes a state the supervisor will not leave: calls stop routing to the server.
