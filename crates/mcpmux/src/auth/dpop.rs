@@ -5,8 +5,8 @@
 //! answers a `use_dpop_nonce` challenge from either server with the nonce it hands out.
 //!
 //! rmcp has no DPoP. Its OAuth state machine takes a pluggable HTTP client, so the proofs for
-//! the token endpoint are added there ([`DpopOAuthClient`]); the MCP requests get theirs in
-//! [`super::http_client`].
+//! the token endpoint are added there ([`DpopOAuthClient`]); the MCP requests get theirs
+//! from the transport's HTTP client, which asks [`Dpop::resource_proof`].
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -330,7 +330,7 @@ impl DpopOAuthClient {
         };
         Ok(Self {
             dpop,
-            follow: build(crate::transport::redirect::same_origin())?,
+            follow: build(super::redirect::same_origin())?,
             stop: build(reqwest::redirect::Policy::none())?,
             policy,
         })

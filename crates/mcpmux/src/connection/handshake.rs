@@ -420,7 +420,7 @@ fn describe_init_error(e: &ClientInitializeError) -> String {
         // Names the request and the fix, which rmcp's wrapping would hide.
         return refused.to_string();
     }
-    if let Some(refused) = transport::redirect::refused_in(e) {
+    if let Some(refused) = crate::auth::redirect::refused_in(e) {
         return refused.to_string();
     }
     match e {

@@ -5,14 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransportConfig, StreamableHttpError,
-};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-use crate::auth::http_client::AuthorizingClient;
+use super::http_client::AuthorizingClient;
 use crate::error::Error;
 
 /// The rmcp transport type we use for streamable HTTP.
@@ -29,7 +26,7 @@ const SSE_RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an idle pooled connection is kept. Node and uvicorn close idle keep-alive
 /// connections after 5 s; a request sent on one as the server closes it is reset. Staying
-/// under that (undici keeps 4 s, httpx 5 s) makes the race rare; the resend below covers it.
+/// under that (undici keeps 4 s, httpx 5 s) makes the race rare; the resend in `http_client.rs` covers it.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// The shared HTTP client: pooled keep-alive connections, no Nagle delay.
@@ -38,7 +35,7 @@ pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
         .connect_timeout(CONNECT_TIMEOUT)
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .tcp_nodelay(true)
-        .redirect(super::redirect::same_origin())
+        .redirect(crate::auth::redirect::same_origin())
         .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| Error::Connect {
@@ -46,63 +43,6 @@ pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
             message: format!("cannot build the HTTP client: {e}"),
             stderr_tail: Vec::new(),
         })
-}
-
-/// Sends `message` with `post`, and once more on a fresh connection when the first try died
-/// with the connection before any answer: the server closed an idle keep-alive connection as
-/// we reused it. A tool call is not sent twice (the server may have started it before the
-/// connection broke); the hub retries read-only calls itself.
-pub(crate) async fn resend_on_stale_connection<T, F, Fut>(
-    message: &ClientJsonRpcMessage,
-    post: F,
-) -> Result<T, StreamableHttpError<reqwest::Error>>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
-{
-    let first = post().await;
-    match &first {
-        Err(StreamableHttpError::Client(e)) if stale_connection(e) && resendable(message) => {
-            tracing::debug!("the connection broke before the server answered ({e}); sending again");
-            post().await
-        }
-        _ => first,
-    }
-}
-
-/// Whether `message` may reach the server twice without harm.
-fn resendable(message: &ClientJsonRpcMessage) -> bool {
-    !matches!(message, ClientJsonRpcMessage::Request(request)
-        if matches!(request.request, ClientRequest::CallToolRequest(_)))
-}
-
-/// A request that failed because the connection under it was gone: reset, aborted, or closed
-/// before the response began. Connect failures are not stale connections.
-pub(crate) fn stale_connection(error: &reqwest::Error) -> bool {
-    if error.is_connect() || error.is_timeout() {
-        return false;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = source {
-        if let Some(io) = current.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof
-            )
-        {
-            return true;
-        }
-        if let Some(hyper) = current.downcast_ref::<hyper::Error>()
-            && hyper.is_incomplete_message()
-        {
-            return true;
-        }
-        source = current.source();
-    }
-    false
 }
 
 /// Builds the transport for `url`; fails on a header that is not valid HTTP or is reserved.

@@ -6,10 +6,10 @@
 
 pub(crate) mod headers_helper;
 pub(crate) mod http;
+pub(crate) mod http_client;
 pub(crate) mod http_session;
 pub(crate) mod inproc;
 pub(crate) mod nesting;
-pub(crate) mod redirect;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod ws;
@@ -151,7 +151,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
                 _ => None,
             };
             let outside_oauth = oauth.is_none().then_some(state);
-            let client = crate::auth::http_client::AuthorizingClient::new(ctx.http()?, oauth)
+            let client = http_client::AuthorizingClient::new(ctx.http()?, oauth)
                 .with_helper(helper)
                 .reporting_refusals_to(outside_oauth);
             let session = client.session_watch();
