@@ -10,6 +10,7 @@ pub(crate) mod http_client;
 pub(crate) mod http_session;
 pub(crate) mod inproc;
 pub(crate) mod nesting;
+mod refusal;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod ws;
@@ -22,6 +23,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::config::{ServerSpec, TransportSpec};
 use crate::error::Error;
 
+pub(crate) use refusal::HandshakeRefusal;
 pub(crate) use stdio::{ExitInfo, ProcessHandle};
 
 /// Shared per-hub transport resources: one pooled HTTP client for every HTTP server, built on
@@ -180,7 +182,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
 }
 
 /// Legacy HTTP+SSE on a streamable HTTP spec's URL and headers, for a server that refused the
-/// streamable handshake as an old server does (see [`sse::refused_as_legacy`]).
+/// streamable handshake as an old server does (see [`HandshakeRefusal::LegacySse`]).
 pub(crate) async fn open_legacy_sse(
     spec: &ServerSpec,
     ctx: &TransportContext,

@@ -18,9 +18,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, Header
 use reqwest::{StatusCode, Url};
 use rmcp::RoleClient;
 use rmcp::model::{JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
-use rmcp::service::{ClientInitializeError, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::streamable_http_client::StreamableHttpError;
 use tokio_util::sync::CancellationToken;
 
 use super::{OpenFailure, unauthorized_advice};
@@ -51,7 +50,7 @@ pub(crate) enum SseError {
         #[source]
         source: reqwest::Error,
     },
-    /// HTTP 401: the server wants credentials (see [`unauthorized_post`]).
+    /// HTTP 401: the server wants credentials (see [`super::HandshakeRefusal::Unauthorized`]).
     #[error(
         "POST to the message endpoint {endpoint} answered HTTP 401 Unauthorized{}; {}",
         preview_suffix(.body),
@@ -430,44 +429,6 @@ async fn post(
         status,
         body,
     })
-}
-
-/// The `POST` a legacy SSE server answered with HTTP 401 during the handshake, if that is why
-/// the handshake failed: the server wants credentials, and retrying will not help.
-pub(crate) fn unauthorized_post(error: &ClientInitializeError) -> Option<&SseError> {
-    match error {
-        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => unauthorized_post(fallback),
-        ClientInitializeError::TransportError { error, .. } => {
-            let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*error.error);
-            while let Some(current) = cause {
-                if let Some(refused @ SseError::Unauthorized { .. }) = current.downcast_ref() {
-                    return Some(refused);
-                }
-                cause = current.source();
-            }
-            None
-        }
-        _ => None,
-    }
-}
-
-/// The HTTP status (400, 404 or 405) with which a server refused a streamable HTTP handshake
-/// POST outright: the spec's sign of an old HTTP+SSE server, to be retried as one on the same
-/// URL. `None` for any other failure.
-pub(crate) fn refused_as_legacy(error: &ClientInitializeError) -> Option<u16> {
-    match error {
-        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => refused_as_legacy(fallback),
-        ClientInitializeError::TransportError { error, .. } => {
-            let inner: &(dyn std::error::Error + 'static) = &*error.error;
-            match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>()? {
-                StreamableHttpError::UnexpectedServerResponse(message) => [400, 404, 405]
-                    .into_iter()
-                    .find(|status| message.starts_with(&format!("HTTP {status} "))),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
 }
 
 /// Reads at most `max` bytes of a body, as [`tidy_body`] shows it.
