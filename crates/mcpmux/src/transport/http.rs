@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
@@ -15,25 +14,11 @@ use crate::error::Error;
 /// The rmcp transport type we use for streamable HTTP.
 pub(crate) type HttpTransport = StreamableHttpClientTransport<AuthorizingClient>;
 
-/// rmcp retries a broken SSE stream forever by default; a few tries, then the call fails and
-/// the supervisor decides.
-const SSE_RECONNECT_TRIES: usize = 3;
-/// First SSE reconnect delay; doubles up to `SSE_RECONNECT_MAX_DELAY`.
-const SSE_RECONNECT_BASE: Duration = Duration::from_millis(250);
-/// Longest single SSE reconnect delay.
-const SSE_RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
-/// Connect timeout of the shared client; request deadlines are set per call above it.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long an idle pooled connection is kept. Node and uvicorn close idle keep-alive
-/// connections after 5 s; a request sent on one as the server closes it is reset. Staying
-/// under that (undici keeps 4 s, httpx 5 s) makes the race rare; the resend in `http_client.rs` covers it.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
-
 /// The shared HTTP client: pooled keep-alive connections, no Nagle delay.
 pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .connect_timeout(crate::defaults::HTTP_CONNECT_TIMEOUT)
+        .pool_idle_timeout(crate::defaults::HTTP_POOL_IDLE_TIMEOUT)
         .tcp_nodelay(true)
         .redirect(crate::auth::redirect::same_origin())
         .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
@@ -62,9 +47,9 @@ pub(crate) fn connect(
     .filter_map(|(name, value)| name.map(|name| (name, value)))
     .collect();
     let mut retry = ExponentialBackoff::default();
-    retry.max_times = Some(SSE_RECONNECT_TRIES);
-    retry.base_duration = SSE_RECONNECT_BASE;
-    retry.max_delay = Some(SSE_RECONNECT_MAX_DELAY);
+    retry.max_times = Some(crate::defaults::HTTP_SSE_RECONNECT_TRIES);
+    retry.base_duration = crate::defaults::HTTP_SSE_RECONNECT_BASE;
+    retry.max_delay = Some(crate::defaults::HTTP_SSE_RECONNECT_MAX_DELAY);
     let mut config = StreamableHttpClientTransportConfig::default();
     config.uri = Arc::from(url);
     config.retry_config = Arc::new(retry);

@@ -29,9 +29,6 @@ use crate::error::{Error, fmt_duration};
 /// Largest SSE event accepted (field names and data together): the same bound as one stdio
 /// line, so a result that fits one transport fits the other.
 const MAX_EVENT_BYTES: usize = defaults::MAX_STDIO_FRAME;
-/// A `POST` only hands a message over (the server answers `202 Accepted`; the reply comes on
-/// the stream), so it is quick; a server that holds it this long is not coming back.
-const POST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of an error body we read to quote it.
 const BODY_PREVIEW_BYTES: usize = 2048;
 /// How much of a success body (`Accepted`) we read, so the pooled connection can be reused.
@@ -395,7 +392,7 @@ async fn post(
         .post(target.endpoint.clone())
         .headers(target.headers.clone())
         .header(CONTENT_TYPE, "application/json")
-        .timeout(POST_TIMEOUT)
+        .timeout(defaults::SSE_POST_TIMEOUT)
         .body(body);
     if let Some(version) = target.protocol_version.get() {
         request = request.header("mcp-protocol-version", version.clone());
