@@ -24,6 +24,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use url::Host;
 
+use crate::sync::lock;
+
 /// The one signing algorithm mcpmux offers (the one every DPoP server must accept).
 const ALG: &str = "ES256";
 /// Largest token-endpoint or metadata answer read.
@@ -192,17 +194,11 @@ impl Dpop {
 }
 
 fn read(slot: &Mutex<Option<String>>) -> Option<String> {
-    match slot.lock() {
-        Ok(value) => value.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    }
+    lock(slot).clone()
 }
 
 fn write(slot: &Mutex<Option<String>>, value: String) {
-    match slot.lock() {
-        Ok(mut current) => *current = Some(value),
-        Err(poisoned) => *poisoned.into_inner() = Some(value),
-    }
+    *lock(slot) = Some(value);
 }
 
 fn internal(message: &str) -> AuthError {

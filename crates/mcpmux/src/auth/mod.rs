@@ -26,6 +26,7 @@ pub use store::{StoreError, TokenStore};
 
 use crate::config::{ServerSpec, TransportSpec};
 use crate::error::Error;
+use crate::sync::lock;
 use session::ServerAuth;
 
 /// What a hub knows for OAuth: where tokens live and who authorizes.
@@ -78,10 +79,7 @@ impl AuthContext {
 
     /// The OAuth state of `spec`'s server at `url`, created on first use.
     pub fn server(&self, spec: &ServerSpec, url: &str) -> Arc<ServerAuth> {
-        let mut servers = match self.servers.lock() {
-            Ok(servers) => servers,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut servers = lock(&self.servers);
         servers
             .entry(format!("{}\n{url}", spec.name))
             .or_insert_with(|| {

@@ -23,6 +23,7 @@ use super::credentials::store_error;
 use super::dpop::Dpop;
 use super::store::TokenStore;
 use crate::config::{OAuthGrant, OAuthSpec};
+use crate::sync::lock;
 
 /// Step-ups after the first authorization before a 403 is passed on: the conformance suite
 /// allows three authorization requests in all, and a person should not be asked more often.
@@ -108,17 +109,11 @@ impl ServerAuth {
 
     /// The DPoP state token requests are signed with, bound token or not.
     fn signing_key(&self) -> Option<Arc<Dpop>> {
-        match self.dpop.lock() {
-            Ok(dpop) => dpop.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        lock(&self.dpop).clone()
     }
 
     fn set_dpop(&self, dpop: Option<Arc<Dpop>>) {
-        match self.dpop.lock() {
-            Ok(mut slot) => *slot = dpop,
-            Err(poisoned) => *poisoned.into_inner() = dpop,
-        }
+        *lock(&self.dpop) = dpop;
     }
 
     /// Records whether a token response of `token_type` is bound to our DPoP key.
@@ -147,18 +142,12 @@ impl ServerAuth {
     /// Remembers `error` as the reason the current request failed.
     pub fn record_failure(&self, error: &AuthError) {
         let text = super::describe(error);
-        match self.last_failure.lock() {
-            Ok(mut slot) => *slot = Some(text),
-            Err(poisoned) => *poisoned.into_inner() = Some(text),
-        }
+        *lock(&self.last_failure) = Some(text);
     }
 
     /// The last recorded failure, cleared.
     pub fn take_failure(&self) -> Option<String> {
-        match self.last_failure.lock() {
-            Ok(mut slot) => slot.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        }
+        lock(&self.last_failure).take()
     }
 
     /// The credentials the token store holds for this server now, serialized: what changes
