@@ -6,7 +6,7 @@
 
 pub(crate) mod headers_helper;
 pub(crate) mod http;
-pub(crate) mod http_client;
+mod http_client;
 pub(crate) mod http_session;
 pub(crate) mod inproc;
 pub(crate) mod nesting;
