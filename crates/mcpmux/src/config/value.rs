@@ -2,8 +2,8 @@
 //! the file's own terms, the nearest valid key for a typo, and the project object Claude Code
 //! keeps in `~/.claude.json`.
 //!
-//! The bottom of `config/`: knows nothing of entries, fields or files beyond the value it is
-//! given, so every other config file may use it.
+//! The bottom of `config/`: knows nothing of entries, fields or the files being read beyond
+//! the value it is given, so every other config file may use it.
 
 use std::path::Path;
 
