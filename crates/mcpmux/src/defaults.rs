@@ -86,3 +86,63 @@ pub const SPILL_MAX_TOTAL_BYTES: u64 = 4 * MAX_STDIO_FRAME as u64;
 /// Spill files older than this are removed when a hub starts: a day covers a working session
 /// that reads a spill after the hub that wrote it (kept with `keep_spills`) has ended.
 pub const SPILL_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+
+// Streamable HTTP (`transport/http.rs`): the shared client and rmcp's SSE stream.
+
+/// rmcp retries a broken SSE stream forever by default; a few tries, then the call fails and
+/// the supervisor decides. Three tries at 250 ms doubling wait 1.75 s in all, well inside a
+/// call's deadline.
+pub(crate) const HTTP_SSE_RECONNECT_TRIES: usize = 3;
+
+/// First SSE reconnect delay; doubles up to `HTTP_SSE_RECONNECT_MAX_DELAY`.
+pub(crate) const HTTP_SSE_RECONNECT_BASE: Duration = Duration::from_millis(250);
+
+/// Longest single SSE reconnect delay.
+pub(crate) const HTTP_SSE_RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
+
+/// Connect timeout of the shared client; request deadlines are set per call above it. reqwest
+/// has none (the OS gives up after minutes); a reachable host connects in well under a second,
+/// so 10 s leaves room for a slow network and still fails a black-holed address promptly.
+pub(crate) const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an idle pooled connection is kept. Node and uvicorn close idle keep-alive
+/// connections after 5 s; a request sent on one as the server closes it is reset. Staying
+/// under that (undici keeps 4 s, httpx 5 s) makes the race rare; the resend in
+/// `transport/http_client.rs` covers it.
+pub(crate) const HTTP_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
+// A live streamable HTTP session whose server refuses connections (`transport/http_session.rs`).
+
+/// How long a request on a live session waits for a server that refuses connections (it is
+/// restarting) before the refusal stands: as long as a starting server gets
+/// (`STARTUP_TIMEOUT`). A call's own deadline cuts it shorter.
+pub(crate) const HTTP_UNREACHABLE_WAIT: Duration = Duration::from_secs(30);
+
+/// First pause before connecting again; doubles up to `HTTP_UNREACHABLE_MAX_DELAY`.
+pub(crate) const HTTP_UNREACHABLE_FIRST_DELAY: Duration = Duration::from_millis(50);
+
+/// Longest pause between two connection attempts: a restarted server is found within a second.
+pub(crate) const HTTP_UNREACHABLE_MAX_DELAY: Duration = Duration::from_secs(1);
+
+// Legacy HTTP+SSE (`transport/sse.rs`).
+
+/// A `POST` only hands a message over (the server answers `202 Accepted`; the reply comes on
+/// the stream), so it is quick; a server that holds it this long is not coming back.
+pub(crate) const SSE_POST_TIMEOUT: Duration = Duration::from_secs(30);
+
+// WebSocket (`transport/ws.rs`).
+
+/// A send that cannot get its frame out this long (the server stopped reading) fails, so it
+/// does not hold the socket forever; the same bound as a legacy SSE `POST`.
+pub(crate) const WS_SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long closing waits for the close frame to go out: on a healthy socket it takes
+/// milliseconds, and closing must not hold up a hub's shutdown.
+pub(crate) const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+// `headersHelper` (`transport/headers_helper.rs`).
+
+/// A helper that takes longer than this (or than the startup timeout) is stopped. A helper
+/// prints a cached token or asks a CLI login in about a second; 10 s leaves room for a slow
+/// one without letting a hung one hold the connection for the whole startup timeout.
+pub(crate) const HEADERS_HELPER_TIMEOUT: Duration = Duration::from_secs(10);

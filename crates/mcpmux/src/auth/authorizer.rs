@@ -10,6 +10,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::sync::lock;
+
 /// A boxed future, as [`Authorizer`] returns.
 pub type AuthorizeFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
 
@@ -69,10 +71,7 @@ impl LoopbackAuthorizer {
     }
 
     fn take_listener(&self) -> Option<TcpListener> {
-        match self.listener.lock() {
-            Ok(mut slot) => slot.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        }
+        lock(&self.listener).take()
     }
 }
 
@@ -97,10 +96,7 @@ impl Authorizer for LoopbackAuthorizer {
                 .local_addr()
                 .map_err(|e| format!("cannot read the redirect listener's address: {e}"))?;
             let uri = format!("http://127.0.0.1:{}/callback", bound.port());
-            match self.listener.lock() {
-                Ok(mut slot) => *slot = Some(listener),
-                Err(poisoned) => *poisoned.into_inner() = Some(listener),
-            }
+            *lock(&self.listener) = Some(listener);
             Ok(uri)
         })
     }

@@ -5,8 +5,8 @@
 //! answers a `use_dpop_nonce` challenge from either server with the nonce it hands out.
 //!
 //! rmcp has no DPoP. Its OAuth state machine takes a pluggable HTTP client, so the proofs for
-//! the token endpoint are added there ([`DpopOAuthClient`]); the MCP requests get theirs in
-//! [`super::http_client`].
+//! the token endpoint are added there ([`DpopOAuthClient`]); the MCP requests get theirs
+//! from the transport's HTTP client, which asks [`Dpop::resource_proof`].
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,8 @@ use rmcp::transport::auth::{
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use url::Host;
+
+use crate::sync::lock;
 
 /// The one signing algorithm mcpmux offers (the one every DPoP server must accept).
 const ALG: &str = "ES256";
@@ -192,17 +194,11 @@ impl Dpop {
 }
 
 fn read(slot: &Mutex<Option<String>>) -> Option<String> {
-    match slot.lock() {
-        Ok(value) => value.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    }
+    lock(slot).clone()
 }
 
 fn write(slot: &Mutex<Option<String>>, value: String) {
-    match slot.lock() {
-        Ok(mut current) => *current = Some(value),
-        Err(poisoned) => *poisoned.into_inner() = Some(value),
-    }
+    *lock(slot) = Some(value);
 }
 
 fn internal(message: &str) -> AuthError {
@@ -330,7 +326,7 @@ impl DpopOAuthClient {
         };
         Ok(Self {
             dpop,
-            follow: build(crate::transport::redirect::same_origin())?,
+            follow: build(super::redirect::same_origin())?,
             stop: build(reqwest::redirect::Policy::none())?,
             policy,
         })

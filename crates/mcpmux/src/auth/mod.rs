@@ -1,5 +1,7 @@
 //! OAuth 2.1 for remote servers, on rmcp's `auth`: the token store, the pluggable
-//! authorization step, each server's OAuth state, and the HTTP client that uses it.
+//! authorization step, each server's OAuth state and its refusal decisions, and the redirect
+//! policy that keeps tokens inside their origin. Knows nothing of transports: the streamable
+//! HTTP client (`transport/http_client.rs`) calls in here, never the other way round.
 //!
 //! A hub never opens a browser by itself: a server that needs a person's authorization and has
 //! no token ends `NeedsAuth` with the command to run (`mcpmux auth login NAME`), unless the
@@ -11,7 +13,7 @@ mod authorizer;
 mod credentials;
 pub(crate) mod dpop;
 mod grants;
-pub(crate) mod http_client;
+pub(crate) mod redirect;
 pub(crate) mod session;
 mod store;
 
@@ -24,6 +26,7 @@ pub use store::{StoreError, TokenStore};
 
 use crate::config::{ServerSpec, TransportSpec};
 use crate::error::Error;
+use crate::sync::lock;
 use session::ServerAuth;
 
 /// What a hub knows for OAuth: where tokens live and who authorizes.
@@ -76,10 +79,7 @@ impl AuthContext {
 
     /// The OAuth state of `spec`'s server at `url`, created on first use.
     pub fn server(&self, spec: &ServerSpec, url: &str) -> Arc<ServerAuth> {
-        let mut servers = match self.servers.lock() {
-            Ok(servers) => servers,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut servers = lock(&self.servers);
         servers
             .entry(format!("{}\n{url}", spec.name))
             .or_insert_with(|| {
@@ -135,7 +135,7 @@ async fn challenge(
 ) -> Result<Option<String>, String> {
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
-        .redirect(crate::transport::redirect::same_origin())
+        .redirect(redirect::same_origin())
         .build()
         .map_err(|e| e.to_string())?;
     let mut request = client

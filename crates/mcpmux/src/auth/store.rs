@@ -24,6 +24,8 @@ use std::time::SystemTime;
 use rmcp::transport::auth::{AuthorizationMetadata, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
+use crate::sync::lock;
+
 /// The file's format version; a newer one is refused rather than overwritten.
 const VERSION: u32 = 1;
 
@@ -255,10 +257,7 @@ impl TokenStore {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
-        match self.inner.cache.lock() {
-            Ok(cache) => cache,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        lock(&self.inner.cache)
     }
 
     /// Runs `f` on the current body, re-reading the file first when it changed on disk.

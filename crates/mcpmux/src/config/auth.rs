@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::entry::Fields;
+use super::fields::Fields;
 use super::{
     AuthSpec, ConfigError, IdentityProvider, OAuthGrant, OAuthSpec, PrivateKey, TokenSource,
 };
@@ -172,7 +172,7 @@ impl Fields<'_> {
                     Some("oauth.scopes"),
                     format!(
                         "expected a list of scopes, found {}",
-                        super::entry::kind_name(&other, super::Dialect::Claude)
+                        super::value::kind_name(&other, super::Dialect::Claude)
                     ),
                 ));
             }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::auth::RawAuth;
-use super::entry::{Context, Entry, Fields, FileEntries, RawTransport};
+use super::entry::{Entry, FileEntries};
+use super::fields::{Context, Fields, RawTransport};
+use super::value::project_key;
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
 /// Which of the file's shapes to look for besides the top-level `mcpServers`.
@@ -37,7 +39,7 @@ pub(crate) fn parse(
             column: None,
             message: format!(
                 "the top level is {}, not an object: write {{\"mcpServers\": {{...}}}}",
-                super::entry::kind_name(&root, Dialect::Claude)
+                super::value::kind_name(&root, Dialect::Claude)
             ),
         });
     };
@@ -105,34 +107,6 @@ fn project_servers(root: &mut Map<String, Value>, dir: &Path) -> Option<(String,
     Some((key, servers))
 }
 
-/// `projects[<dir>]` of `~/.claude.json`, where Claude Code keeps this project's settings
-/// (the approval keys `trust.rs` reads).
-pub(crate) fn project_object<'a>(
-    root: &'a Map<String, Value>,
-    dir: &Path,
-) -> Option<&'a Map<String, Value>> {
-    let Some(Value::Object(projects)) = root.get("projects") else {
-        return None;
-    };
-    let key = project_key(projects, dir)?;
-    projects.get(&key)?.as_object()
-}
-
-/// The key of `projects` naming `dir`, as given or resolved.
-fn project_key(projects: &Map<String, Value>, dir: &Path) -> Option<String> {
-    let mut wanted = Vec::new();
-    if let Ok(absolute) = std::path::absolute(dir) {
-        wanted.push(absolute);
-    }
-    if let Ok(canonical) = std::fs::canonicalize(dir) {
-        wanted.push(canonical);
-    }
-    projects
-        .keys()
-        .find(|key| wanted.iter().any(|dir| Path::new(key.as_str()) == dir))
-        .cloned()
-}
-
 /// Reads every entry of a `name → server` object into `file`.
 fn servers_map(servers: Value, field: &str, cx: &Context<'_>, file: &mut FileEntries) {
     let servers = match servers {
@@ -145,7 +119,7 @@ fn servers_map(servers: Value, field: &str, cx: &Context<'_>, file: &mut FileEnt
                 field: Some(field.to_owned()),
                 message: format!(
                     "expected an object of servers, found {}: write {{\"name\": {{\"command\": ...}}}}",
-                    super::entry::kind_name(&other, Dialect::Claude)
+                    super::value::kind_name(&other, Dialect::Claude)
                 ),
             });
             return;
@@ -181,7 +155,7 @@ fn server(name: &str, value: Value, cx: &Context<'_>) -> Result<Entry, ConfigErr
             None,
             format!(
                 "the entry is {}, not an object: write {{\"command\": \"...\"}} or {{\"url\": \"...\"}}",
-                super::entry::kind_name(&value, Dialect::Claude)
+                super::value::kind_name(&value, Dialect::Claude)
             ),
         ));
     };

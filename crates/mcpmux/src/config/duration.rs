@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Dialect;
-use super::entry::kind_name;
+use super::value::kind_name;
 
 /// What a duration must look like, appended to every refusal.
 const EXPECTED: &str = "write a positive number with a unit, like \"500ms\", \"30s\" or \"2m\", or a whole number of seconds like 120";

@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Value};
 
 use super::claude::{self, Shape};
-use super::entry::Context;
 use super::expand::expand;
+use super::fields::Context;
 use super::trust::Gate;
 use super::{Dialect, mcpmux_toml};
 

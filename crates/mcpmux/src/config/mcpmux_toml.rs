@@ -9,8 +9,10 @@
 use serde_json::{Map, Value};
 
 use super::auth::RawAuth;
-use super::entry::{Context, Entry, Fields, FileEntries, Overlay, RawTransport};
+use super::entry::{Entry, FileEntries, Overlay};
+use super::fields::{Context, Fields, RawTransport};
 use super::options::{self, RawOptions};
+use super::value::nearest;
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
 /// Valid top-level keys.
@@ -289,70 +291,9 @@ fn to_json(value: toml::Value) -> Value {
     }
 }
 
-/// The valid key closest to `key`, when it is close enough to be a typo. Case, `-` and `_` are
-/// ignored first, so `startupTimeout` and `startup-timeout` find `startup_timeout`.
-pub(super) fn nearest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
-    let wanted = normalise(key);
-    // Two edits catch most typos; long keys allow a third of their length, rounded up so that
-    // `max_retry` finds `max_retries`, and a one-letter key gets one edit so that it does not
-    // match everything short.
-    let length = wanted.chars().count();
-    let limit = length
-        .div_ceil(3)
-        .max(2)
-        .min(length.saturating_sub(1))
-        .max(1);
-    valid
-        .iter()
-        .map(|candidate| (distance(&wanted, &normalise(candidate)), *candidate))
-        .filter(|(distance, _)| *distance <= limit)
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
-}
-
-fn normalise(key: &str) -> String {
-    key.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// Edit distance counting a swap of neighbours as one edit (`tyep` → `type` is 1).
-fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    // rows[i][j]: distance between a[..i] and b[..j]; three rows are all the swap rule needs.
-    let mut before: Vec<usize> = Vec::new();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut current = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (previous[j] + 1)
-                .min(current[j - 1] + 1)
-                .min(previous[j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(before[j - 2] + 1);
-            }
-            current[j] = best;
-        }
-        before = std::mem::replace(&mut previous, current);
-    }
-    previous[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn edit_distance() {
-        assert_eq!(distance("", ""), 0);
-        assert_eq!(distance("comand", "command"), 1);
-        assert_eq!(distance("tyep", "type"), 1);
-        assert_eq!(distance("kitten", "sitting"), 3);
-        assert_eq!(distance("", "abc"), 3);
-    }
 
     #[test]
     fn nearest_key_suggestions() {

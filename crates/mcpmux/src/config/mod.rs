@@ -13,11 +13,13 @@ mod discover;
 mod duration;
 mod entry;
 mod expand;
+mod fields;
 mod mcpmux_toml;
 mod options;
 mod size;
 mod spec;
 mod trust;
+mod value;
 
 pub(crate) use auth::secure_endpoint;
 pub use spec::{
@@ -36,7 +38,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use discover::Scope;
-use entry::{Context, Entry};
+use entry::Entry;
+use fields::Context;
 
 /// Where to look for config files, and who approves a project's own servers.
 #[derive(Clone, Default)]
@@ -183,7 +186,7 @@ pub enum ConfigError {
     #[error(
         "{}: field \"type\" is \"{value}\", which is not a transport: use one of {}",
         place(file, Some(server)),
-        entry::VALID_TYPES
+        fields::VALID_TYPES
     )]
     UnknownType {
         /// The file.

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::entry::{Context, kind_name};
-use super::mcpmux_toml::nearest;
+use super::fields::Context;
+use super::value::{kind_name, nearest};
 use super::{ConfigError, Dialect, PolicyRules, ServerOptions};
 
 /// Keys of `backoff = { ... }`.

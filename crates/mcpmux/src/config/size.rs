@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::Dialect;
-use super::entry::kind_name;
+use super::value::kind_name;
 
 /// What a size must look like, appended to every refusal.
 const EXPECTED: &str = "write a whole number of bytes like 102400, or a number with a unit, like \"100KiB\", \"2MiB\" or \"500KB\"";

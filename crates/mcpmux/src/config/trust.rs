@@ -148,7 +148,7 @@ impl<'a> Gate<'a> {
                 continue;
             };
             claude.read(&root);
-            if let Some(project) = super::claude::project_object(&root, project_dir) {
+            if let Some(project) = super::value::project_object(&root, project_dir) {
                 claude.read(project);
             }
         }

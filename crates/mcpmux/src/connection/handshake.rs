@@ -245,7 +245,10 @@ async fn attempt(
             // HTTP+SSE server; retry as one on the same URL. If that fails too, the streamable
             // HTTP error is the one reported.
             let legacy = match &first {
-                Err(HandshakeFailure::Init(e)) => transport::sse::refused_as_legacy(e),
+                Err(HandshakeFailure::Init(e)) => match transport::HandshakeRefusal::of(e) {
+                    transport::HandshakeRefusal::LegacySse { status } => Some(status),
+                    _ => None,
+                },
                 _ => None,
             };
             let now = Instant::now();
@@ -337,7 +340,7 @@ async fn attempt(
                 matches!(&failure, HandshakeFailure::Init(e) if e.is_authorization_required());
             let auth = oauth
                 || matches!(&failure, HandshakeFailure::Init(e)
-                    if transport::sse::unauthorized_post(e).is_some());
+                    if matches!(transport::HandshakeRefusal::of(e), transport::HandshakeRefusal::Unauthorized { .. }));
             let error = match (failure, exit) {
                 (HandshakeFailure::Timeout, _) => Error::Connect {
                     server: spec.name.clone(),
@@ -414,12 +417,11 @@ where
 }
 
 fn describe_init_error(e: &ClientInitializeError) -> String {
-    if let Some(refused) = transport::sse::unauthorized_post(e) {
+    match transport::HandshakeRefusal::of(e) {
         // Names the request and the fix, which rmcp's wrapping would hide.
-        return refused.to_string();
-    }
-    if let Some(refused) = transport::redirect::refused_in(e) {
-        return refused.to_string();
+        transport::HandshakeRefusal::Unauthorized { message }
+        | transport::HandshakeRefusal::Redirect { message } => return message,
+        transport::HandshakeRefusal::LegacySse { .. } | transport::HandshakeRefusal::Other => {}
     }
     match e {
         ClientInitializeError::ConnectionClosed(_) => {

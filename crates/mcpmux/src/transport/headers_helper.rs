@@ -15,8 +15,6 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::Error;
 
-/// A helper that takes longer than this (or than the startup timeout) is stopped.
-const HELPER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Output beyond this is not a header object.
 const MAX_OUTPUT: usize = 64 * 1024;
 /// How much of the helper's stderr is kept for the error message.
@@ -143,7 +141,7 @@ pub(super) async fn run(
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(failed("could not be given pipes".into()));
     };
-    let limit = within.min(HELPER_TIMEOUT);
+    let limit = within.min(crate::defaults::HEADERS_HELPER_TIMEOUT);
     let outcome = tokio::time::timeout(limit, async {
         let exited = async {
             let status = child.wait().await.map_err(|e| format!("failed: {e}"));

@@ -3,42 +3,24 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransportConfig, StreamableHttpError,
-};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-use crate::auth::http_client::AuthorizingClient;
+use super::http_client::AuthorizingClient;
 use crate::error::Error;
 
 /// The rmcp transport type we use for streamable HTTP.
 pub(crate) type HttpTransport = StreamableHttpClientTransport<AuthorizingClient>;
 
-/// rmcp retries a broken SSE stream forever by default; a few tries, then the call fails and
-/// the supervisor decides.
-const SSE_RECONNECT_TRIES: usize = 3;
-/// First SSE reconnect delay; doubles up to `SSE_RECONNECT_MAX_DELAY`.
-const SSE_RECONNECT_BASE: Duration = Duration::from_millis(250);
-/// Longest single SSE reconnect delay.
-const SSE_RECONNECT_MAX_DELAY: Duration = Duration::from_secs(2);
-/// Connect timeout of the shared client; request deadlines are set per call above it.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long an idle pooled connection is kept. Node and uvicorn close idle keep-alive
-/// connections after 5 s; a request sent on one as the server closes it is reset. Staying
-/// under that (undici keeps 4 s, httpx 5 s) makes the race rare; the resend below covers it.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
-
 /// The shared HTTP client: pooled keep-alive connections, no Nagle delay.
 pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .connect_timeout(crate::defaults::HTTP_CONNECT_TIMEOUT)
+        .pool_idle_timeout(crate::defaults::HTTP_POOL_IDLE_TIMEOUT)
         .tcp_nodelay(true)
-        .redirect(super::redirect::same_origin())
+        .redirect(crate::auth::redirect::same_origin())
         .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| Error::Connect {
@@ -46,63 +28,6 @@ pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
             message: format!("cannot build the HTTP client: {e}"),
             stderr_tail: Vec::new(),
         })
-}
-
-/// Sends `message` with `post`, and once more on a fresh connection when the first try died
-/// with the connection before any answer: the server closed an idle keep-alive connection as
-/// we reused it. A tool call is not sent twice (the server may have started it before the
-/// connection broke); the hub retries read-only calls itself.
-pub(crate) async fn resend_on_stale_connection<T, F, Fut>(
-    message: &ClientJsonRpcMessage,
-    post: F,
-) -> Result<T, StreamableHttpError<reqwest::Error>>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
-{
-    let first = post().await;
-    match &first {
-        Err(StreamableHttpError::Client(e)) if stale_connection(e) && resendable(message) => {
-            tracing::debug!("the connection broke before the server answered ({e}); sending again");
-            post().await
-        }
-        _ => first,
-    }
-}
-
-/// Whether `message` may reach the server twice without harm.
-fn resendable(message: &ClientJsonRpcMessage) -> bool {
-    !matches!(message, ClientJsonRpcMessage::Request(request)
-        if matches!(request.request, ClientRequest::CallToolRequest(_)))
-}
-
-/// A request that failed because the connection under it was gone: reset, aborted, or closed
-/// before the response began. Connect failures are not stale connections.
-pub(crate) fn stale_connection(error: &reqwest::Error) -> bool {
-    if error.is_connect() || error.is_timeout() {
-        return false;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = source {
-        if let Some(io) = current.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof
-            )
-        {
-            return true;
-        }
-        if let Some(hyper) = current.downcast_ref::<hyper::Error>()
-            && hyper.is_incomplete_message()
-        {
-            return true;
-        }
-        source = current.source();
-    }
-    false
 }
 
 /// Builds the transport for `url`; fails on a header that is not valid HTTP or is reserved.
@@ -122,9 +47,9 @@ pub(crate) fn connect(
     .filter_map(|(name, value)| name.map(|name| (name, value)))
     .collect();
     let mut retry = ExponentialBackoff::default();
-    retry.max_times = Some(SSE_RECONNECT_TRIES);
-    retry.base_duration = SSE_RECONNECT_BASE;
-    retry.max_delay = Some(SSE_RECONNECT_MAX_DELAY);
+    retry.max_times = Some(crate::defaults::HTTP_SSE_RECONNECT_TRIES);
+    retry.base_duration = crate::defaults::HTTP_SSE_RECONNECT_BASE;
+    retry.max_delay = Some(crate::defaults::HTTP_SSE_RECONNECT_MAX_DELAY);
     let mut config = StreamableHttpClientTransportConfig::default();
     config.uri = Arc::from(url);
     config.retry_config = Arc::new(retry);

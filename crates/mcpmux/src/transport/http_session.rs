@@ -13,7 +13,6 @@
 //! calls or the hub.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{StreamableHttpError, StreamableHttpPostResponse};
@@ -23,13 +22,6 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 
 /// Longest part of a server's error text quoted in an error, in characters.
 const PREVIEW_CHARS: usize = 200;
-/// How long a request on a live session waits for a server that refuses connections (it is
-/// restarting) before the refusal stands. A call's own deadline cuts it shorter.
-const UNREACHABLE_WAIT: Duration = Duration::from_secs(30);
-/// First pause before connecting again; doubles up to `UNREACHABLE_MAX_DELAY`.
-const UNREACHABLE_FIRST_DELAY: Duration = Duration::from_millis(50);
-/// Longest pause between two connection attempts: a restarted server is found within a second.
-const UNREACHABLE_MAX_DELAY: Duration = Duration::from_secs(1);
 
 /// Session events of one streamable-HTTP transport, shared by every clone of its client and
 /// watched by the connection that owns the session.
@@ -104,18 +96,18 @@ where
 {
     let mut outcome = post().await;
     let started = tokio::time::Instant::now();
-    let mut delay = UNREACHABLE_FIRST_DELAY;
+    let mut delay = crate::defaults::HTTP_UNREACHABLE_FIRST_DELAY;
     while in_session
         && let Err(StreamableHttpError::Client(error)) = &outcome
         && error.is_connect()
-        && started.elapsed() + delay < UNREACHABLE_WAIT
+        && started.elapsed() + delay < crate::defaults::HTTP_UNREACHABLE_WAIT
     {
         tracing::debug!("the server refuses connections ({error}); waiting for it to come back");
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = watch.answered.notified() => {}
         }
-        delay = (delay * 2).min(UNREACHABLE_MAX_DELAY);
+        delay = (delay * 2).min(crate::defaults::HTTP_UNREACHABLE_MAX_DELAY);
         outcome = post().await;
     }
     if !matches!(&outcome, Err(StreamableHttpError::Client(error)) if error.is_connect()) {

@@ -6,10 +6,11 @@
 
 pub(crate) mod headers_helper;
 pub(crate) mod http;
+mod http_client;
 pub(crate) mod http_session;
 pub(crate) mod inproc;
 pub(crate) mod nesting;
-pub(crate) mod redirect;
+mod refusal;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod ws;
@@ -22,6 +23,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::config::{ServerSpec, TransportSpec};
 use crate::error::Error;
 
+pub(crate) use refusal::HandshakeRefusal;
 pub(crate) use stdio::{ExitInfo, ProcessHandle};
 
 /// Shared per-hub transport resources: one pooled HTTP client for every HTTP server, built on
@@ -151,7 +153,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
                 _ => None,
             };
             let outside_oauth = oauth.is_none().then_some(state);
-            let client = crate::auth::http_client::AuthorizingClient::new(ctx.http()?, oauth)
+            let client = http_client::AuthorizingClient::new(ctx.http()?, oauth)
                 .with_helper(helper)
                 .reporting_refusals_to(outside_oauth);
             let session = client.session_watch();
@@ -180,7 +182,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
 }
 
 /// Legacy HTTP+SSE on a streamable HTTP spec's URL and headers, for a server that refused the
-/// streamable handshake as an old server does (see [`sse::refused_as_legacy`]).
+/// streamable handshake as an old server does (see [`HandshakeRefusal::LegacySse`]).
 pub(crate) async fn open_legacy_sse(
     spec: &ServerSpec,
     ctx: &TransportContext,

@@ -18,9 +18,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, Header
 use reqwest::{StatusCode, Url};
 use rmcp::RoleClient;
 use rmcp::model::{JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
-use rmcp::service::{ClientInitializeError, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::streamable_http_client::StreamableHttpError;
 use tokio_util::sync::CancellationToken;
 
 use super::{OpenFailure, unauthorized_advice};
@@ -30,9 +29,6 @@ use crate::error::{Error, fmt_duration};
 /// Largest SSE event accepted (field names and data together): the same bound as one stdio
 /// line, so a result that fits one transport fits the other.
 const MAX_EVENT_BYTES: usize = defaults::MAX_STDIO_FRAME;
-/// A `POST` only hands a message over (the server answers `202 Accepted`; the reply comes on
-/// the stream), so it is quick; a server that holds it this long is not coming back.
-const POST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of an error body we read to quote it.
 const BODY_PREVIEW_BYTES: usize = 2048;
 /// How much of a success body (`Accepted`) we read, so the pooled connection can be reused.
@@ -51,7 +47,7 @@ pub(crate) enum SseError {
         #[source]
         source: reqwest::Error,
     },
-    /// HTTP 401: the server wants credentials (see [`unauthorized_post`]).
+    /// HTTP 401: the server wants credentials (see [`super::HandshakeRefusal::Unauthorized`]).
     #[error(
         "POST to the message endpoint {endpoint} answered HTTP 401 Unauthorized{}; {}",
         preview_suffix(.body),
@@ -396,7 +392,7 @@ async fn post(
         .post(target.endpoint.clone())
         .headers(target.headers.clone())
         .header(CONTENT_TYPE, "application/json")
-        .timeout(POST_TIMEOUT)
+        .timeout(defaults::SSE_POST_TIMEOUT)
         .body(body);
     if let Some(version) = target.protocol_version.get() {
         request = request.header("mcp-protocol-version", version.clone());
@@ -430,44 +426,6 @@ async fn post(
         status,
         body,
     })
-}
-
-/// The `POST` a legacy SSE server answered with HTTP 401 during the handshake, if that is why
-/// the handshake failed: the server wants credentials, and retrying will not help.
-pub(crate) fn unauthorized_post(error: &ClientInitializeError) -> Option<&SseError> {
-    match error {
-        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => unauthorized_post(fallback),
-        ClientInitializeError::TransportError { error, .. } => {
-            let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*error.error);
-            while let Some(current) = cause {
-                if let Some(refused @ SseError::Unauthorized { .. }) = current.downcast_ref() {
-                    return Some(refused);
-                }
-                cause = current.source();
-            }
-            None
-        }
-        _ => None,
-    }
-}
-
-/// The HTTP status (400, 404 or 405) with which a server refused a streamable HTTP handshake
-/// POST outright: the spec's sign of an old HTTP+SSE server, to be retried as one on the same
-/// URL. `None` for any other failure.
-pub(crate) fn refused_as_legacy(error: &ClientInitializeError) -> Option<u16> {
-    match error {
-        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => refused_as_legacy(fallback),
-        ClientInitializeError::TransportError { error, .. } => {
-            let inner: &(dyn std::error::Error + 'static) = &*error.error;
-            match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>()? {
-                StreamableHttpError::UnexpectedServerResponse(message) => [400, 404, 405]
-                    .into_iter()
-                    .find(|status| message.starts_with(&format!("HTTP {status} "))),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
 }
 
 /// Reads at most `max` bytes of a body, as [`tidy_body`] shows it.

@@ -19,6 +19,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::defaults;
 use crate::error::Error;
+use crate::sync::lock;
 
 /// The rmcp transport over a child's (filtered) stdout and its stdin.
 pub(crate) type StdioTransport =
@@ -68,10 +69,7 @@ impl StderrTail {
     }
 
     fn push(&self, line: String) {
-        let mut lines = match self.lines.lock() {
-            Ok(lines) => lines,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut lines = lock(&self.lines);
         if lines.len() == defaults::STDERR_TAIL_LINES {
             lines.pop_front();
         }
@@ -80,10 +78,7 @@ impl StderrTail {
 
     /// A copy of the kept lines, oldest first.
     pub(crate) fn lines(&self) -> Vec<String> {
-        match self.lines.lock() {
-            Ok(lines) => lines.iter().cloned().collect(),
-            Err(poisoned) => poisoned.into_inner().iter().cloned().collect(),
-        }
+        lock(&self.lines).iter().cloned().collect()
     }
 
     /// The last `n` lines, for error messages.

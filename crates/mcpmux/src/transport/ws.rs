@@ -33,11 +33,6 @@ const SUBPROTOCOL: &str = "mcp";
 const MAX_MESSAGE_BYTES: usize = defaults::MAX_STDIO_FRAME;
 /// Largest single frame; a bigger message arrives fragmented (tungstenite's default).
 const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
-/// A send that cannot get its frame out this long (the server stopped reading) fails, so it
-/// does not hold the socket forever.
-const SEND_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long closing waits for the close frame to go out.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Headers the WebSocket handshake sets itself.
 const RESERVED_HEADERS: &[&str] = &[
     "host",
@@ -60,7 +55,7 @@ pub(crate) enum WsError {
     Send(#[source] tungstenite::Error),
     #[error(
         "WebSocket send did not complete within {}",
-        fmt_duration(SEND_TIMEOUT)
+        fmt_duration(defaults::WS_SEND_TIMEOUT)
     )]
     Timeout,
 }
@@ -232,7 +227,7 @@ impl Transport<RoleClient> for WsTransport {
                 let mut sink = sink.lock().await;
                 sink.send(Message::text(text)).await
             };
-            let result = match tokio::time::timeout(SEND_TIMEOUT, send).await {
+            let result = match tokio::time::timeout(defaults::WS_SEND_TIMEOUT, send).await {
                 Ok(result) => result.map_err(WsError::Send),
                 Err(_) => Err(WsError::Timeout),
             };
@@ -316,7 +311,7 @@ impl Transport<RoleClient> for WsTransport {
             let _ = sink.send(Message::Close(None)).await;
             let _ = sink.close().await;
         };
-        let _ = tokio::time::timeout(CLOSE_TIMEOUT, close).await;
+        let _ = tokio::time::timeout(defaults::WS_CLOSE_TIMEOUT, close).await;
         Ok(())
     }
 }

@@ -3,25 +3,28 @@
 //! authorize, step up) and the request sent again, so a session never sees a refusal it could
 //! not act on. Without OAuth state it is the shared pooled client, untouched, except that a
 //! `headersHelper`'s headers refused with a 401 are replaced by what the helper prints when run
-//! again, and the request sent again with them.
+//! again, and the request sent again with them. A request whose keep-alive connection died
+//! under it is sent once more on a fresh one (never a `tools/call`).
+//!
+//! The rmcp `StreamableHttpClient` implementation, so a transport part: it calls `auth/` for
+//! the token, the DPoP proof and what to do about a refusal; `auth/` knows nothing of it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::auth::AuthError;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 use sse_stream::Sse;
 
-use super::dpop::{self, Dpop};
-use super::session::{Retry, ServerAuth, detached};
-use crate::transport::headers_helper::Helper;
-use crate::transport::http::resend_on_stale_connection;
-use crate::transport::http_session::{self, SessionWatch};
+use super::headers_helper::Helper;
+use super::http_session::{self, SessionWatch};
+use crate::auth::dpop::{self, Dpop};
+use crate::auth::session::{Retry, ServerAuth, detached};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -200,6 +203,63 @@ impl AuthorizingClient {
             None => false,
         }
     }
+}
+
+/// Sends `message` with `post`, and once more on a fresh connection when the first try died
+/// with the connection before any answer: the server closed an idle keep-alive connection as
+/// we reused it. A tool call is not sent twice (the server may have started it before the
+/// connection broke); the hub retries read-only calls itself.
+pub(crate) async fn resend_on_stale_connection<T, F, Fut>(
+    message: &ClientJsonRpcMessage,
+    post: F,
+) -> Result<T, StreamableHttpError<reqwest::Error>>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+{
+    let first = post().await;
+    match &first {
+        Err(StreamableHttpError::Client(e)) if stale_connection(e) && resendable(message) => {
+            tracing::debug!("the connection broke before the server answered ({e}); sending again");
+            post().await
+        }
+        _ => first,
+    }
+}
+
+/// Whether `message` may reach the server twice without harm.
+fn resendable(message: &ClientJsonRpcMessage) -> bool {
+    !matches!(message, ClientJsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::CallToolRequest(_)))
+}
+
+/// A request that failed because the connection under it was gone: reset, aborted, or closed
+/// before the response began. Connect failures are not stale connections.
+pub(crate) fn stale_connection(error: &reqwest::Error) -> bool {
+    if error.is_connect() || error.is_timeout() {
+        return false;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = source {
+        if let Some(io) = current.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        {
+            return true;
+        }
+        if let Some(hyper) = current.downcast_ref::<hyper::Error>()
+            && hyper.is_incomplete_message()
+        {
+            return true;
+        }
+        source = current.source();
+    }
+    false
 }
 
 /// How a request carries its token: a Bearer token for rmcp to send, or the `DPoP`
