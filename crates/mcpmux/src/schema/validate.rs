@@ -15,6 +15,8 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{Draft, JsonType, ValidationError};
 use serde_json::Value;
 
+use crate::sync;
+
 /// Most problems reported for one call: a model fixes the first few, then calls again.
 const MAX_PROBLEMS: usize = 20;
 
@@ -404,10 +406,7 @@ impl ValidatorCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<CacheKey, (u64, Compiled)>> {
-        match self.entries.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        sync::lock(&self.entries)
     }
 
     fn compiled(&self, key: CacheKey, schema: &Value) -> Compiled {
