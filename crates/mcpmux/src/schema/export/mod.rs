@@ -34,9 +34,9 @@ use std::str::FromStr;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::catalog::Tool;
+use crate::catalog::naming::{self, NameRule};
 use gemini::GEMINI_MAX_DEPTH;
 pub use gemini::{GEMINI_KEYWORDS, GEMINI_REF_DEPTH};
 pub use openai::{
@@ -44,9 +44,6 @@ pub use openai::{
     OPENAI_STRICT_KEYWORDS,
 };
 use refs::{follow_refs, inferred_type, merge_all_of, types_of};
-
-/// Longest function name every provider accepts (Anthropic, OpenAI and Gemini all document 64).
-pub const MAX_NAME_LEN: usize = 64;
 
 /// A model provider's tool format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -104,72 +101,27 @@ impl FromStr for Provider {
     }
 }
 
-/// Does `name` satisfy `provider`'s function-name rule?
-pub fn name_is_valid(name: &str, provider: Provider) -> bool {
-    let len_ok = !name.is_empty() && name.len() <= MAX_NAME_LEN;
-    match provider {
-        Provider::Gemini => {
-            len_ok
-                && name
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
-        }
-        _ => {
-            len_ok
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+impl Provider {
+    /// The function-name rule of this provider.
+    fn name_rule(self) -> NameRule {
+        match self {
+            Provider::Gemini => NameRule::Gemini,
+            Provider::Anthropic | Provider::OpenAi | Provider::OpenAiStrict => {
+                NameRule::AnthropicOpenAi
+            }
         }
     }
 }
 
-fn hash_hex(text: &str, len: usize) -> String {
-    let digest = Sha256::digest(text.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    hex[..len.min(hex.len())].to_string()
+/// Does `name` satisfy `provider`'s function-name rule?
+pub fn name_is_valid(name: &str, provider: Provider) -> bool {
+    naming::is_valid(name, provider.name_rule())
 }
 
 /// `name` made to fit `provider`'s rule: unchanged when it fits; otherwise characters outside
 /// the rule become `_`, and a stable 6-hex suffix of the original name keeps it distinct.
 pub fn provider_name(name: &str, provider: Provider) -> String {
-    fit_name(name, provider, 6)
-}
-
-fn fit_name(name: &str, provider: Provider, hex: usize) -> String {
-    if name_is_valid(name, provider) && hex == 6 {
-        return name.to_string();
-    }
-    let gemini = provider == Provider::Gemini;
-    let mut fitted: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric()
-                || c == '_'
-                || c == '-'
-                || (gemini && (c == '.' || c == ':'))
-            {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if gemini
-        && !fitted
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-    {
-        fitted.insert(0, '_');
-    }
-    let suffix = hash_hex(name, hex);
-    // ASCII only after the mapping above, so byte truncation is safe.
-    fitted.truncate(MAX_NAME_LEN - 1 - suffix.len());
-    format!("{fitted}_{suffix}")
+    naming::fit(name, provider.name_rule())
 }
 
 /// One tool rendered for a provider.
@@ -251,13 +203,7 @@ pub fn export(tools: &[Tool], provider: Provider) -> Export {
         })
         .map(|tool| {
             let mut notes = Vec::new();
-            let mut name = provider_name(&tool.name, provider);
-            let mut hex = 6;
-            while used.contains(&name) && hex < 40 {
-                hex += 2;
-                name = fit_name(&tool.name, provider, hex);
-            }
-            used.insert(name.clone());
+            let name = naming::fit_unique(&tool.name, provider.name_rule(), &mut used);
             if name != tool.name {
                 notes.push(format!(
                     "name `{}` does not fit {provider}'s rules; exported as `{name}`",
@@ -451,7 +397,7 @@ mod tests {
         let digit = provider_name("2fa", Provider::Gemini);
         assert!(digit.starts_with("_2fa_"), "{digit}");
         let long = provider_name(&"ü".repeat(70), Provider::Anthropic);
-        assert_eq!(long.len(), MAX_NAME_LEN);
+        assert_eq!(long.len(), crate::defaults::MAX_TOOL_NAME_LEN);
         for p in Provider::ALL {
             for name in ["", "a b", "ä", &"y".repeat(200), "-x", ".x"] {
                 let fitted = provider_name(name, p);
