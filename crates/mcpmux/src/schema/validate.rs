@@ -462,25 +462,6 @@ impl ValidatorCache {
         )
     }
 
-    /// Validates call arguments; a schema that does not compile lets everything through, one
-    /// that cannot be used lets nothing through.
-    pub fn check_arguments(
-        &self,
-        server: &str,
-        tool: &str,
-        schema: &Value,
-        arguments: &Value,
-    ) -> Result<(), Vec<ArgumentProblem>> {
-        match self.input(server, tool, schema).as_ref() {
-            Ok(validator) => validator.validate(arguments),
-            Err(e) if e.unusable => Err(vec![ArgumentProblem {
-                path: String::new(),
-                message: format!("the tool's input schema cannot be used: {}", e.message),
-            }]),
-            Err(_) => Ok(()),
-        }
-    }
-
     /// Checks `structuredContent` against an output schema: the problems, never an error.
     pub fn check_output(
         &self,
@@ -708,11 +689,8 @@ mod tests {
         let cache = ValidatorCache::new();
         for schema in bad {
             assert!(Validator::compile(&schema).is_err(), "{schema}");
-            assert!(
-                cache
-                    .check_arguments("s", "t", &schema, &json!({"x": 1}))
-                    .is_ok()
-            );
+            let tool = crate::catalog::Tool::local("t", schema);
+            assert!(cache.prepare(&tool, None, json!({"x": 1})).is_ok());
         }
     }
 
@@ -728,11 +706,9 @@ mod tests {
         let c = cache.input("fs", "read", &changed);
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(cache.len(), 1, "a new schema version replaces the old one");
-        assert!(
-            cache
-                .check_arguments("fs", "read", &changed, &json!({}))
-                .is_err()
-        );
+        let mut tool = crate::catalog::Tool::local("read", changed);
+        tool.server = "fs".into();
+        assert!(cache.prepare(&tool, None, json!({})).is_err());
         cache.input("other", "read", &schema);
         assert_eq!(cache.len(), 2);
         cache.forget_server("fs");

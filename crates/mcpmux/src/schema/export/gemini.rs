@@ -16,7 +16,7 @@ pub const GEMINI_REF_DEPTH: usize = 2;
 const GEMINI_MAX_EXPANSIONS: usize = 200;
 
 /// Deepest schema nesting Gemini export walks before cutting (guards pathological schemas).
-pub(super) const GEMINI_MAX_DEPTH: usize = 32;
+const GEMINI_MAX_DEPTH: usize = super::refs::MAX_WALK_DEPTH;
 
 /// The schema keywords Gemini's `Schema` object accepts (Gemini API reference).
 pub const GEMINI_KEYWORDS: &[&str] = &[

@@ -26,7 +26,7 @@
 mod anthropic;
 mod gemini;
 mod openai;
-mod refs;
+pub(super) mod refs;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -37,13 +37,11 @@ use serde_json::{Map, Value};
 
 use crate::catalog::Tool;
 use crate::catalog::naming::{self, NameRule};
-use gemini::GEMINI_MAX_DEPTH;
 pub use gemini::{GEMINI_KEYWORDS, GEMINI_REF_DEPTH};
 pub use openai::{
     OPENAI_FORMATS, OPENAI_MAX_DESCRIPTION, OPENAI_MAX_NESTING, OPENAI_MAX_PROPERTIES,
     OPENAI_STRICT_KEYWORDS,
 };
-use refs::{follow_refs, inferred_type, merge_all_of, types_of};
 
 /// A model provider's tool format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -246,92 +244,6 @@ fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
             to.insert((*key).to_string(), v.clone());
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Arguments coming back.
-
-/// Removes `null` values the model sent for optional properties whose schema does not accept
-/// `null` — what a model working from an OpenAI strict export sends for "not given". Harmless
-/// for any call: such a `null` would fail validation anyway. Follows `properties`, `items` and
-/// local `$ref`s of `schema`. Does nothing for a schema beyond [`super::budget`]'s bounds.
-pub fn drop_null_optionals(schema: &Value, arguments: &mut Value) {
-    if super::budget::check(schema).is_ok() {
-        strip(schema, schema, arguments, 0);
-    }
-}
-
-/// [`drop_null_optionals`] for a schema already within the bounds (it compiled).
-pub(crate) fn drop_null_optionals_checked(schema: &Value, arguments: &mut Value) {
-    strip(schema, schema, arguments, 0);
-}
-
-fn strip(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
-    if depth > GEMINI_MAX_DEPTH {
-        return;
-    }
-    let mut node = follow_refs(schema, root);
-    merge_all_of(&mut node, root);
-    match value {
-        Value::Object(args) => {
-            let Some(Value::Object(properties)) = node.get("properties") else {
-                return;
-            };
-            let required: HashSet<&str> = match node.get("required") {
-                Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
-                _ => HashSet::new(),
-            };
-            args.retain(|key, v| {
-                !(v.is_null()
-                    && !required.contains(key.as_str())
-                    && properties
-                        .get(key)
-                        .is_some_and(|s| !schema_accepts_null(root, s, 0)))
-            });
-            for (key, v) in args.iter_mut() {
-                if let Some(s) = properties.get(key) {
-                    strip(root, s, v, depth + 1);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = node.get("items").filter(|i| i.is_object()) {
-                for item in items {
-                    strip(root, item_schema, item, depth + 1);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Does an original (not converted) schema accept `null`?
-fn schema_accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {
-    if depth > 16 {
-        return true;
-    }
-    let node = follow_refs(schema, root);
-    if !schema.is_object() {
-        return schema != &Value::Bool(false);
-    }
-    if types_of(&node).iter().any(|t| t == "null") {
-        return true;
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = node.get(key) {
-            return branches
-                .iter()
-                .any(|b| schema_accepts_null(root, b, depth + 1));
-        }
-    }
-    if let Some(Value::Array(values)) = node.get("enum") {
-        return values.contains(&Value::Null);
-    }
-    if let Some(c) = node.get("const") {
-        return c.is_null();
-    }
-    // No type and no constraint on it: anything goes, null included.
-    !node.contains_key("type") && inferred_type(&node).is_none() && !node.contains_key("allOf")
 }
 
 #[cfg(test)]

@@ -520,8 +520,9 @@ fn make_nullable_map(map: &mut Map<String, Value>) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::{Provider, drop_null_optionals, export};
+    use super::super::{Provider, export};
     use super::*;
+    use crate::schema::drop_null_optionals;
 
     #[test]
     fn strict_optional_properties_become_nullable_and_nulls_come_back_out() {

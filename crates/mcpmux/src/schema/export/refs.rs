@@ -6,8 +6,12 @@ use serde_json::{Map, Value};
 
 use crate::schema::budget::percent_decode;
 
+/// Deepest schema nesting the recursive walks (Gemini export, dropping `null`s at call time)
+/// follow before cutting (guards pathological schemas).
+pub(in crate::schema) const MAX_WALK_DEPTH: usize = 32;
+
 /// The schema a local `$ref` (`#`, `#/$defs/x`, any `#/json/pointer`) points at in `root`.
-pub(super) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+pub(in crate::schema) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     let fragment = reference.strip_prefix('#')?;
     if fragment.is_empty() {
         return Some(root);
@@ -19,7 +23,7 @@ pub(super) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Va
 }
 
 /// `node` with a top-level `$ref` chain followed, its own keywords winning over the target's.
-pub(super) fn follow_refs(node: &Value, root: &Value) -> Map<String, Value> {
+pub(in crate::schema) fn follow_refs(node: &Value, root: &Value) -> Map<String, Value> {
     let mut out = match node {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -39,7 +43,7 @@ pub(super) fn follow_refs(node: &Value, root: &Value) -> Map<String, Value> {
 
 /// Merges `branch` into `target`: properties and required united, other keywords kept where
 /// `target` has none.
-pub(super) fn merge_into(target: &mut Map<String, Value>, branch: Map<String, Value>) {
+pub(in crate::schema) fn merge_into(target: &mut Map<String, Value>, branch: Map<String, Value>) {
     for (key, value) in branch {
         match (key.as_str(), target.get_mut(&key), value) {
             ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
@@ -63,7 +67,7 @@ pub(super) fn merge_into(target: &mut Map<String, Value>, branch: Map<String, Va
 }
 
 /// `allOf` merged into its schema (refs of the branches followed).
-pub(super) fn merge_all_of(node: &mut Map<String, Value>, root: &Value) {
+pub(in crate::schema) fn merge_all_of(node: &mut Map<String, Value>, root: &Value) {
     if let Some(Value::Array(branches)) = node.remove("allOf") {
         for branch in branches {
             let mut branch = follow_refs(&branch, root);
@@ -76,7 +80,10 @@ pub(super) fn merge_all_of(node: &mut Map<String, Value>, root: &Value) {
 /// A root schema every provider takes: a root `$ref`, `allOf`, `anyOf` or `oneOf` folded into
 /// one object whose properties are the union (required only where every alternative requires
 /// them), `type: object`.
-pub(super) fn root_object(schema: &Value, notes: &mut Vec<String>) -> Map<String, Value> {
+pub(in crate::schema) fn root_object(
+    schema: &Value,
+    notes: &mut Vec<String>,
+) -> Map<String, Value> {
     let mut root = follow_refs(schema, schema);
     merge_all_of(&mut root, schema);
     for key in ["anyOf", "oneOf"] {
@@ -130,7 +137,7 @@ pub(super) fn root_object(schema: &Value, notes: &mut Vec<String>) -> Map<String
     root
 }
 
-pub(super) fn types_of(node: &Map<String, Value>) -> Vec<String> {
+pub(in crate::schema) fn types_of(node: &Map<String, Value>) -> Vec<String> {
     match node.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
         Some(Value::Array(ts)) => ts
@@ -143,7 +150,7 @@ pub(super) fn types_of(node: &Map<String, Value>) -> Vec<String> {
 }
 
 /// The type a schema without `type` evidently has.
-pub(super) fn inferred_type(node: &Map<String, Value>) -> Option<String> {
+pub(in crate::schema) fn inferred_type(node: &Map<String, Value>) -> Option<String> {
     if node.contains_key("properties") || node.contains_key("additionalProperties") {
         return Some("object".into());
     }
