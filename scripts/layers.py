@@ -79,7 +79,7 @@ def expand(tree):
 
 
 def imports(path, text, files):
-    text = text.split("#[cfg(test)]\nmod tests", 1)[0]
+    text = re.split(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*mod tests", text, maxsplit=1)[0]
     me = module_of(path)
     paths = [p for m in re.finditer(r"\buse\s+((?:crate|super|self)::[^;]*);", text) for p in expand(m.group(1))]
     paths += re.findall(r"(?<![\w:])((?:crate|super)(?:::\w+)+)", text)

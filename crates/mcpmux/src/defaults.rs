@@ -41,7 +41,8 @@ pub const STDERR_LINE_MAX: usize = 2000;
 /// Most `tools/list` pages followed before we call a server's pagination broken.
 pub const MAX_LIST_PAGES: usize = 1000;
 
-/// Longest exposed tool name: OpenAI and Anthropic both cap function names at 64.
+/// Longest tool name, exposed or exported: Anthropic, OpenAI and Gemini all cap function names
+/// at 64 characters.
 pub const MAX_TOOL_NAME_LEN: usize = 64;
 
 /// Environment variables a stdio server inherits from us; everything else must be configured.

@@ -1,9 +1,11 @@
-//! Exposed tool names: `mcp__<server>__<tool>`, restricted to `[A-Za-z0-9_-]` and 64 characters
-//! (what every model provider accepts), with a short stable hash suffix only where two tools
-//! would otherwise share a name or a name is too long. The name of a tool depends only on its
-//! own server and raw name unless it collides, so prompt caches stay warm across runs.
+//! Tool names, fitted once for everyone. The catalog's exposed names: `mcp__<server>__<tool>`,
+//! restricted to `[A-Za-z0-9_-]` and 64 characters (what every model provider accepts), with a
+//! short stable hash suffix only where two tools would otherwise share a name or a name is too
+//! long. The name of a tool depends only on its own server and raw name unless it collides, so
+//! prompt caches stay warm across runs. Provider exports fit names with the same pieces, under
+//! the rule of their provider ([`NameRule`]). Knows nothing of schemas or exports.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sha2::{Digest, Sha256};
 
@@ -12,17 +14,103 @@ use crate::defaults::MAX_TOOL_NAME_LEN;
 /// Length of the hash suffix, `_` plus hex digits.
 const HASH_HEX: usize = 6;
 
+/// Longest hash suffix tried when lengthening one to get past a clash.
+const MAX_HASH_HEX: usize = 40;
+
+/// A provider's function-name rule, where providers differ. Both cap the length at
+/// [`MAX_TOOL_NAME_LEN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// Anthropic and OpenAI: `^[a-zA-Z0-9_-]{1,64}$` (also what the exposed names keep to).
+    AnthropicOpenAi,
+    /// Gemini: starts with a letter or `_`; may contain `.` and `:` as well.
+    Gemini,
+}
+
+impl NameRule {
+    /// May `c` appear in a name?
+    fn allows(self, c: char) -> bool {
+        c.is_ascii_alphanumeric()
+            || c == '_'
+            || c == '-'
+            || (self == NameRule::Gemini && (c == '.' || c == ':'))
+    }
+
+    /// May a name start with `c` (beyond [`NameRule::allows`])?
+    fn allows_first(self, c: char) -> bool {
+        match self {
+            NameRule::Gemini => c.is_ascii_alphabetic() || c == '_',
+            NameRule::AnthropicOpenAi => true,
+        }
+    }
+}
+
 /// Replaces every character outside `[A-Za-z0-9_-]` with `_`.
 pub fn sanitize(part: &str) -> String {
+    sanitize_for(part, NameRule::AnthropicOpenAi)
+}
+
+/// Replaces every character `rule` does not allow with `_`.
+fn sanitize_for(part: &str, rule: NameRule) -> String {
     part.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if rule.allows(c) { c } else { '_' })
         .collect()
+}
+
+/// The first `len` hex digits of `key`'s SHA-256.
+fn hash_hex(key: &str, len: usize) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    hex[..len.min(hex.len())].to_string()
+}
+
+/// `fitted` (ASCII) cut so that `_` and a `hex`-digit hash of `key` fit the length limit, with
+/// that suffix appended.
+fn with_hash(fitted: &str, key: &str, hex: usize) -> String {
+    let suffix = hash_hex(key, hex);
+    let keep = MAX_TOOL_NAME_LEN - 1 - suffix.len();
+    // ASCII after sanitising, so byte slicing is safe.
+    let prefix = &fitted[..fitted.len().min(keep)];
+    format!("{prefix}_{suffix}")
+}
+
+/// Does `name` satisfy `rule`?
+pub fn is_valid(name: &str, rule: NameRule) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_TOOL_NAME_LEN
+        && name.chars().next().is_some_and(|c| rule.allows_first(c))
+        && name.chars().all(|c| rule.allows(c))
+}
+
+/// `name` made to fit `rule`: unchanged when it fits; otherwise characters outside the rule
+/// become `_`, and a stable 6-hex suffix of the original name keeps it distinct.
+pub fn fit(name: &str, rule: NameRule) -> String {
+    if is_valid(name, rule) {
+        return name.to_string();
+    }
+    fit_hashed(name, rule, HASH_HEX)
+}
+
+/// `name` fitted to `rule` with a `hex`-digit hash suffix, whether or not it fits already.
+fn fit_hashed(name: &str, rule: NameRule, hex: usize) -> String {
+    let mut fitted = sanitize_for(name, rule);
+    if !fitted.chars().next().is_some_and(|c| rule.allows_first(c)) {
+        fitted.insert(0, '_');
+    }
+    with_hash(&fitted, name, hex)
+}
+
+/// [`fit`], kept apart from every name in `used` by lengthening the hash suffix; the result
+/// is added to `used`.
+pub fn fit_unique(name: &str, rule: NameRule, used: &mut HashSet<String>) -> String {
+    let mut fitted = fit(name, rule);
+    let mut hex = HASH_HEX;
+    while used.contains(&fitted) && hex < MAX_HASH_HEX {
+        hex += 2;
+        fitted = fit_hashed(name, rule, hex);
+    }
+    used.insert(fitted.clone());
+    fitted
 }
 
 /// The name a tool gets when nothing collides and it fits.
@@ -31,13 +119,7 @@ pub fn base_name(server: &str, tool: &str) -> String {
 }
 
 fn hashed_name(base: &str, server: &str, tool: &str, hex: usize) -> String {
-    let digest = Sha256::digest(format!("{server}\0{tool}").as_bytes());
-    let suffix: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let suffix = &suffix[..hex.min(suffix.len())];
-    let keep = MAX_TOOL_NAME_LEN - 1 - suffix.len();
-    // The base is ASCII after sanitising, so byte slicing is safe.
-    let prefix = &base[..base.len().min(keep)];
-    format!("{prefix}_{suffix}")
+    with_hash(base, &format!("{server}\0{tool}"), hex)
 }
 
 /// Assigns an exposed name to each `(server, raw tool name)`, in the same order.
@@ -74,7 +156,7 @@ pub fn assign(tools: &[(&str, &str)]) -> Vec<String> {
         hex += 2;
         let (server, tool) = tools[i];
         names[i] = hashed_name(&bases[i], server, tool, hex);
-        if hex > 40 {
+        if hex > MAX_HASH_HEX {
             break;
         }
     }

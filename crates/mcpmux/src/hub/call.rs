@@ -54,7 +54,7 @@ impl Hub {
             ToolOrigin::Mcp { server } => inner.server(server),
             _ => None,
         };
-        let mut arguments = Value::Object(arguments.unwrap_or_default());
+        let arguments = Value::Object(arguments.unwrap_or_default());
 
         // Scope: what `tools_for` leaves out cannot be called by name either.
         if let (Some(scope), Some(server)) = (&options.scope, server) {
@@ -82,14 +82,10 @@ impl Hub {
                 .map_err(Error::Denied)?;
         }
         // Validation: the server never sees arguments its own schema rejects.
-        let compiled = match catalog.attached(&tool.name) {
-            Some(compiled) => compiled.clone(),
-            None => inner
-                .validators
-                .input(&tool.server, &tool.raw_name, &tool.input_schema),
-        };
-        schema::prepare_call(&compiled, &tool.input_schema, &mut arguments).map_err(|refusal| {
-            match refusal {
+        let arguments = inner
+            .validators
+            .prepare(tool, catalog.attached(&tool.name), arguments)
+            .map_err(|refusal| match refusal {
                 schema::CallRefusal::Arguments(problems) => Error::InvalidArguments {
                     tool: tool.name.clone(),
                     message: schema::validate::describe(&problems),
@@ -98,8 +94,7 @@ impl Hub {
                     tool: tool.name.clone(),
                     reason,
                 },
-            }
-        })?;
+            })?;
 
         let (result, max_bytes) = match server {
             Some(server) => {

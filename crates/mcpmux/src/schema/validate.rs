@@ -15,6 +15,8 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{Draft, JsonType, ValidationError};
 use serde_json::Value;
 
+use crate::sync;
+
 /// Most problems reported for one call: a model fixes the first few, then calls again.
 const MAX_PROBLEMS: usize = 20;
 
@@ -404,10 +406,7 @@ impl ValidatorCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<CacheKey, (u64, Compiled)>> {
-        match self.entries.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        sync::lock(&self.entries)
     }
 
     fn compiled(&self, key: CacheKey, schema: &Value) -> Compiled {
@@ -461,25 +460,6 @@ impl ValidatorCache {
             },
             schema,
         )
-    }
-
-    /// Validates call arguments; a schema that does not compile lets everything through, one
-    /// that cannot be used lets nothing through.
-    pub fn check_arguments(
-        &self,
-        server: &str,
-        tool: &str,
-        schema: &Value,
-        arguments: &Value,
-    ) -> Result<(), Vec<ArgumentProblem>> {
-        match self.input(server, tool, schema).as_ref() {
-            Ok(validator) => validator.validate(arguments),
-            Err(e) if e.unusable => Err(vec![ArgumentProblem {
-                path: String::new(),
-                message: format!("the tool's input schema cannot be used: {}", e.message),
-            }]),
-            Err(_) => Ok(()),
-        }
     }
 
     /// Checks `structuredContent` against an output schema: the problems, never an error.
@@ -709,11 +689,8 @@ mod tests {
         let cache = ValidatorCache::new();
         for schema in bad {
             assert!(Validator::compile(&schema).is_err(), "{schema}");
-            assert!(
-                cache
-                    .check_arguments("s", "t", &schema, &json!({"x": 1}))
-                    .is_ok()
-            );
+            let tool = crate::catalog::Tool::local("t", schema);
+            assert!(cache.prepare(&tool, None, json!({"x": 1})).is_ok());
         }
     }
 
@@ -729,11 +706,9 @@ mod tests {
         let c = cache.input("fs", "read", &changed);
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(cache.len(), 1, "a new schema version replaces the old one");
-        assert!(
-            cache
-                .check_arguments("fs", "read", &changed, &json!({}))
-                .is_err()
-        );
+        let mut tool = crate::catalog::Tool::local("read", changed);
+        tool.server = "fs".into();
+        assert!(cache.prepare(&tool, None, json!({})).is_err());
         cache.input("other", "read", &schema);
         assert_eq!(cache.len(), 2);
         cache.forget_server("fs");
