@@ -102,6 +102,10 @@ def imports(path, text, files):
                 if hit != path:
                     found.add(hit)
                 break
+        else:
+            # `crate::Error`: a name re-exported by lib.rs, so an import of the top.
+            if parts[0] == "crate" and target and path != "lib.rs":
+                found.add("lib.rs")
     return found
 
 

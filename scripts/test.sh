@@ -8,6 +8,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== the library's layers (ARCHITECTURE.md): no import up a layer, no circle"
+python3 scripts/layers.py
 echo "== cargo doc (the library's public face: every item documented, every link resolves)"
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p mcpmux
 echo "== cargo test"

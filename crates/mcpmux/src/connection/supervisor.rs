@@ -25,7 +25,7 @@ use super::handshake::{self, AttemptFailure, Session, close_session, split_tail}
 use super::{Live, ServerState, Shared};
 use crate::catalog::ServerTool;
 use crate::config::{Backoff, ServerSpec, TransportSpec};
-use crate::error::fmt_duration;
+use crate::error::{Error, fmt_duration};
 use crate::state::HubEvent;
 
 /// Tool-list notifications arriving within this window cause one refresh, not many.
@@ -266,11 +266,11 @@ impl Supervisor {
                 Ok(tools) => tools,
                 Err(error) => {
                     let error = match error {
-                        crate::Error::Connect {
+                        Error::Connect {
                             server,
                             message,
                             stderr_tail,
-                        } if stderr_tail.is_empty() => crate::Error::Connect {
+                        } if stderr_tail.is_empty() => Error::Connect {
                             server,
                             message,
                             stderr_tail: side.drained_tail().await,
