@@ -369,7 +369,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         } => {
             let provider = format
                 .as_deref()
-                .map(str::parse::<mcpmux::schema::export::Provider>)
+                .map(str::parse::<mcpmux::schema::Provider>)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             startup(hub).await?;
@@ -387,7 +387,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                 return Err(anyhow::anyhow!("no server named `{s}` (see `mcpmux servers`)").into());
             }
             if let Some(provider) = provider {
-                let export = mcpmux::schema::export::export(&tools, provider);
+                let export = mcpmux::schema::export(&tools, provider);
                 output::print_json(&export.definitions())?;
                 output::warn_unusable(
                     export

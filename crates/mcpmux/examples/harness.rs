@@ -6,7 +6,7 @@
 //! send `definitions` to its model and loop on the model's tool calls; here a scripted "model"
 //! plays that part so the example runs anywhere.
 
-use mcpmux::schema::export::{Provider, export};
+use mcpmux::schema::{Provider, export};
 use mcpmux::{Builtin, HandlerRegistry, Hub, HubOptions, LoadOptions};
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -4,11 +4,11 @@
 //! records.
 
 mod arguments;
-pub mod budget;
-pub mod export;
+pub(crate) mod budget;
+pub(crate) mod export;
 #[cfg(test)]
 mod fuzz;
-pub mod validate;
+pub(crate) mod validate;
 
 use serde_json::Value;
 

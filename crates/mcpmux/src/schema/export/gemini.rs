@@ -18,32 +18,6 @@ const GEMINI_MAX_EXPANSIONS: usize = 200;
 /// Deepest schema nesting Gemini export walks before cutting (guards pathological schemas).
 const GEMINI_MAX_DEPTH: usize = super::refs::MAX_WALK_DEPTH;
 
-/// The schema keywords Gemini's `Schema` object accepts (Gemini API reference).
-pub const GEMINI_KEYWORDS: &[&str] = &[
-    "type",
-    "format",
-    "title",
-    "description",
-    "nullable",
-    "enum",
-    "maxItems",
-    "minItems",
-    "properties",
-    "required",
-    "minProperties",
-    "maxProperties",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "example",
-    "anyOf",
-    "propertyOrdering",
-    "default",
-    "items",
-    "minimum",
-    "maximum",
-];
-
 fn values_text(values: &[Value]) -> String {
     values
         .iter()

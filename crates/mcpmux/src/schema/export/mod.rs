@@ -37,11 +37,6 @@ use serde_json::{Map, Value};
 
 use crate::catalog::Tool;
 use crate::catalog::naming::{self, NameRule};
-pub use gemini::{GEMINI_KEYWORDS, GEMINI_REF_DEPTH};
-pub use openai::{
-    OPENAI_FORMATS, OPENAI_MAX_DESCRIPTION, OPENAI_MAX_NESTING, OPENAI_MAX_PROPERTIES,
-    OPENAI_STRICT_KEYWORDS,
-};
 
 /// A model provider's tool format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -109,17 +104,6 @@ impl Provider {
             }
         }
     }
-}
-
-/// Does `name` satisfy `provider`'s function-name rule?
-pub fn name_is_valid(name: &str, provider: Provider) -> bool {
-    naming::is_valid(name, provider.name_rule())
-}
-
-/// `name` made to fit `provider`'s rule: unchanged when it fits; otherwise characters outside
-/// the rule become `_`, and a stable 6-hex suffix of the original name keeps it distinct.
-pub fn provider_name(name: &str, provider: Provider) -> String {
-    naming::fit(name, provider.name_rule())
 }
 
 /// One tool rendered for a provider.
@@ -250,6 +234,17 @@ fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// Does `name` satisfy `provider`'s function-name rule?
+    fn name_is_valid(name: &str, provider: Provider) -> bool {
+        naming::is_valid(name, provider.name_rule())
+    }
+
+    /// `name` made to fit `provider`'s rule: unchanged when it fits; otherwise characters outside
+    /// the rule become `_`, and a stable 6-hex suffix of the original name keeps it distinct.
+    fn provider_name(name: &str, provider: Provider) -> String {
+        naming::fit(name, provider.name_rule())
+    }
     use serde_json::json;
 
     /// The fixture tools shared with `tests/provider_rules.rs`.

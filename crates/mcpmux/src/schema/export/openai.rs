@@ -33,30 +33,6 @@ pub const OPENAI_FORMATS: &[&str] = &[
     "uuid",
 ];
 
-/// The keywords OpenAI strict mode accepts (Structured Outputs "supported schemas").
-pub const OPENAI_STRICT_KEYWORDS: &[&str] = &[
-    "type",
-    "description",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "enum",
-    "const",
-    "anyOf",
-    "$ref",
-    "$defs",
-    "pattern",
-    "format",
-    "multipleOf",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "minItems",
-    "maxItems",
-];
-
 fn openai_description(tool: &Tool, notes: &mut Vec<String>) -> Option<String> {
     let d = description(tool)?;
     if d.chars().count() <= OPENAI_MAX_DESCRIPTION {
