@@ -4,9 +4,7 @@
 
 mod support;
 
-use std::time::Duration;
-
-use mcpmux::{Hub, HubOptions, ServerSpec, ServerState};
+use mcpmux::{ServerSpec, ServerState};
 use serde_json::json;
 
 fn account(name: &str, token: &str) -> ServerSpec {
@@ -20,12 +18,11 @@ fn account(name: &str, token: &str) -> ServerSpec {
 
 #[tokio::test]
 async fn two_entries_with_one_command_and_different_env_both_get_their_tools() {
-    let hub = Hub::start(
-        vec![account("github-work", "w"), account("github-personal", "p")],
-        HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200)),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started(vec![
+        account("github-work", "w"),
+        account("github-personal", "p"),
+    ])
+    .await;
 
     for status in hub.servers() {
         assert!(

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpmux::host::{ElicitationReply, ElicitationRequest, Root, SamplingReply, SamplingRequest};
-use mcpmux::{CallOptions, Error, Host, Hub, HubOptions, ServerSpec};
+use mcpmux::{CallOptions, Error, Host, Hub, ServerSpec};
 use serde_json::{Map, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -27,15 +27,11 @@ fn testserver(era: &str) -> ServerSpec {
 }
 
 async fn hub(era: &str, host: Host) -> Hub {
-    let hub = Hub::start(
+    support::started_with(
         vec![testserver(era)],
-        HubOptions::ephemeral()
-            .with_shutdown_grace(Duration::from_millis(200))
-            .with_host(host),
+        support::hub_options().with_host(host),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    .await
 }
 
 /// What the host was asked, in order.

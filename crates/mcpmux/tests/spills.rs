@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use mcpmux::config::ServerOptions;
 use mcpmux::result::Spill;
-use mcpmux::{Hub, HubOptions, ServerSpec};
+use mcpmux::{Hub, ServerSpec};
 use serde_json::json;
 
 async fn hub(spill: Spill, keep: bool) -> Hub {
@@ -22,16 +22,13 @@ async fn hub(spill: Spill, keep: bool) -> Hub {
         Vec::<String>::new(),
     )
     .with_options(options);
-    let hub = Hub::start(
+    support::started_with(
         vec![spec],
-        HubOptions::ephemeral()
-            .with_shutdown_grace(Duration::from_millis(200))
+        support::hub_options()
             .with_spill(spill)
             .with_keep_spills(keep),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    .await
 }
 
 /// Calls `huge` for `mb` MiB and returns the spill file the cut result names.

@@ -7,10 +7,8 @@
 
 mod support;
 
-use std::time::Duration;
-
 use mcpmux::untrusted::{UNTRUSTED_TAG, closing_tag};
-use mcpmux::{Error, Hub, HubOptions, ServerSpec};
+use mcpmux::{Error, Hub, ServerSpec};
 use serde_json::json;
 
 async fn hostile_hub() -> Hub {
@@ -19,13 +17,7 @@ async fn hostile_hub() -> Hub {
         support::testserver().to_string_lossy(),
         Vec::<String>::new(),
     );
-    let hub = Hub::start(
-        vec![spec],
-        HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200)),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    support::started(vec![spec]).await
 }
 
 /// The rendering's nonce, its one closing tag at the very end, and the text inside.
