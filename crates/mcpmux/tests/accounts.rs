@@ -8,12 +8,7 @@ use mcpmux::{ServerSpec, ServerState};
 use serde_json::json;
 
 fn account(name: &str, token: &str) -> ServerSpec {
-    ServerSpec::stdio(
-        name,
-        support::testserver().to_string_lossy(),
-        Vec::<String>::new(),
-    )
-    .with_env("GITHUB_TOKEN", token)
+    support::stdio_testserver(name, &[]).with_env("GITHUB_TOKEN", token)
 }
 
 #[tokio::test]

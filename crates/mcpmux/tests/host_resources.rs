@@ -264,8 +264,7 @@ async fn testserver_hub(era: &str, host: Host) -> Hub {
     options.backoff.initial = Duration::from_millis(20);
     options.backoff.max = Duration::from_millis(100);
     options.shutdown_grace = Duration::from_millis(200);
-    let spec = ServerSpec::stdio("t", support::testserver().to_string_lossy(), ["--era", era])
-        .with_options(options);
+    let spec = support::stdio_testserver("t", &["--era", era]).with_options(options);
     support::started_with(vec![spec], support::hub_options().with_host(host)).await
 }
 

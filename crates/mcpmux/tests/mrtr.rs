@@ -19,11 +19,7 @@ use tokio_util::sync::CancellationToken;
 const ASK: &str = "mcp__t__ask";
 
 fn testserver(era: &str) -> ServerSpec {
-    ServerSpec::stdio(
-        "t",
-        support::testserver().to_string_lossy(),
-        ["--era", era].map(String::from),
-    )
+    support::stdio_testserver("t", &["--era", era])
 }
 
 async fn hub(era: &str, host: Host) -> Hub {

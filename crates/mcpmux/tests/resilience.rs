@@ -171,17 +171,14 @@ async fn a_crash_on_a_named_tool_leaves_other_servers_alone() {
     assert!(is_connected(&state(&hub, "steady")));
     // The fragile server comes back with a new process; its other tools work.
     wait_state(&hub, "fragile", Duration::from_secs(3), is_connected).await;
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let new_pid = loop {
-        if let Ok(r) = hub.call("mcp__fragile__pid", json!({})).await {
-            let pid: u32 = r.to_text().parse().unwrap();
-            if pid != fragile_pid {
-                break pid;
-            }
-        }
-        assert!(Instant::now() < deadline, "fragile never came back");
-        tokio::time::sleep(ms(5)).await;
-    };
+    let hub_ref = &hub;
+    let new_pid = support::eventually_async(Duration::from_secs(3), ms(5), || async move {
+        let r = hub_ref.call("mcp__fragile__pid", json!({})).await.ok()?;
+        let pid: u32 = r.to_text().parse().unwrap();
+        (pid != fragile_pid).then_some(pid)
+    })
+    .await
+    .expect("fragile never came back");
     assert_ne!(new_pid, fragile_pid);
     assert_eq!(echo(&hub, "fragile", "back").await.unwrap(), "back");
     hub.shutdown().await;
@@ -685,19 +682,13 @@ async fn http_5xx_fails_calls_clearly_then_the_server_recovers_after_heal() {
 
     admin(&server.url, "/admin/heal").await;
     let healed = Instant::now();
-    let deadline = healed + Duration::from_secs(5);
-    loop {
-        if let Ok(text) = echo(&hub, "remote", "after").await {
-            assert_eq!(text, "after");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never recovered: {:?}",
-            state(&hub, "remote")
-        );
-        tokio::time::sleep(ms(20)).await;
-    }
+    let hub_ref = &hub;
+    let text = support::eventually_async(Duration::from_secs(5), ms(20), || async move {
+        echo(hub_ref, "remote", "after").await.ok()
+    })
+    .await
+    .unwrap_or_else(|| panic!("never recovered: {:?}", state(&hub, "remote")));
+    assert_eq!(text, "after");
     eprintln!("FIGURE 5xx heal -> working call: {:?}", healed.elapsed());
     wait_state(&hub, "remote", Duration::from_secs(2), is_connected).await;
     assert!(hub.tools().iter().any(|t| t.server == "remote"));

@@ -8,20 +8,15 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use mcpmux::Hub;
 use mcpmux::config::ServerOptions;
 use mcpmux::result::Spill;
-use mcpmux::{Hub, ServerSpec};
 use serde_json::json;
 
 async fn hub(spill: Spill, keep: bool) -> Hub {
     let mut options = ServerOptions::default();
     options.max_result_bytes = 1024;
-    let spec = ServerSpec::stdio(
-        "t",
-        support::testserver().to_string_lossy(),
-        Vec::<String>::new(),
-    )
-    .with_options(options);
+    let spec = support::stdio_testserver("t", &[]).with_options(options);
     support::started_with(
         vec![spec],
         support::hub_options()

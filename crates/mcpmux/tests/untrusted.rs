@@ -8,15 +8,11 @@
 mod support;
 
 use mcpmux::untrusted::{UNTRUSTED_TAG, closing_tag};
-use mcpmux::{Error, Hub, ServerSpec};
+use mcpmux::{Error, Hub};
 use serde_json::json;
 
 async fn hostile_hub() -> Hub {
-    let spec = ServerSpec::stdio(
-        "evil",
-        support::testserver().to_string_lossy(),
-        Vec::<String>::new(),
-    );
+    let spec = support::stdio_testserver("evil", &[]);
     support::started(vec![spec]).await
 }
 
