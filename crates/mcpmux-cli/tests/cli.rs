@@ -5,93 +5,17 @@
 //! (or of another test) is read.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../mcpmux/tests/support/mod.rs"]
 mod support;
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::{Value, json};
-
-/// A hermetic place to run `mcpmux`: a temp HOME and a temp project directory.
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
-/// What one run of `mcpmux` showed the user.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
+use support::{Run, Sandbox, assert_code, table_row};
 
 impl Sandbox {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        Sandbox {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpmux"));
-        cmd.args(args)
-            .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env_remove("MCPMUX_LOG")
-            .env_remove("RUST_LOG");
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        self.run_with_stdin(args, None)
-    }
-
-    fn run_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Run {
-        let start = Instant::now();
-        let mut child = self
-            .command(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(text) = stdin {
-            let mut pipe = child.stdin.take().unwrap();
-            pipe.write_all(text.as_bytes()).unwrap();
-        }
-        let Output {
-            status,
-            stdout,
-            stderr,
-        } = child.wait_with_output().unwrap();
-        Run {
-            code: status.code(),
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-            took: start.elapsed(),
-        }
-    }
-
     /// Writes `.mcp.json` in the project with these `mcpServers`.
     fn mcp_json(&self, servers: Value) {
         self.write(".mcp.json", &json!({ "mcpServers": servers }).to_string());
@@ -127,23 +51,9 @@ fn toml_list(items: &[&str]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-#[track_caller]
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, Some(code), "unexpected exit code: {run:#?}");
-}
-
-/// The row of a `mcpmux servers` table whose first cell is `name`.
-fn table_row<'a>(stdout: &'a str, name: &str) -> &'a str {
-    stdout
-        .lines()
-        .find(|line| line.split_whitespace().next() == Some(name))
-        .unwrap_or_else(|| panic!("no row for `{name}` in:\n{stdout}"))
-}
-
 /// The JSON array printed by `--json`.
 fn json_array(run: &Run) -> Vec<Value> {
-    let value: Value = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", run.stdout));
+    let value = support::json(run);
     value
         .as_array()
         .unwrap_or_else(|| panic!("not a JSON array: {value}"))

@@ -7,107 +7,33 @@
 //! no token of this machine is read or written.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../mcpmux/tests/support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-/// A hermetic place to run `mcpmux`.
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
-/// What one run of `mcpmux` showed the user.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
+use support::{Sandbox, assert_code, json, table_row};
 
 impl Sandbox {
     /// A sandbox whose `.mcp.json` has the OAuth server as `remote` and a stdio server as
-    /// `local`.
+    /// `local`, approved.
     fn with_servers(remote_url: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        let config = json!({
-            "mcpServers": {
-                "remote": { "type": "http", "url": remote_url },
-                "local": { "command": support::testserver().display().to_string() },
-            }
-        });
-        std::fs::write(project.join(".mcp.json"), config.to_string()).unwrap();
-        // The person approved the project's servers (approval itself: cli_trust.rs).
-        std::fs::create_dir_all(home.join(".claude")).unwrap();
-        std::fs::write(
-            home.join(".claude").join("settings.json"),
-            r#"{"enableAllProjectMcpServers": true}"#,
-        )
-        .unwrap();
-        Sandbox {
-            _dir: dir,
-            home,
-            project,
-        }
+        let sandbox = Sandbox::new();
+        sandbox.project_servers(json!({
+            "remote": { "type": "http", "url": remote_url },
+            "local": { "command": support::testserver().display().to_string() },
+        }));
+        sandbox
     }
 
     /// Where `TokenStore::user_default()` puts the file in this sandbox.
     fn token_file(&self) -> PathBuf {
         self.home.join(".config").join("mcpmux").join("tokens.json")
     }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpmux"));
-        cmd.args(args)
-            .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env_remove("MCPMUX_TOKEN_FILE")
-            .env_remove("MCPMUX_AUTH_HEADLESS")
-            .env_remove("DISPLAY")
-            .env_remove("WAYLAND_DISPLAY")
-            .env_remove("MCPMUX_LOG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        run(self.command(args))
-    }
-
-    fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut cmd = self.command(args);
-        cmd.envs(env.iter().copied());
-        run(cmd)
-    }
-}
-
-fn run(mut cmd: Command) -> Run {
-    let output = cmd.output().unwrap();
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-#[track_caller]
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, Some(code), "unexpected exit code: {run:#?}");
 }
 
 /// The test server as an OAuth-protected resource and authorization server.
@@ -161,19 +87,6 @@ fn stats(server: &support::ServerProcess) -> Value {
 fn admin(server: &support::ServerProcess, what: &str) {
     let (status, _, body) = http("POST", &format!("{}/admin/oauth/{what}", origin(server)));
     assert_eq!(status, 200, "{what}: {body}");
-}
-
-/// The row of a table whose first cell is `name`.
-fn table_row<'a>(stdout: &'a str, name: &str) -> &'a str {
-    stdout
-        .lines()
-        .find(|line| line.split_whitespace().next() == Some(name))
-        .unwrap_or_else(|| panic!("no row for `{name}` in:\n{stdout}"))
-}
-
-fn json(run: &Run) -> Value {
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {run:#?}"))
 }
 
 /// The entry of `name` in `mcpmux servers --json` or the `servers` of `mcpmux auth status

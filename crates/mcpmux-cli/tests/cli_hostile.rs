@@ -4,101 +4,24 @@
 //! and is killed past it, so an abort or a hang fails the test instead of stalling it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../mcpmux/tests/support/mod.rs"]
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::Sandbox;
 
 /// Longest a single run may take: startup, one listing or call, shutdown.
 const DEADLINE: Duration = Duration::from_secs(20);
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
 
 impl Sandbox {
     /// A hermetic HOME whose `~/.claude.json` runs the test server as `ts` (the person's own
     /// config: the hostile part here is the server, not the project), and a project to run in.
     fn with_testserver(args: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        let servers = json!({"mcpServers": {"ts": {
+        Sandbox::with_user_servers(json!({"ts": {
             "command": support::testserver().display().to_string(),
             "args": args,
-        }}});
-        std::fs::write(home.join(".claude.json"), servers.to_string()).unwrap();
-        Sandbox {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
-    /// Runs `mcpmux args`, killing it past [`DEADLINE`].
-    fn run(&self, args: &[&str]) -> Run {
-        let start = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpmux"))
-            .args(args)
-            .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env_remove("MCPMUX_LOG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let out = std::thread::spawn(move || {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
-            text
-        });
-        let err = std::thread::spawn(move || {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-            text
-        });
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if start.elapsed() > DEADLINE {
-                child.kill().unwrap();
-                let _ = child.wait();
-                panic!(
-                    "`mcpmux {}` did not end within {DEADLINE:?}",
-                    args.join(" ")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Run {
-            code: status.code(),
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
-            took: start.elapsed(),
-        }
+        }}))
     }
 }
 
@@ -128,7 +51,7 @@ fn provider_exports_leave_out_a_self_referencing_tool_and_say_why() {
         ("anthropic", &["name"][..]),
         ("gemini", &["name"][..]),
     ] {
-        let run = sandbox.run(&["tools", "--format", format]);
+        let run = sandbox.run_within(&["tools", "--format", format], DEADLINE);
         assert_eq!(run.code, Some(0), "{format}: {run:#?}");
         let definitions: Vec<Value> = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|e| panic!("{format}: stdout is not JSON ({e}): {run:#?}"));
@@ -152,7 +75,7 @@ fn provider_exports_leave_out_a_self_referencing_tool_and_say_why() {
 #[test]
 fn tools_lists_the_unusable_tool_with_its_reason() {
     let sandbox = Sandbox::with_testserver(&["--tool-schema", "self-ref"]);
-    let run = sandbox.run(&["tools"]);
+    let run = sandbox.run_within(&["tools"], DEADLINE);
     assert_eq!(run.code, Some(0), "{run:#?}");
     let row = run
         .stdout
@@ -166,7 +89,7 @@ fn tools_lists_the_unusable_tool_with_its_reason() {
     assert!(run.stdout.contains("mcp__ts__echo "), "{run:#?}");
     assert!(run.stderr.contains(SELF_REF_REASON), "{run:#?}");
 
-    let run = sandbox.run(&["tools", "--json"]);
+    let run = sandbox.run_within(&["tools", "--json"], DEADLINE);
     assert_eq!(run.code, Some(0), "{run:#?}");
     let tools: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
     let bad = tools
@@ -188,11 +111,11 @@ fn tools_lists_the_unusable_tool_with_its_reason() {
 fn calling_a_tool_with_a_hostile_schema_is_refused_and_the_others_still_answer() {
     let sandbox =
         Sandbox::with_testserver(&["--tool-schema", "self-ref", "--tool-schema", "ref-bomb"]);
-    let run = sandbox.run(&["call", "mcp__ts__self_ref", r#"{"x":"a"}"#]);
+    let run = sandbox.run_within(&["call", "mcp__ts__self_ref", r#"{"x":"a"}"#], DEADLINE);
     assert_eq!(run.code, Some(2), "{run:#?}");
     assert!(run.stderr.contains(SELF_REF_REASON), "{run:#?}");
 
-    let run = sandbox.run(&["call", "mcp__ts__ref_bomb", r#"{"x":"a"}"#]);
+    let run = sandbox.run_within(&["call", "mcp__ts__ref_bomb", r#"{"x":"a"}"#], DEADLINE);
     assert_eq!(run.code, Some(2), "{run:#?}");
     assert!(
         run.stderr.contains(
@@ -202,7 +125,7 @@ fn calling_a_tool_with_a_hostile_schema_is_refused_and_the_others_still_answer()
     );
     assert!(run.took < Duration::from_secs(5), "{run:#?}");
 
-    let run = sandbox.run(&["call", "mcp__ts__echo", r#"{"text":"fine"}"#]);
+    let run = sandbox.run_within(&["call", "mcp__ts__echo", r#"{"text":"fine"}"#], DEADLINE);
     assert_eq!(run.code, Some(0), "{run:#?}");
     assert_eq!(run.stdout, "fine\n");
 }
@@ -210,7 +133,10 @@ fn calling_a_tool_with_a_hostile_schema_is_refused_and_the_others_still_answer()
 #[test]
 fn a_result_too_deep_to_read_fails_the_call_fast_with_the_reason() {
     let sandbox = Sandbox::with_testserver(&["--deep-result"]);
-    let run = sandbox.run(&["call", "mcp__ts__deep_result", "{}", "--timeout", "15"]);
+    let run = sandbox.run_within(
+        &["call", "mcp__ts__deep_result", "{}", "--timeout", "15"],
+        DEADLINE,
+    );
     assert_eq!(run.code, Some(2), "{run:#?}");
     assert!(
         run.stderr.contains(
@@ -257,7 +183,7 @@ fn a_misbehaving_server_run_of_the_whole_cli_exits_normally_every_time() {
         (&["call", "mcp__ts__echo", r#"{"text":"still here"}"#], 0),
     ];
     for (args, code) in runs {
-        let run = sandbox.run(args);
+        let run = sandbox.run_within(args, DEADLINE);
         assert_eq!(
             run.code,
             Some(*code),
@@ -270,6 +196,9 @@ fn a_misbehaving_server_run_of_the_whole_cli_exits_normally_every_time() {
             args.join(" ")
         );
     }
-    let run = sandbox.run(&["call", "mcp__ts__echo", r#"{"text":"still here"}"#]);
+    let run = sandbox.run_within(
+        &["call", "mcp__ts__echo", r#"{"text":"still here"}"#],
+        DEADLINE,
+    );
     assert_eq!(run.stdout, "still here\n", "{run:#?}");
 }

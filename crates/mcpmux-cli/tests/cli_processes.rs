@@ -9,19 +9,16 @@
 //! `descendants` alone would not see it). The tests take turns so timing stays predictable.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../mcpmux/tests/support/mod.rs"]
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::{Run, Running};
 
 /// One test at a time: timing assertions and /proc scans stay undisturbed.
 fn serial() -> MutexGuard<'static, ()> {
@@ -34,50 +31,33 @@ fn serial() -> MutexGuard<'static, ()> {
 /// How long processes may take to disappear after `mcpmux` exits.
 const GONE_WITHIN: Duration = Duration::from_secs(3);
 
-/// A hermetic place to run `mcpmux`: a temp HOME and a temp project directory.
+/// A [`support::Sandbox`] with a marker of its own.
 struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
+    base: support::Sandbox,
     /// A `sleep` duration no other process on the machine has on its command line.
     marker: String,
+}
+
+impl std::ops::Deref for Sandbox {
+    type Target = support::Sandbox;
+
+    fn deref(&self) -> &support::Sandbox {
+        &self.base
+    }
 }
 
 impl Sandbox {
     fn new() -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(1);
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
         let marker = format!(
             "300.{}{:04}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         Sandbox {
-            _dir: dir,
-            home,
-            project,
+            base: support::Sandbox::new(),
             marker,
         }
-    }
-
-    /// `.mcp.json` with these `mcpServers`.
-    fn mcp_json(&self, servers: Value) {
-        std::fs::write(
-            self.project.join(".mcp.json"),
-            json!({ "mcpServers": servers }).to_string(),
-        )
-        .unwrap();
-        // The person approved the project's servers (approval itself: cli_trust.rs).
-        std::fs::create_dir_all(self.home.join(".claude")).unwrap();
-        std::fs::write(
-            self.home.join(".claude").join("settings.json"),
-            r#"{"enableAllProjectMcpServers": true}"#,
-        )
-        .unwrap();
     }
 
     /// A stdio entry: `sh` forks `sleep MARKER` into the background, then becomes the test
@@ -98,29 +78,6 @@ impl Sandbox {
         self.project.join("calls.jsonl")
     }
 
-    fn spawn(&self, args: &[&str]) -> Running {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpmux"))
-            .args(args)
-            .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env_remove("MCPMUX_LOG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = read_all(child.stdout.take().unwrap());
-        let stderr = read_all(child.stderr.take().unwrap());
-        Running {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
     /// Processes anywhere on the machine that carry this test's marker.
     fn marked(&self) -> Vec<support::Proc> {
         support::processes()
@@ -130,40 +87,7 @@ impl Sandbox {
     }
 }
 
-fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = pipe.read_to_string(&mut text);
-        text
-    })
-}
-
-/// A running `mcpmux`.
-struct Running {
-    child: Child,
-    stdout: JoinHandle<String>,
-    stderr: JoinHandle<String>,
-}
-
-/// What it showed once it ended.
-#[derive(Debug)]
-struct Ended {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 impl Running {
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Gives the `-` arguments on stdin and closes it.
-    fn send_arguments(&mut self, arguments: &str) {
-        let mut stdin = self.child.stdin.take().unwrap();
-        stdin.write_all(arguments.as_bytes()).unwrap();
-    }
-
     fn signal(&self, signal: i32) {
         // SAFETY: kill(2) has no memory-safety preconditions; the pid is our own unreaped child.
         assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
@@ -196,46 +120,24 @@ impl Running {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-
-    /// Waits for it to exit (killing it and failing if it takes longer than `within`).
-    fn finish(mut self, within: Duration) -> Ended {
-        let deadline = Instant::now() + within;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "mcpmux did not exit within {within:?}; stderr: {}",
-                    self.stderr.join().unwrap()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        Ended {
-            code: status.code(),
-            stdout: self.stdout.join().unwrap(),
-            stderr: self.stderr.join().unwrap(),
-        }
-    }
 }
 
 /// Every recorded pid is gone, and nothing with the marker is left anywhere.
 #[track_caller]
-fn assert_all_gone(sandbox: &Sandbox, pids: &BTreeSet<i32>, ended: &Ended) {
+fn assert_all_gone(sandbox: &Sandbox, pids: &BTreeSet<i32>, ended: &Run) {
     let left = support::wait_gone(pids, GONE_WITHIN);
     assert!(
         left.is_empty(),
         "processes left after mcpmux exited: {left:#?}\n{ended:#?}"
     );
-    let deadline = Instant::now() + GONE_WITHIN;
-    let mut marked = sandbox.marked();
-    while !marked.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-        marked = sandbox.marked();
-    }
+    let gone = support::eventually_blocking(GONE_WITHIN, Duration::from_millis(20), || {
+        sandbox.marked().is_empty().then_some(())
+    });
+    let marked = if gone.is_some() {
+        Vec::new()
+    } else {
+        sandbox.marked()
+    };
     assert!(
         marked.is_empty(),
         "grandchildren left after mcpmux exited: {marked:#?}\n{ended:#?}"
@@ -243,27 +145,15 @@ fn assert_all_gone(sandbox: &Sandbox, pids: &BTreeSet<i32>, ended: &Ended) {
 }
 
 /// Polls until the test server's call log shows a call to `tool`.
-fn wait_for_call(log: &PathBuf, tool: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let needle = format!("\"tool\":\"{tool}\"");
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.replace(' ', "").contains(&needle) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server never received a call to {tool}: {text:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_for_call(log: &Path, tool: &str) {
+    support::wait_for_call_blocking(log, tool, Duration::from_secs(15));
 }
 
 #[test]
 fn normal_exit_leaves_no_child_or_grandchild() {
     let _turn = serial();
     let sandbox = Sandbox::new();
-    sandbox.mcp_json(json!({
+    sandbox.project_servers(json!({
         "one": sandbox.forking_server(&[]),
         "two": sandbox.forking_server(&["--stderr-lines", "1"]),
     }));
@@ -281,7 +171,7 @@ fn normal_exit_leaves_no_child_or_grandchild() {
 fn tool_error_exit_leaves_no_child_or_grandchild() {
     let _turn = serial();
     let sandbox = Sandbox::new();
-    sandbox.mcp_json(json!({ "x": sandbox.forking_server(&[]) }));
+    sandbox.project_servers(json!({ "x": sandbox.forking_server(&[]) }));
     let mut mcpmux = sandbox.spawn(&["call", "mcp__x__fail", "-"]);
     let pids = mcpmux.wait_for_servers(&sandbox, 1);
     mcpmux.send_arguments(r#"{"message":"no"}"#);
@@ -294,7 +184,7 @@ fn tool_error_exit_leaves_no_child_or_grandchild() {
 fn server_crashing_mid_call_leaves_no_child_or_grandchild() {
     let _turn = serial();
     let sandbox = Sandbox::new();
-    sandbox.mcp_json(json!({
+    sandbox.project_servers(json!({
         "x": sandbox.forking_server(&["--crash-on", "echo"]),
         "ok": sandbox.forking_server(&[]),
     }));
@@ -311,7 +201,7 @@ fn server_crashing_mid_call_leaves_no_child_or_grandchild() {
 fn server_failing_at_startup_leaves_no_grandchild() {
     let _turn = serial();
     let sandbox = Sandbox::new();
-    sandbox.mcp_json(json!({
+    sandbox.project_servers(json!({
         "crash": sandbox.forking_server(&["--exit-at-startup", "3"]),
     }));
     let ended = sandbox.spawn(&["servers"]).finish(Duration::from_secs(10));
@@ -324,7 +214,7 @@ fn interrupt_a_hanging_call(signal: i32) {
     let _turn = serial();
     let sandbox = Sandbox::new();
     let log = sandbox.call_log();
-    sandbox.mcp_json(json!({
+    sandbox.project_servers(json!({
         "x": sandbox.forking_server(&["--call-log", log.to_str().unwrap()]),
         "y": sandbox.forking_server(&[]),
     }));
@@ -360,7 +250,7 @@ fn ctrl_c_while_a_server_is_still_starting_exits_promptly() {
     let _turn = serial();
     let sandbox = Sandbox::new();
     // The default startup timeout is 30 s: only the interrupt can end this quickly.
-    sandbox.mcp_json(json!({
+    sandbox.project_servers(json!({
         "slow": sandbox.forking_server(&["--never-answer-initialize"]),
     }));
     let mut mcpmux = sandbox.spawn(&["servers"]);
@@ -381,7 +271,7 @@ fn ctrl_c_while_a_server_is_still_starting_exits_promptly() {
 fn server_ignoring_sigterm_and_stdin_eof_is_still_gone_after_exit() {
     let _turn = serial();
     let sandbox = Sandbox::new();
-    sandbox.mcp_json(json!({
+    sandbox.project_servers(json!({
         "stubborn": sandbox.forking_server(&["--ignore-sigterm", "--ignore-stdin-eof"]),
     }));
     let mut mcpmux = sandbox.spawn(&["call", "mcp__stubborn__echo", "-"]);
@@ -398,7 +288,7 @@ fn ctrl_c_with_a_stubborn_server_still_exits_within_a_few_seconds() {
     let _turn = serial();
     let sandbox = Sandbox::new();
     let log = sandbox.call_log();
-    sandbox.mcp_json(json!({
+    sandbox.project_servers(json!({
         "stubborn": sandbox.forking_server(&[
             "--ignore-sigterm",
             "--ignore-stdin-eof",

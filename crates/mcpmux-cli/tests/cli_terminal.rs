@@ -5,53 +5,22 @@
 //! they are on a terminal with `--raw`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../mcpmux/tests/support/mod.rs"]
 mod support;
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::json;
+use support::Sandbox;
 
 const RETITLE: &str = "\u{1b}]0;pwned\u{7}";
 const CLEAR: &str = "\u{1b}[2J";
 
-/// A temp HOME whose `~/.claude.json` holds `servers` (the person's own config: these tests are
-/// about what a server shows, not about approving a project's), and a project folder to run in.
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
+// Each sandbox's `~/.claude.json` holds the servers (the person's own config: these tests are
+// about what a server shows, not about approving a project's).
 impl Sandbox {
-    fn new(servers: serde_json::Value) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        std::fs::write(
-            home.join(".claude.json"),
-            json!({ "mcpServers": servers }).to_string(),
-        )
-        .unwrap();
-        Sandbox {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
     fn env(&self, cmd: &mut Command) {
-        cmd.current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+        self.hermetic(cmd)
             .env("TERM", "xterm")
-            .env_remove("MCPMUX_LOG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
     }
@@ -116,7 +85,7 @@ fn assert_shown_escaped(screen: &str) {
 
 #[test]
 fn a_result_with_terminal_escapes_is_shown_escaped_on_a_terminal() {
-    let sandbox = Sandbox::new(json!({ "evil": testserver(&[]) }));
+    let sandbox = Sandbox::with_user_servers(json!({ "evil": testserver(&[]) }));
     let (code, screen) = sandbox.on_terminal(&["call", "mcp__evil__hostile"]);
     assert_eq!(code, Some(0), "{screen:?}");
     assert_shown_escaped(&screen);
@@ -131,7 +100,7 @@ fn a_result_with_terminal_escapes_is_shown_escaped_on_a_terminal() {
 
 #[test]
 fn a_server_error_with_terminal_escapes_is_shown_escaped_on_the_terminals_stderr() {
-    let sandbox = Sandbox::new(json!({ "evil": testserver(&[]) }));
+    let sandbox = Sandbox::with_user_servers(json!({ "evil": testserver(&[]) }));
     let (code, screen) = sandbox.on_terminal(&["call", "mcp__evil__hostile", r#"{"as":"error"}"#]);
     assert_eq!(code, Some(2), "{screen:?}");
     assert!(
@@ -145,7 +114,7 @@ fn a_server_error_with_terminal_escapes_is_shown_escaped_on_the_terminals_stderr
 fn tool_descriptions_and_stderr_tails_are_shown_escaped_on_a_terminal() {
     let hostile = format!("desc {RETITLE} {CLEAR} end");
     let describe = format!("hostile={hostile}");
-    let sandbox = Sandbox::new(json!({
+    let sandbox = Sandbox::with_user_servers(json!({
         "evil": testserver(&["--describe", &describe]),
         "dies": testserver(&["--stderr-text", &hostile, "--exit-at-startup", "3"]),
     }));
@@ -172,7 +141,7 @@ fn tool_descriptions_and_stderr_tails_are_shown_escaped_on_a_terminal() {
 
 #[test]
 fn pipes_get_the_bytes_as_they_are_with_or_without_raw() {
-    let sandbox = Sandbox::new(json!({ "evil": testserver(&[]) }));
+    let sandbox = Sandbox::with_user_servers(json!({ "evil": testserver(&[]) }));
     for args in [
         &["call", "mcp__evil__hostile"][..],
         &["--raw", "call", "mcp__evil__hostile"],
@@ -188,7 +157,7 @@ fn pipes_get_the_bytes_as_they_are_with_or_without_raw() {
 
 #[test]
 fn raw_keeps_the_bytes_on_a_terminal_too() {
-    let sandbox = Sandbox::new(json!({ "evil": testserver(&[]) }));
+    let sandbox = Sandbox::with_user_servers(json!({ "evil": testserver(&[]) }));
     let (code, screen) = sandbox.on_terminal(&["--raw", "call", "mcp__evil__hostile"]);
     assert_eq!(code, Some(0), "{screen:?}");
     assert!(screen.contains(RETITLE), "{screen:?}");
@@ -197,7 +166,7 @@ fn raw_keeps_the_bytes_on_a_terminal_too() {
 
 #[test]
 fn json_on_a_terminal_stays_valid_json_with_the_controls_escaped() {
-    let sandbox = Sandbox::new(json!({ "evil": testserver(&[]) }));
+    let sandbox = Sandbox::with_user_servers(json!({ "evil": testserver(&[]) }));
     let (code, screen) = sandbox.on_terminal(&["call", "--json", "mcp__evil__hostile"]);
     assert_eq!(code, Some(0), "{screen:?}");
     assert!(

@@ -2,34 +2,15 @@
 //! temp HOME and a temp project whose `.mcp.json` server would leave a marker file if it ran.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../mcpmux/tests/support/mod.rs"]
 mod support;
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::json;
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
+use support::Sandbox;
 
 impl Sandbox {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        Sandbox {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
     fn marker(&self) -> PathBuf {
         self.project.join("ran")
     }
@@ -43,37 +24,19 @@ impl Sandbox {
             support::testserver().display()
         );
         let config = json!({"mcpServers": {"repo": {"command": "sh", "args": ["-c", script]}}});
-        self.write(self.project.join(".mcp.json"), &config.to_string());
+        self.write_file(&self.project.join(".mcp.json"), &config.to_string());
     }
 
-    fn write(&self, path: PathBuf, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
-    /// Runs `mcpmux` without a terminal (stdin is empty, output piped).
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let output: Output = Command::new(env!("CARGO_BIN_EXE_mcpmux"))
-            .args(args)
-            .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env_remove("MCPMUX_LOG")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+    /// Runs `mcpmux` without a terminal (stdin is empty, output piped): the exit code (-1 for a
+    /// signal), stdout and stderr.
+    fn outcome(&self, args: &[&str]) -> (i32, String, String) {
+        let run = self.run(args);
+        (run.code.unwrap_or(-1), run.stdout, run.stderr)
     }
 
     /// The `mcpmux servers` row of `name`, split on whitespace.
     fn state_of(&self, name: &str) -> (String, String) {
-        let (code, stdout, stderr) = self.run(&["servers"]);
+        let (code, stdout, stderr) = self.outcome(&["servers"]);
         assert_eq!(code, 0, "{stdout}{stderr}");
         let row = stdout
             .lines()
@@ -90,7 +53,7 @@ fn a_cloned_projects_server_is_not_run_and_shows_untrusted_with_the_approve_comm
     let sandbox = Sandbox::new();
     sandbox.mcp_json("");
 
-    let (_, stdout, stderr) = sandbox.run(&["tools"]);
+    let (_, stdout, stderr) = sandbox.outcome(&["tools"]);
     assert!(!sandbox.marker().exists(), "{stdout}{stderr}");
     assert!(!stdout.contains("mcp__repo__"), "{stdout}");
     assert!(
@@ -110,7 +73,7 @@ fn trust_prints_and_approves_the_entry_which_then_runs_until_it_changes_or_is_re
     let sandbox = Sandbox::new();
     sandbox.mcp_json("");
 
-    let (code, stdout, stderr) = sandbox.run(&["trust"]);
+    let (code, stdout, stderr) = sandbox.outcome(&["trust"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("repo: sh -c touch"), "{stdout}");
     assert!(!sandbox.marker().exists(), "trust started the server");
@@ -129,10 +92,10 @@ fn trust_prints_and_approves_the_entry_which_then_runs_until_it_changes_or_is_re
     assert_eq!(state, "untrusted", "a changed entry ran: {row}");
     assert!(!sandbox.marker().exists());
 
-    sandbox.run(&["trust"]);
+    sandbox.outcome(&["trust"]);
     assert_eq!(sandbox.state_of("repo").0, "connected");
     std::fs::remove_file(sandbox.marker()).unwrap();
-    let (code, stdout, _) = sandbox.run(&["trust", "--revoke"]);
+    let (code, stdout, _) = sandbox.outcome(&["trust", "--revoke"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("withdrew"), "{stdout}");
     assert_eq!(sandbox.state_of("repo").0, "untrusted");
@@ -144,11 +107,11 @@ fn a_projects_own_claude_settings_do_not_approve_it_but_the_users_do() {
     let sandbox = Sandbox::new();
     sandbox.mcp_json("");
     let allow_all = r#"{"enableAllProjectMcpServers": true}"#;
-    sandbox.write(sandbox.project.join(".claude/settings.json"), allow_all);
+    sandbox.write_file(&sandbox.project.join(".claude/settings.json"), allow_all);
     assert_eq!(sandbox.state_of("repo").0, "untrusted");
     assert!(!sandbox.marker().exists());
 
-    sandbox.write(sandbox.home.join(".claude/settings.json"), allow_all);
+    sandbox.write_file(&sandbox.home.join(".claude/settings.json"), allow_all);
     assert_eq!(sandbox.state_of("repo").0, "connected");
     assert!(sandbox.marker().exists());
 }
@@ -157,15 +120,15 @@ fn a_projects_own_claude_settings_do_not_approve_it_but_the_users_do() {
 fn a_project_mcpmux_toml_cannot_remove_a_user_deny() {
     let sandbox = Sandbox::new();
     let server = support::testserver().display().to_string();
-    sandbox.write(
-        sandbox.home.join(".config/mcpmux/config.toml"),
+    sandbox.write_file(
+        &sandbox.home.join(".config/mcpmux/config.toml"),
         &format!("[servers.ts]\ncommand = {server:?}\ntools = {{ deny = [\"echo\"] }}\n"),
     );
-    sandbox.write(
-        sandbox.project.join("mcpmux.toml"),
+    sandbox.write_file(
+        &sandbox.project.join("mcpmux.toml"),
         "[servers.ts]\ntools = { deny = [] }\n",
     );
-    let (code, stdout, stderr) = sandbox.run(&["tools"]);
+    let (code, stdout, stderr) = sandbox.outcome(&["tools"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("mcp__ts__add"), "{stdout}{stderr}");
     assert!(!stdout.contains("mcp__ts__echo"), "{stdout}");

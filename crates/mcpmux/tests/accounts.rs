@@ -4,28 +4,20 @@
 
 mod support;
 
-use std::time::Duration;
-
-use mcpmux::{Hub, HubOptions, ServerSpec, ServerState};
+use mcpmux::{ServerSpec, ServerState};
 use serde_json::json;
 
 fn account(name: &str, token: &str) -> ServerSpec {
-    ServerSpec::stdio(
-        name,
-        support::testserver().to_string_lossy(),
-        Vec::<String>::new(),
-    )
-    .with_env("GITHUB_TOKEN", token)
+    support::stdio_testserver(name, &[]).with_env("GITHUB_TOKEN", token)
 }
 
 #[tokio::test]
 async fn two_entries_with_one_command_and_different_env_both_get_their_tools() {
-    let hub = Hub::start(
-        vec![account("github-work", "w"), account("github-personal", "p")],
-        HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200)),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started(vec![
+        account("github-work", "w"),
+        account("github-personal", "p"),
+    ])
+    .await;
 
     for status in hub.servers() {
         assert!(

@@ -7,62 +7,34 @@
 
 mod support;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcpmux::config::ServerOptions;
-use mcpmux::{CallOptions, Error, Hub, HubOptions, ServerSpec, ServerState};
-use serde_json::{Value, json};
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use mcpmux::{CallOptions, Error, Hub, ServerSpec, ServerState};
+use serde_json::json;
+use support::{ms, state};
 
 // Long enough that three crash-and-restart cycles on a loaded CI machine end well inside it.
 const COOL_DOWN: Duration = Duration::from_millis(3000);
 
+/// [`support::fast`] with the longer [`COOL_DOWN`].
 fn options() -> ServerOptions {
-    let mut o = ServerOptions::default();
-    o.backoff.initial = ms(20);
-    o.backoff.max = ms(200);
-    o.breaker.threshold = 3;
+    let mut o = support::fast();
     o.breaker.cool_down = COOL_DOWN;
-    o.shutdown_grace = ms(200);
     o
 }
 
 fn testserver(name: &str, args: &[&str]) -> ServerSpec {
-    ServerSpec::stdio(
-        name,
-        support::testserver().to_string_lossy(),
-        args.iter().map(|a| a.to_string()),
-    )
-    .with_options(options())
-    .with_call_timeout(Duration::from_secs(5))
-    .with_startup_timeout(Duration::from_secs(10))
-}
-
-fn state(hub: &Hub, name: &str) -> ServerState {
-    hub.servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no server {name}"))
-        .state
+    support::stdio_testserver(name, args)
+        .with_options(options())
+        .with_call_timeout(Duration::from_secs(5))
+        .with_startup_timeout(Duration::from_secs(10))
 }
 
 fn listed(hub: &Hub, name: &str) -> bool {
     hub.tools().iter().any(|t| t.server == name)
-}
-
-fn crashes(log: &Path) -> usize {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|l| l["tool"] == "echo")
-        .count()
 }
 
 /// Watches one server until stopped: at every observation whose state did not change while
@@ -97,18 +69,14 @@ async fn a_server_crashing_on_every_call_is_cut_off_by_the_breaker_and_probed_af
 {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = Hub::start(
-        vec![
-            testserver(
-                "crashy",
-                &["--crash-on", "echo", "--call-log", log.to_str().unwrap()],
-            ),
-            testserver("other", &["--stderr-lines", "1"]),
-        ],
-        HubOptions::ephemeral().with_shutdown_grace(ms(200)),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started(vec![
+        testserver(
+            "crashy",
+            &["--crash-on", "echo", "--call-log", log.to_str().unwrap()],
+        ),
+        testserver("other", &["--stderr-lines", "1"]),
+    ])
+    .await;
     assert!(listed(&hub, "crashy"));
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = watch_agreement(hub.clone(), "crashy", stop.clone());
@@ -133,7 +101,11 @@ async fn a_server_crashing_on_every_call_is_cut_off_by_the_breaker_and_probed_af
     }
 
     // At most `threshold` crashes (each one a process restart) before the breaker opened.
-    assert_eq!(crashes(&log), 3, "calls that reached the server");
+    assert_eq!(
+        support::logged_calls(&log, "echo", None),
+        3,
+        "calls that reached the server"
+    );
     assert!(
         started.elapsed() < COOL_DOWN,
         "the calls took longer than the cool-down: {:?}",
@@ -172,11 +144,11 @@ async fn a_server_crashing_on_every_call_is_cut_off_by_the_breaker_and_probed_af
 
     // After the cool-down the reconnect probes the server and half-opens the breaker: a
     // healthy call of the same server goes through.
-    let deadline = Instant::now() + COOL_DOWN + Duration::from_secs(10);
-    while !matches!(state(&hub, "crashy"), ServerState::Connected { .. }) {
-        assert!(Instant::now() < deadline, "{:?}", state(&hub, "crashy"));
-        tokio::time::sleep(ms(10)).await;
-    }
+    let reached = support::eventually(COOL_DOWN + Duration::from_secs(10), ms(10), || {
+        matches!(state(&hub, "crashy"), ServerState::Connected { .. }).then_some(())
+    })
+    .await;
+    assert!(reached.is_some(), "{:?}", state(&hub, "crashy"));
     assert!(
         started.elapsed() >= COOL_DOWN,
         "probed before the cool-down: {:?}",
@@ -188,7 +160,7 @@ async fn a_server_crashing_on_every_call_is_cut_off_by_the_breaker_and_probed_af
         .unwrap();
     assert_eq!(sum.to_text(), "5");
     assert_eq!(
-        crashes(&log),
+        support::logged_calls(&log, "echo", None),
         3,
         "nothing was sent while the breaker was open"
     );
@@ -212,22 +184,17 @@ async fn after_the_probe_one_more_crash_during_a_call_opens_the_breaker_again() 
     // One crash at a time: no retry hides how many calls it took.
     spec.options.max_retries = 0;
     spec.options.breaker.cool_down = ms(300);
-    let hub = Hub::start(
-        vec![spec],
-        HubOptions::ephemeral().with_shutdown_grace(ms(200)),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started(vec![spec]).await;
     let echo = || hub.call("mcp__crashy__echo", json!({"text": "x"}));
     for _ in 0..3 {
         assert!(matches!(echo().await, Err(Error::ConnectionLost { .. })));
     }
     assert!(matches!(echo().await, Err(Error::CircuitOpen { .. })));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !matches!(state(&hub, "crashy"), ServerState::Connected { .. }) {
-        assert!(Instant::now() < deadline, "{:?}", state(&hub, "crashy"));
-        tokio::time::sleep(ms(10)).await;
-    }
+    let reached = support::eventually(Duration::from_secs(10), ms(10), || {
+        matches!(state(&hub, "crashy"), ServerState::Connected { .. }).then_some(())
+    })
+    .await;
+    assert!(reached.is_some(), "{:?}", state(&hub, "crashy"));
     // On trial: the first crash opens it at once, not the third.
     assert!(matches!(echo().await, Err(Error::ConnectionLost { .. })));
     let sent = Instant::now();
@@ -239,6 +206,6 @@ async fn after_the_probe_one_more_crash_during_a_call_opens_the_breaker_again() 
             .contains("crashed during 4 consecutive calls"),
         "{err}"
     );
-    assert_eq!(crashes(&log), 4);
+    assert_eq!(support::logged_calls(&log, "echo", None), 4);
     hub.shutdown().await;
 }

@@ -7,15 +7,16 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcpmux::config::ServerOptions;
 use mcpmux::host::{
     ElicitationKind, ElicitationReply, ElicitationRequest, ResourceEvent, Root, SamplingReply,
     SamplingRequest,
 };
-use mcpmux::{Era, Host, Hub, HubOptions, ResourceContents, ServerSpec, ServerState};
+use mcpmux::{Era, Host, Hub, ResourceContents, ServerSpec, ServerState};
 use serde_json::{Map, Value, json};
+use support::{next_update, only_state};
 use tokio::sync::broadcast;
 
 fn everything() -> ServerSpec {
@@ -27,28 +28,17 @@ fn everything() -> ServerSpec {
 }
 
 async fn hub(host: Host) -> Hub {
-    let hub = Hub::start(
-        vec![everything()],
-        HubOptions::ephemeral()
-            .with_shutdown_grace(Duration::from_millis(200))
-            .with_host(host),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    support::started_with(vec![everything()], support::hub_options().with_host(host)).await
 }
 
 /// server-everything registers its capability-dependent tools after the handshake and says
 /// so with `tools/list_changed`: wait for the tool to show up.
 async fn wait_for_tool(hub: &Hub, name: &str) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if hub.tool(name).is_some() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
+    support::eventually(Duration::from_secs(10), Duration::from_millis(50), || {
+        hub.tool(name).map(|_| ())
+    })
+    .await
+    .is_some()
 }
 
 #[tokio::test]
@@ -274,41 +264,12 @@ async fn testserver_hub(era: &str, host: Host) -> Hub {
     options.backoff.initial = Duration::from_millis(20);
     options.backoff.max = Duration::from_millis(100);
     options.shutdown_grace = Duration::from_millis(200);
-    let spec = ServerSpec::stdio("t", support::testserver().to_string_lossy(), ["--era", era])
-        .with_options(options);
-    let hub = Hub::start(
-        vec![spec],
-        HubOptions::ephemeral()
-            .with_shutdown_grace(Duration::from_millis(200))
-            .with_host(host),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn state_of(hub: &Hub) -> ServerState {
-    hub.servers().into_iter().next().unwrap().state
+    let spec = support::stdio_testserver("t", &["--era", era]).with_options(options);
+    support::started_with(vec![spec], support::hub_options().with_host(host)).await
 }
 
 async fn bump(hub: &Hub) -> String {
     hub.call("mcp__t__bump", json!({})).await.unwrap().to_text()
-}
-
-/// The next resource update, if one arrives within `within`.
-async fn next_update(
-    events: &mut broadcast::Receiver<ResourceEvent>,
-    within: Duration,
-) -> Option<(String, String)> {
-    tokio::time::timeout(within, async {
-        loop {
-            if let ResourceEvent::Updated { server, uri } = events.recv().await.unwrap() {
-                break (server, uri);
-            }
-        }
-    })
-    .await
-    .ok()
 }
 
 fn counter_update() -> Option<(String, String)> {
@@ -356,14 +317,14 @@ async fn stateless_subscriptions_listen_for_updates() {
     let hub = testserver_hub("stateless", host).await;
     assert!(
         matches!(
-            state_of(&hub),
+            only_state(&hub),
             ServerState::Connected {
                 era: Era::Stateless,
                 ..
             }
         ),
         "{:?}",
-        state_of(&hub)
+        only_state(&hub)
     );
     subscribe_bump_unsubscribe(&hub, &mut events).await;
 
@@ -392,14 +353,14 @@ async fn handshake_subscriptions_use_resources_subscribe() {
     let hub = testserver_hub("handshake", host).await;
     assert!(
         matches!(
-            state_of(&hub),
+            only_state(&hub),
             ServerState::Connected {
                 era: Era::Handshake,
                 ..
             }
         ),
         "{:?}",
-        state_of(&hub)
+        only_state(&hub)
     );
     subscribe_bump_unsubscribe(&hub, &mut events).await;
     let refused = hub
@@ -425,11 +386,11 @@ async fn subscriptions_outlive_the_session(era: &str) {
         hub.call("mcp__t__sleep_then_exit", json!({"ms": 20}))
             .await
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !matches!(state_of(&hub), ServerState::Pending { .. }) {
-            assert!(Instant::now() < deadline, "never reconnected");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let reached = support::eventually(Duration::from_secs(5), Duration::from_millis(5), || {
+            matches!(only_state(&hub), ServerState::Pending { .. }).then_some(())
+        })
+        .await;
+        assert!(reached.is_some(), "never reconnected");
     };
     crash().await;
     assert_eq!(

@@ -13,16 +13,8 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use mcpmux::schema::{Provider, export};
-use mcpmux::{CallOptions, Error, Hub, HubOptions, ServerSpec};
+use mcpmux::{CallOptions, Error, Hub};
 use serde_json::json;
-
-fn testserver(name: &str, args: &[&str]) -> ServerSpec {
-    ServerSpec::stdio(
-        name,
-        support::testserver().to_string_lossy(),
-        args.iter().map(|a| a.to_string()),
-    )
-}
 
 /// Runs `scenario` on its own runtime and thread; fails if it takes longer than `limit`.
 fn within<T: Send + 'static>(
@@ -46,10 +38,8 @@ fn within<T: Send + 'static>(
 }
 
 async fn started(args: &[&str]) -> Hub {
-    let options = HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200));
-    let hub = Hub::start(vec![testserver("ts", args)], options).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    let options = support::hub_options();
+    support::started_with(vec![support::stdio_testserver("ts", args)], options).await
 }
 
 async fn echo_works(hub: &Hub) {

@@ -7,75 +7,54 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mcpmux::{CallOptions, Content, Era, Error, Hub, HubOptions, ServerSpec, ServerState};
+use mcpmux::{CallOptions, Content, Era, Error, Hub, ServerSpec, ServerState};
 use serde_json::json;
-
-fn testserver(name: &str, args: &[&str]) -> ServerSpec {
-    ServerSpec::stdio(
-        name,
-        support::testserver().to_string_lossy(),
-        args.iter().map(|a| a.to_string()),
-    )
-}
-
-fn options() -> HubOptions {
-    HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200))
-}
-
-async fn started(specs: Vec<ServerSpec>) -> Hub {
-    let hub = Hub::start(specs, options()).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn era_of(hub: &Hub, name: &str) -> (Era, String) {
-    match hub
-        .servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
-        .state
-    {
-        ServerState::Connected { era, version, .. } => (era, version),
-        other => panic!("{name} is not connected: {other:?}"),
-    }
-}
+use support::{started, stdio_testserver};
 
 #[tokio::test]
 async fn eras_and_versions_are_detected_per_server() {
     let hub = started(vec![
-        testserver("modern", &["--era", "both"]),
-        testserver("stateless", &["--era", "stateless"]),
-        testserver("legacy", &["--era", "handshake"]),
-        testserver(
+        stdio_testserver("modern", &["--era", "both"]),
+        stdio_testserver("stateless", &["--era", "stateless"]),
+        stdio_testserver("legacy", &["--era", "handshake"]),
+        stdio_testserver(
             "old",
             &["--era", "handshake", "--protocol-version", "2024-11-05"],
         ),
-        testserver(
+        stdio_testserver(
             "june",
             &["--era", "handshake", "--protocol-version", "2025-06-18"],
         ),
-        testserver(
+        stdio_testserver(
             "march",
             &["--era", "handshake", "--protocol-version", "2025-03-26"],
         ),
     ])
     .await;
     assert_eq!(
-        era_of(&hub, "modern"),
+        support::connected(&hub, "modern"),
         (Era::Stateless, "2026-07-28".into())
     );
     assert_eq!(
-        era_of(&hub, "stateless"),
+        support::connected(&hub, "stateless"),
         (Era::Stateless, "2026-07-28".into())
     );
     assert_eq!(
-        era_of(&hub, "legacy"),
+        support::connected(&hub, "legacy"),
         (Era::Handshake, "2025-11-25".into())
     );
-    assert_eq!(era_of(&hub, "old"), (Era::Handshake, "2024-11-05".into()));
-    assert_eq!(era_of(&hub, "june"), (Era::Handshake, "2025-06-18".into()));
-    assert_eq!(era_of(&hub, "march"), (Era::Handshake, "2025-03-26".into()));
+    assert_eq!(
+        support::connected(&hub, "old"),
+        (Era::Handshake, "2024-11-05".into())
+    );
+    assert_eq!(
+        support::connected(&hub, "june"),
+        (Era::Handshake, "2025-06-18".into())
+    );
+    assert_eq!(
+        support::connected(&hub, "march"),
+        (Era::Handshake, "2025-03-26".into())
+    );
     // Every era answers calls.
     for server in ["modern", "stateless", "legacy", "old", "june", "march"] {
         let result = hub
@@ -91,11 +70,14 @@ async fn eras_and_versions_are_detected_per_server() {
 async fn a_legacy_server_that_ignores_the_probe_costs_only_the_probe_deadline() {
     let started_at = Instant::now();
     let hub = started(vec![
-        testserver("quiet", &["--era", "handshake", "--ignore-unknown"])
+        stdio_testserver("quiet", &["--era", "handshake", "--ignore-unknown"])
             .with_probe_timeout(Duration::from_millis(300)),
     ])
     .await;
-    assert_eq!(era_of(&hub, "quiet"), (Era::Handshake, "2025-11-25".into()));
+    assert_eq!(
+        support::connected(&hub, "quiet"),
+        (Era::Handshake, "2025-11-25".into())
+    );
     // rmcp alone would have waited 10 s.
     assert!(
         started_at.elapsed() < Duration::from_secs(5),
@@ -110,14 +92,13 @@ async fn the_era_cache_skips_the_probe_next_time_and_heals_when_stale() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("eras.json");
     let spec = || {
-        testserver("quiet", &["--era", "handshake", "--ignore-unknown"])
+        stdio_testserver("quiet", &["--era", "handshake", "--ignore-unknown"])
             .with_probe_timeout(Duration::from_millis(1500))
     };
-    let with_cache = || options().with_era_cache(Some(cache.clone()));
+    let with_cache = || support::hub_options().with_era_cache(Some(cache.clone()));
 
     let first = Instant::now();
-    let hub = Hub::start(vec![spec()], with_cache()).unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started_with(vec![spec()], with_cache()).await;
     assert!(
         first.elapsed() >= Duration::from_millis(1500),
         "the first start pays the probe"
@@ -131,14 +112,13 @@ async fn the_era_cache_skips_the_probe_next_time_and_heals_when_stale() {
     );
 
     let second = Instant::now();
-    let hub = Hub::start(vec![spec()], with_cache()).unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started_with(vec![spec()], with_cache()).await;
     assert!(
         second.elapsed() < Duration::from_millis(1500),
         "the cached era skips the probe: {:?}",
         second.elapsed()
     );
-    assert_eq!(era_of(&hub, "quiet").0, Era::Handshake);
+    assert_eq!(support::connected(&hub, "quiet").0, Era::Handshake);
     hub.shutdown().await;
 
     // A cache that lies (the server changed eras) is corrected on the next start.
@@ -146,9 +126,8 @@ async fn the_era_cache_skips_the_probe_next_time_and_heals_when_stale() {
         .replace("handshake", "stateless")
         .replace("2025-11-25", "2026-07-28");
     std::fs::write(&cache, stale).unwrap();
-    let hub = Hub::start(vec![spec()], with_cache()).unwrap();
-    hub.wait_ready().await.unwrap();
-    assert_eq!(era_of(&hub, "quiet").0, Era::Handshake);
+    let hub = support::started_with(vec![spec()], with_cache()).await;
+    assert_eq!(support::connected(&hub, "quiet").0, Era::Handshake);
     hub.shutdown().await;
     assert!(
         std::fs::read_to_string(&cache)
@@ -166,9 +145,9 @@ async fn streamable_http_in_both_eras() {
         ServerSpec::http("legacy", &legacy.url),
     ])
     .await;
-    assert_eq!(era_of(&hub, "modern").0, Era::Stateless);
+    assert_eq!(support::connected(&hub, "modern").0, Era::Stateless);
     assert_eq!(
-        era_of(&hub, "legacy"),
+        support::connected(&hub, "legacy"),
         (Era::Handshake, "2025-11-25".into())
     );
     for server in ["modern", "legacy"] {
@@ -185,9 +164,9 @@ async fn streamable_http_in_both_eras() {
 #[tokio::test]
 async fn pagination_is_followed_and_a_repeated_cursor_does_not_loop() {
     let hub = started(vec![
-        testserver("paged", &["--page-size", "2"]),
-        testserver("looping", &["--page-size", "2", "--repeat-cursor"]),
-        testserver("flat", &[]),
+        stdio_testserver("paged", &["--page-size", "2"]),
+        stdio_testserver("looping", &["--page-size", "2", "--repeat-cursor"]),
+        stdio_testserver("flat", &[]),
     ])
     .await;
     let count = |server: &str| hub.tools().iter().filter(|t| t.server == server).count();
@@ -212,7 +191,7 @@ async fn pagination_is_followed_and_a_repeated_cursor_does_not_loop() {
 
 #[tokio::test]
 async fn results_keep_their_types_and_tool_errors_are_results() {
-    let hub = started(vec![testserver("t", &[])]).await;
+    let hub = started(vec![stdio_testserver("t", &[])]).await;
     let image = hub.call("mcp__t__image", json!({})).await.unwrap();
     assert!(
         matches!(&image.content[0], Content::Image { mime_type, .. } if mime_type == "image/png")
@@ -242,7 +221,7 @@ async fn results_keep_their_types_and_tool_errors_are_results() {
 
 #[tokio::test]
 async fn progress_reaches_the_caller_and_extends_the_deadline() {
-    let hub = started(vec![testserver("t", &[])]).await;
+    let hub = started(vec![stdio_testserver("t", &[])]).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // 600 ms of work with progress every 100 ms outlives a 250 ms deadline only because
     // progress extends it.
@@ -268,30 +247,19 @@ async fn progress_reaches_the_caller_and_extends_the_deadline() {
     hub.shutdown().await;
 }
 
-fn call_log_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
+/// Waits until the test server's call log shows the cancellation of a call to `tool`.
 async fn wait_for_cancel_line(log: &std::path::Path, tool: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !call_log_lines(log).iter().any(|l| l["cancelled"] == tool) {
-        assert!(
-            Instant::now() < deadline,
-            "the server never saw the cancellation"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::wait_log(log, Duration::from_secs(5), |lines| {
+        lines.iter().any(|l| l["cancelled"] == tool)
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_deadline_fails_the_call_and_tells_the_server_to_stop() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = started(vec![testserver(
+    let hub = started(vec![stdio_testserver(
         "t",
         &["--call-log", log.to_str().unwrap()],
     )])
@@ -327,7 +295,7 @@ async fn a_deadline_fails_the_call_and_tells_the_server_to_stop() {
 async fn a_dropped_or_cancelled_call_tells_the_server_to_stop() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = started(vec![testserver(
+    let hub = started(vec![stdio_testserver(
         "t",
         &["--call-log", log.to_str().unwrap()],
     )])
@@ -346,7 +314,7 @@ async fn a_dropped_or_cancelled_call_tells_the_server_to_stop() {
             .await
         })
     };
-    while call_log_lines(&log).is_empty() {
+    while support::call_log(&log).is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     token.cancel();
@@ -359,7 +327,7 @@ async fn a_dropped_or_cancelled_call_tells_the_server_to_stop() {
         let hub = hub.clone();
         tokio::spawn(async move { hub.call("mcp__t__hang", json!({})).await })
     };
-    while !call_log_lines(&log).iter().any(|l| l["tool"] == "hang") {
+    while !support::call_log(&log).iter().any(|l| l["tool"] == "hang") {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     hang.abort();
@@ -371,7 +339,7 @@ async fn a_dropped_or_cancelled_call_tells_the_server_to_stop() {
 async fn concurrent_calls_over_stdio_and_http_each_get_their_own_answer() {
     let http = support::testserver_http(&[]);
     let hub = started(vec![
-        testserver("local", &[]),
+        stdio_testserver("local", &[]),
         ServerSpec::http("remote", &http.url),
     ])
     .await;
@@ -411,8 +379,8 @@ async fn concurrent_calls_over_stdio_and_http_each_get_their_own_answer() {
 #[tokio::test]
 async fn a_call_to_a_server_still_starting_waits_for_it() {
     let hub = Hub::start(
-        vec![testserver("slowpoke", &["--startup-delay-ms", "400"])],
-        options(),
+        vec![stdio_testserver("slowpoke", &["--startup-delay-ms", "400"])],
+        support::hub_options(),
     )
     .unwrap();
     // No wait_ready: the call itself waits for the server's tools.

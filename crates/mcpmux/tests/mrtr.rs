@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpmux::host::{ElicitationReply, ElicitationRequest, Root, SamplingReply, SamplingRequest};
-use mcpmux::{CallOptions, Error, Host, Hub, HubOptions, ServerSpec};
+use mcpmux::{CallOptions, Error, Host, Hub, ServerSpec};
 use serde_json::{Map, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -19,23 +19,15 @@ use tokio_util::sync::CancellationToken;
 const ASK: &str = "mcp__t__ask";
 
 fn testserver(era: &str) -> ServerSpec {
-    ServerSpec::stdio(
-        "t",
-        support::testserver().to_string_lossy(),
-        ["--era", era].map(String::from),
-    )
+    support::stdio_testserver("t", &["--era", era])
 }
 
 async fn hub(era: &str, host: Host) -> Hub {
-    let hub = Hub::start(
+    support::started_with(
         vec![testserver(era)],
-        HubOptions::ephemeral()
-            .with_shutdown_grace(Duration::from_millis(200))
-            .with_host(host),
+        support::hub_options().with_host(host),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    .await
 }
 
 /// What the host was asked, in order.

@@ -16,6 +16,9 @@ use mcpmux::auth::{
 use mcpmux::config::{AuthSpec, OAuthSpec};
 use mcpmux::{Era, Hub, HubOptions, ServerSpec, ServerState};
 use serde_json::{Value, json};
+use support::{
+    oauth_admin, oauth_options, oauth_server, oauth_spec, oauth_stats, only_state, origin,
+};
 
 /// A private folder for one test's token files, removed when the test ends.
 fn temp_dir(name: &str) -> tempfile::TempDir {
@@ -25,62 +28,8 @@ fn temp_dir(name: &str) -> tempfile::TempDir {
         .unwrap()
 }
 
-fn oauth_server(args: &[&str]) -> support::ServerProcess {
-    let mut all = vec!["--oauth"];
-    all.extend_from_slice(args);
-    support::testserver_http(&all)
-}
-
-fn origin(url: &str) -> String {
-    url.trim_end_matches("/mcp").to_string()
-}
-
-async fn stats(server: &support::ServerProcess) -> Value {
-    reqwest::get(format!("{}/admin/oauth/stats", origin(&server.url)))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-async fn admin(server: &support::ServerProcess, what: &str) {
-    let response = reqwest::Client::new()
-        .post(format!("{}/admin/oauth/{what}", origin(&server.url)))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        response.status().is_success(),
-        "{what}: {}",
-        response.status()
-    );
-}
-
-fn spec(url: &str) -> ServerSpec {
-    ServerSpec::http("remote", url)
-        .with_startup_timeout(Duration::from_secs(20))
-        .with_call_timeout(Duration::from_secs(20))
-}
-
-fn options(store: &Path) -> HubOptions {
-    HubOptions::ephemeral()
-        .with_shutdown_grace(Duration::from_millis(200))
-        .with_token_store(TokenStore::file(store))
-}
-
 fn headless() -> Arc<HeadlessAuthorizer> {
     Arc::new(HeadlessAuthorizer::new().unwrap())
-}
-
-async fn started(spec: ServerSpec, options: HubOptions) -> Hub {
-    let hub = Hub::start(vec![spec], options).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn state(hub: &Hub) -> ServerState {
-    hub.servers().into_iter().next().unwrap().state
 }
 
 async fn echo(hub: &Hub, text: &str) -> String {
@@ -93,15 +42,15 @@ async fn echo(hub: &Hub, text: &str) -> String {
 /// A later run, with no authorizer, on the tokens in `store` after they expired: it connects
 /// by refreshing (the server's second refresh), with no new authorization, and calls work.
 async fn restart_refreshes(server: &support::ServerProcess, store: &Path) {
-    admin(server, "expire").await;
-    let hub = started(spec(&server.url), options(store)).await;
+    oauth_admin(server, "expire").await;
+    let hub = started(oauth_spec(&server.url), oauth_options(store)).await;
     assert!(
-        matches!(state(&hub), ServerState::Connected { .. }),
+        matches!(only_state(&hub), ServerState::Connected { .. }),
         "{:?}",
-        state(&hub)
+        only_state(&hub)
     );
     assert_eq!(echo(&hub, "restarted").await, "restarted");
-    let after_restart = stats(server).await;
+    let after_restart = oauth_stats(server).await;
     assert_eq!(after_restart["refreshes"], 2, "{after_restart}");
     assert_eq!(after_restart["authorizations"], 1, "{after_restart}");
     hub.shutdown().await;
@@ -110,17 +59,21 @@ async fn restart_refreshes(server: &support::ServerProcess, store: &Path) {
 /// A hub on `server` that logs in with the headless authorizer: connected, and a call works.
 async fn logged_in(server: &support::ServerProcess, store: &Path) -> Hub {
     let hub = started(
-        spec(&server.url),
-        options(store).with_authorizer(headless()),
+        oauth_spec(&server.url),
+        oauth_options(store).with_authorizer(headless()),
     )
     .await;
     assert!(
-        matches!(state(&hub), ServerState::Connected { .. }),
+        matches!(only_state(&hub), ServerState::Connected { .. }),
         "{:?}",
-        state(&hub)
+        only_state(&hub)
     );
     assert_eq!(echo(&hub, "hi").await, "hi");
     hub
+}
+
+async fn started(spec: ServerSpec, options: HubOptions) -> Hub {
+    support::started_with(vec![spec], options).await
 }
 
 #[tokio::test]
@@ -131,7 +84,7 @@ async fn authorizes_stores_privately_and_refreshes_after_expiry() {
 
     // First run: the 401 drives discovery, registration, the authorization and the exchange.
     let hub = logged_in(&server, &store).await;
-    let after_login = stats(&server).await;
+    let after_login = oauth_stats(&server).await;
     assert_eq!(after_login["registrations"], 1, "{after_login}");
     assert_eq!(after_login["authorizations"], 1, "{after_login}");
     assert_eq!(
@@ -150,9 +103,9 @@ async fn authorizes_stores_privately_and_refreshes_after_expiry() {
     let first_refresh = entry["credentials"]["token_response"]["refresh_token"].clone();
 
     // The server expires the access token: the next call is refused once, refreshed, retried.
-    admin(&server, "expire").await;
+    oauth_admin(&server, "expire").await;
     assert_eq!(echo(&hub, "after expiry").await, "after expiry");
-    let after_refresh = stats(&server).await;
+    let after_refresh = oauth_stats(&server).await;
     assert_eq!(after_refresh["refreshes"], 1, "{after_refresh}");
     assert_eq!(
         after_refresh["authorizations"], 1,
@@ -177,37 +130,33 @@ async fn revoked_tokens_leave_the_server_needing_auth() {
     let dir = temp_dir("revoked");
     let store = dir.path().join("tokens.json");
     let hub = started(
-        spec(&server.url),
-        options(&store).with_authorizer(headless()),
+        oauth_spec(&server.url),
+        oauth_options(&store).with_authorizer(headless()),
     )
     .await;
     hub.shutdown().await;
 
     // A running hub whose tokens are revoked under it: the refused call fails, the refresh
     // is refused too, and the server ends needing auth instead of reconnecting forever.
-    let hub = started(spec(&server.url), options(&store)).await;
+    let hub = started(oauth_spec(&server.url), oauth_options(&store)).await;
     assert_eq!(echo(&hub, "before").await, "before");
-    admin(&server, "revoke").await;
+    oauth_admin(&server, "revoke").await;
     assert!(
         hub.call("mcp__remote__echo", json!({"text": "after"}))
             .await
             .is_err()
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !matches!(state(&hub), ServerState::NeedsAuth { .. }) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still {:?}",
-            state(&hub)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let reached = support::eventually(Duration::from_secs(10), Duration::from_millis(20), || {
+        matches!(only_state(&hub), ServerState::NeedsAuth { .. }).then_some(())
+    })
+    .await;
+    assert!(reached.is_some(), "still {:?}", only_state(&hub));
     hub.shutdown().await;
 
     let started_at = std::time::Instant::now();
-    let hub = started(spec(&server.url), options(&store)).await;
-    let ServerState::NeedsAuth { message } = state(&hub) else {
-        panic!("expected needs_auth, got {:?}", state(&hub));
+    let hub = started(oauth_spec(&server.url), oauth_options(&store)).await;
+    let ServerState::NeedsAuth { message } = only_state(&hub) else {
+        panic!("expected needs_auth, got {:?}", only_state(&hub));
     };
     assert!(
         message.contains("mcpmux auth login remote"),
@@ -231,13 +180,17 @@ async fn revoked_tokens_leave_the_server_needing_auth() {
 async fn without_tokens_or_authorizer_the_server_needs_auth() {
     let server = oauth_server(&[]);
     let dir = temp_dir("no-token");
-    let hub = started(spec(&server.url), options(&dir.path().join("tokens.json"))).await;
+    let hub = started(
+        oauth_spec(&server.url),
+        oauth_options(&dir.path().join("tokens.json")),
+    )
+    .await;
     assert!(
-        matches!(state(&hub), ServerState::NeedsAuth { .. }),
+        matches!(only_state(&hub), ServerState::NeedsAuth { .. }),
         "{:?}",
-        state(&hub)
+        only_state(&hub)
     );
-    let counts = stats(&server).await;
+    let counts = oauth_stats(&server).await;
     assert_eq!(
         counts["registrations"], 0,
         "nothing was attempted: {counts}"
@@ -250,27 +203,31 @@ async fn a_login_elsewhere_brings_a_server_needing_auth_back_without_a_restart()
     let server = oauth_server(&[]);
     let dir = temp_dir("login-elsewhere");
     let store = dir.path().join("tokens.json");
-    let hub = started(spec(&server.url), options(&store)).await;
+    let hub = started(oauth_spec(&server.url), oauth_options(&store)).await;
     assert!(
-        matches!(state(&hub), ServerState::NeedsAuth { .. }),
+        matches!(only_state(&hub), ServerState::NeedsAuth { .. }),
         "{:?}",
-        state(&hub)
+        only_state(&hub)
     );
     // `mcpmux auth login remote`, run beside the hub, does this.
-    mcpmux::auth::login(&spec(&server.url), &TokenStore::file(&store), headless())
-        .await
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !matches!(state(&hub), ServerState::Connected { .. }) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the login was not picked up: {:?}",
-            state(&hub)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcpmux::auth::login(
+        &oauth_spec(&server.url),
+        &TokenStore::file(&store),
+        headless(),
+    )
+    .await
+    .unwrap();
+    let reached = support::eventually(Duration::from_secs(10), Duration::from_millis(20), || {
+        matches!(only_state(&hub), ServerState::Connected { .. }).then_some(())
+    })
+    .await;
+    assert!(
+        reached.is_some(),
+        "the login was not picked up: {:?}",
+        only_state(&hub)
+    );
     assert_eq!(echo(&hub, "after login").await, "after login");
-    assert_eq!(stats(&server).await["authorizations"], 1);
+    assert_eq!(oauth_stats(&server).await["authorizations"], 1);
     hub.shutdown().await;
 }
 
@@ -278,12 +235,12 @@ async fn a_login_elsewhere_brings_a_server_needing_auth_back_without_a_restart()
 async fn client_credentials_need_no_person() {
     let server = oauth_server(&["--oauth-client", "robot:s3cret"]);
     let dir = temp_dir("client-credentials");
-    let spec = spec(&server.url).with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
+    let spec = oauth_spec(&server.url).with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
         "robot", "s3cret",
     )));
-    let hub = started(spec, options(&dir.path().join("tokens.json"))).await;
+    let hub = started(spec, oauth_options(&dir.path().join("tokens.json"))).await;
     assert_eq!(echo(&hub, "machine").await, "machine");
-    let counts = stats(&server).await;
+    let counts = oauth_stats(&server).await;
     assert_eq!(counts["client_credentials"], 1, "{counts}");
     assert_eq!(counts["authorizations"], 0, "{counts}");
     hub.shutdown().await;
@@ -294,7 +251,7 @@ async fn client_credentials_need_no_person() {
         .with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
             "robot", "wrong",
         )));
-    let hub = started(bad, options(&dir.path().join("other.json"))).await;
+    let hub = started(bad, oauth_options(&dir.path().join("other.json"))).await;
     let status = hub.servers().into_iter().next().unwrap();
     assert!(
         !matches!(status.state, ServerState::Connected { .. }),
@@ -336,8 +293,9 @@ async fn headers_helper_supplies_the_authorization_header() {
         r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
         file.display()
     );
-    let with_helper = spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
-    let hub = started(with_helper, options(&dir.path().join("tokens.json"))).await;
+    let with_helper =
+        oauth_spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
+    let hub = started(with_helper, oauth_options(&dir.path().join("tokens.json"))).await;
     assert_eq!(echo(&hub, "via helper").await, "via helper");
     hub.shutdown().await;
 
@@ -348,18 +306,19 @@ async fn headers_helper_supplies_the_authorization_header() {
         r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
         file.display()
     );
-    let refused = spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
+    let refused =
+        oauth_spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper));
     let hub = started(
         refused,
-        options(&dir.path().join("tokens.json")).with_authorizer(headless()),
+        oauth_options(&dir.path().join("tokens.json")).with_authorizer(headless()),
     )
     .await;
     assert!(
-        matches!(state(&hub), ServerState::NeedsAuth { .. }),
+        matches!(only_state(&hub), ServerState::NeedsAuth { .. }),
         "{:?}",
-        state(&hub)
+        only_state(&hub)
     );
-    assert_eq!(stats(&server).await["authorizations"], 0);
+    assert_eq!(oauth_stats(&server).await["authorizations"], 0);
     hub.shutdown().await;
 }
 
@@ -371,8 +330,8 @@ async fn an_exposed_token_file_is_refused_in_plain_words() {
     std::fs::write(&store, r#"{"version":1,"servers":{}}"#).unwrap();
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
     let hub = started(
-        spec(&server.url),
-        options(&store).with_authorizer(headless()),
+        oauth_spec(&server.url),
+        oauth_options(&store).with_authorizer(headless()),
     )
     .await;
     let status = hub.servers().into_iter().next().unwrap();
@@ -382,7 +341,7 @@ async fn an_exposed_token_file_is_refused_in_plain_words() {
         !error.contains("ProbeTransport"),
         "no transport types: {error}"
     );
-    assert_eq!(stats(&server).await["authorizations"], 0);
+    assert_eq!(oauth_stats(&server).await["authorizations"], 0);
     hub.shutdown().await;
 }
 
@@ -416,20 +375,20 @@ async fn a_slow_login_does_not_count_against_the_era_probe() {
     // The probe's `server/discover` is refused with 401 and the login takes longer than the
     // probe deadline: the server still gets the question after it, and answers in its era.
     let hub = started(
-        spec(&server.url).with_probe_timeout(Duration::from_millis(200)),
-        options(&dir.path().join("tokens.json")).with_authorizer(Arc::new(person)),
+        oauth_spec(&server.url).with_probe_timeout(Duration::from_millis(200)),
+        oauth_options(&dir.path().join("tokens.json")).with_authorizer(Arc::new(person)),
     )
     .await;
     assert!(
         matches!(
-            state(&hub),
+            only_state(&hub),
             ServerState::Connected {
                 era: Era::Stateless,
                 ..
             }
         ),
         "{:?}",
-        state(&hub)
+        only_state(&hub)
     );
     assert_eq!(echo(&hub, "hi").await, "hi");
     hub.shutdown().await;
@@ -443,7 +402,7 @@ async fn dpop_binds_tokens_to_a_key_kept_with_them_across_restarts() {
     let store = dir.path().join("tokens.json");
 
     let hub = logged_in(&server, &store).await;
-    let after_login = stats(&server).await;
+    let after_login = oauth_stats(&server).await;
     assert_eq!(after_login["dpop_bound_tokens"], 1, "{after_login}");
     assert!(
         after_login["dpop_proofs"].as_u64().unwrap() >= 2,
@@ -464,9 +423,9 @@ async fn dpop_binds_tokens_to_a_key_kept_with_them_across_restarts() {
     );
 
     // The bound refresh token needs a proof from the same key.
-    admin(&server, "expire").await;
+    oauth_admin(&server, "expire").await;
     assert_eq!(echo(&hub, "after expiry").await, "after expiry");
-    assert_eq!(stats(&server).await["refreshes"], 1);
+    assert_eq!(oauth_stats(&server).await["refreshes"], 1);
     hub.shutdown().await;
 
     // A later run signs with the stored key: its refresh and its calls are accepted.
@@ -478,20 +437,20 @@ async fn client_credentials_tokens_are_dpop_bound_too() {
     let server = oauth_server(&["--dpop", "--oauth-client", "robot:s3cret"]);
     let dir = temp_dir("dpop-client-credentials");
     let store = dir.path().join("tokens.json");
-    let spec = spec(&server.url).with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
+    let spec = oauth_spec(&server.url).with_auth(AuthSpec::oauth(OAuthSpec::client_credentials(
         "robot", "s3cret",
     )));
-    let hub = started(spec.clone(), options(&store)).await;
+    let hub = started(spec.clone(), oauth_options(&store)).await;
     assert_eq!(echo(&hub, "machine").await, "machine");
-    let counts = stats(&server).await;
+    let counts = oauth_stats(&server).await;
     assert_eq!(counts["client_credentials"], 1, "{counts}");
     assert_eq!(counts["dpop_bound_tokens"], 1, "{counts}");
     hub.shutdown().await;
 
     // The next run presents the stored token with proofs from the stored key.
-    let hub = started(spec, options(&store)).await;
+    let hub = started(spec, oauth_options(&store)).await;
     assert_eq!(echo(&hub, "again").await, "again");
-    let counts = stats(&server).await;
+    let counts = oauth_stats(&server).await;
     assert_eq!(
         counts["client_credentials"], 1,
         "no new token was needed: {counts}"
@@ -513,8 +472,8 @@ async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_ag
     );
     let runs_so_far = || std::fs::read_to_string(&runs).unwrap().lines().count();
     let hub = started(
-        spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper)),
-        options(&dir.path().join("tokens.json")),
+        oauth_spec(&server.url).with_auth(AuthSpec::default().with_headers_helper(helper)),
+        oauth_options(&dir.path().join("tokens.json")),
     )
     .await;
     let mut events = hub.subscribe();
@@ -523,7 +482,7 @@ async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_ag
 
     // The vault hands out a new token; the server stops taking the old one. The next call is
     // refused, the helper runs again, and the call goes through on the same session.
-    admin(&server, "revoke").await;
+    oauth_admin(&server, "revoke").await;
     std::fs::write(&file, out_of_band_token(&server).await).unwrap();
     assert_eq!(echo(&hub, "second").await, "second");
     assert_eq!(runs_so_far(), 2);
@@ -534,7 +493,7 @@ async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_ag
 
     // A helper that prints the refused token again: the call fails, the session ends, and the
     // reconnect (the helper run once more) leaves the server needing auth, saying how to fix it.
-    admin(&server, "revoke").await;
+    oauth_admin(&server, "revoke").await;
     let error = hub
         .call("mcp__remote__echo", json!({"text": "third"}))
         .await
@@ -550,7 +509,7 @@ async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_ag
     // it printed never worked).
     assert_eq!(runs_so_far(), 4);
     assert_eq!(
-        stats(&server).await["authorizations"],
+        oauth_stats(&server).await["authorizations"],
         0,
         "OAuth stayed out"
     );
@@ -559,18 +518,17 @@ async fn a_helper_token_refused_mid_session_is_replaced_by_running_the_helper_ag
 
 /// The server's state once it needs auth (within 10 s), its message.
 async fn needs_auth_soon(hub: &Hub) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if let ServerState::NeedsAuth { message } = state(hub) {
-            return message;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not needing auth: {:?}",
-            state(hub)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let message =
+        support::eventually(
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || match only_state(hub) {
+                ServerState::NeedsAuth { message } => Some(message),
+                _ => None,
+            },
+        )
+        .await;
+    message.unwrap_or_else(|| panic!("not needing auth: {:?}", only_state(hub)))
 }
 
 #[tokio::test]
@@ -587,9 +545,9 @@ async fn a_static_token_refused_mid_session_leaves_the_server_needing_auth() {
     )
     .with_startup_timeout(Duration::from_secs(20))
     .with_call_timeout(Duration::from_secs(20));
-    let hub = started(spec, options(&dir.path().join("tokens.json"))).await;
+    let hub = started(spec, oauth_options(&dir.path().join("tokens.json"))).await;
     assert_eq!(echo(&hub, "before").await, "before");
-    admin(&server, "revoke").await;
+    oauth_admin(&server, "revoke").await;
     assert!(
         hub.call("mcp__remote__echo", json!({"text": "after"}))
             .await
@@ -598,7 +556,7 @@ async fn a_static_token_refused_mid_session_leaves_the_server_needing_auth() {
     let message = needs_auth_soon(&hub).await;
     assert!(message.contains("`headers`"), "{message}");
     assert_eq!(
-        stats(&server).await["authorizations"],
+        oauth_stats(&server).await["authorizations"],
         0,
         "OAuth stayed out"
     );
@@ -623,12 +581,12 @@ async fn a_workload_jwt_gets_a_dpop_bound_token() {
     );
     oauth.client_secret = Some("s3cret".into());
     let hub = started(
-        spec(&server.url).with_auth(AuthSpec::oauth(oauth)),
-        options(&store),
+        oauth_spec(&server.url).with_auth(AuthSpec::oauth(oauth)),
+        oauth_options(&store),
     )
     .await;
     assert_eq!(echo(&hub, "workload").await, "workload");
-    let counts = stats(&server).await;
+    let counts = oauth_stats(&server).await;
     assert_eq!(counts["jwt_bearer"], 1, "{counts}");
     assert_eq!(counts["dpop_bound_tokens"], 1, "{counts}");
     assert!(
@@ -636,9 +594,9 @@ async fn a_workload_jwt_gets_a_dpop_bound_token() {
         "the token endpoint and /mcp each asked for their nonce: {counts}"
     );
     // An expired token is replaced by exchanging the (re-read) JWT again, with a proof.
-    admin(&server, "expire").await;
+    oauth_admin(&server, "expire").await;
     assert_eq!(echo(&hub, "again").await, "again");
-    let counts = stats(&server).await;
+    let counts = oauth_stats(&server).await;
     assert_eq!(counts["jwt_bearer"], 2, "{counts}");
     assert_eq!(counts["dpop_bound_tokens"], 2, "{counts}");
     hub.shutdown().await;

@@ -27,10 +27,9 @@
 mod support;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use mcpmux::schema::{Provider, Validator, export};
-use mcpmux::{Hub, HubOptions, ServerSpec, Tool};
+use mcpmux::{Hub, ServerSpec, Tool};
 use serde_json::{Map, Value};
 
 // ---------------------------------------------------------------------------------------------
@@ -628,11 +627,7 @@ async fn real_server_exports_follow_every_providers_rules() {
             Vec::<String>::new(),
         ),
     ];
-    let hub = Hub::start(
-        specs,
-        HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200)),
-    )
-    .unwrap();
+    let hub = Hub::start(specs, support::hub_options()).unwrap();
     hub.wait_ready().await.unwrap();
     let tools = hub.tools();
     hub.shutdown().await;

@@ -8,10 +8,10 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use mcpmux::{Hub, HubOptions, ServerSpec, ServerState, TransportSpec};
-use tokio::io::AsyncWriteExt;
+use mcpmux::{ServerSpec, ServerState, TransportSpec};
+use support::{RawReply, failed, needs_auth};
 use tokio::sync::mpsc;
 
 /// Far above what any of these servers takes to answer: settling well inside it shows that
@@ -34,35 +34,20 @@ const ENDPOINT_STREAM: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-strea
 async fn raw_server(
     answer: fn(&str) -> &'static str,
 ) -> (std::net::SocketAddr, mpsc::UnboundedReceiver<String>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let (seen, requests) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let mut buffer = Vec::new();
-                loop {
-                    let Some(request) = support::read_http_request(&mut socket, &mut buffer).await
-                    else {
-                        return;
-                    };
-                    let head = String::from_utf8_lossy(&request).to_lowercase();
-                    let first_line = head.lines().next().unwrap_or_default();
-                    let first_line = first_line.trim_end_matches(" http/1.1").to_string();
-                    let reply = answer(&first_line);
-                    let _ = seen.send(first_line);
-                    if socket.write_all(reply.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    if !reply.contains("content-length:") {
-                        tokio::time::sleep(Duration::from_secs(60)).await;
-                        return;
-                    }
-                }
-            });
+    let addr = support::raw_http_server(move |request| {
+        let head = String::from_utf8_lossy(request).to_lowercase();
+        let first_line = head.lines().next().unwrap_or_default();
+        let first_line = first_line.trim_end_matches(" http/1.1").to_string();
+        let reply = answer(&first_line);
+        let _ = seen.send(first_line);
+        if reply.contains("content-length:") {
+            RawReply::Answer(reply.to_string())
+        } else {
+            RawReply::Stream(reply.to_string())
         }
-    });
+    })
+    .await;
     (addr, requests)
 }
 
@@ -86,36 +71,12 @@ fn bearer() -> BTreeMap<String, String> {
 /// it settled quickly.
 async fn settled(spec: ServerSpec) -> ServerState {
     let name = spec.name.clone();
-    let started_at = Instant::now();
-    let hub = Hub::start(vec![spec], HubOptions::ephemeral()).unwrap();
-    hub.wait_ready().await.unwrap();
-    let elapsed = started_at.elapsed();
-    let state = hub
-        .servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
-        .state;
-    hub.shutdown().await;
+    let (state, elapsed) = support::settled(spec).await;
     assert!(
         elapsed < QUICK,
         "`{name}` took {elapsed:?} to settle: {state:?}"
     );
     state
-}
-
-fn needs_auth(state: ServerState) -> String {
-    match state {
-        ServerState::NeedsAuth { message } => message,
-        other => panic!("expected NeedsAuth, got {other:?}"),
-    }
-}
-
-fn failed(state: ServerState) -> String {
-    match state {
-        ServerState::Failed { error, .. } => error,
-        other => panic!("expected Failed, got {other:?}"),
-    }
 }
 
 /// The message names the fix a legacy SSE or WebSocket server allows.

@@ -7,14 +7,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mcpmux::config::ServerOptions;
-use mcpmux::host::ResourceEvent;
-use mcpmux::{Error, Host, Hub, HubOptions, ServerSpec, ServerState, TransportSpec};
+use mcpmux::{Error, Host, Hub, ServerSpec, ServerState, TransportSpec};
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
+use support::{ms, state};
 
 /// A call after a restart must answer within this: one round trip and a new session, not
 /// the call timeout below. The goal is 1 s and is met with room (24–770 ms measured at a load
@@ -24,17 +22,10 @@ const AT_ONCE: Duration = Duration::from_secs(3);
 /// Long enough that a call waiting for its deadline is plainly seen.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
+/// [`support::fast`] with a breaker that never reopens during a test: restarts are the point.
 fn fast() -> ServerOptions {
-    let mut o = ServerOptions::default();
-    o.backoff.initial = ms(20);
-    o.backoff.max = ms(200);
-    o.breaker.threshold = 3;
+    let mut o = support::fast();
     o.breaker.cool_down = Duration::from_secs(30);
-    o.shutdown_grace = ms(200);
     o
 }
 
@@ -49,20 +40,8 @@ fn http(name: &str, url: &str) -> ServerSpec {
 }
 
 async fn started(specs: Vec<ServerSpec>, host: Host) -> Hub {
-    let options = HubOptions::ephemeral()
-        .with_shutdown_grace(ms(200))
-        .with_host(host);
-    let hub = Hub::start(specs, options).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn state(hub: &Hub, name: &str) -> ServerState {
-    hub.servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
-        .state
+    let options = support::hub_options().with_host(host);
+    support::started_with(specs, options).await
 }
 
 fn port_of(url: &str) -> u16 {
@@ -97,28 +76,9 @@ async fn restart(
     .unwrap()
 }
 
-fn call_log(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn echoes_of(path: &Path, text: &str) -> usize {
-    call_log(path)
-        .iter()
-        .filter(|l| l["tool"] == "echo" && l["arguments"]["text"] == text)
-        .count()
-}
-
-fn everything() -> PathBuf {
-    support::npm_script("@modelcontextprotocol/server-everything", "dist/index.js")
-}
-
 #[tokio::test]
 async fn a_restarted_reference_server_answers_the_next_call_at_once() {
-    let first = support::node_http(&everything(), &["streamableHttp"], "/mcp");
+    let first = support::node_http(&support::everything_script(), &["streamableHttp"], "/mcp");
     let port = port_of(&first.url);
     let hub = started(vec![http("everything", &first.url)], Host::new()).await;
     let echo = |text: &str| json!({ "message": text });
@@ -130,7 +90,12 @@ async fn a_restarted_reference_server_answers_the_next_call_at_once() {
     let mut server = first;
     for round in 0..3 {
         server = restart(server, move || {
-            support::node_http_on(port, &everything(), &["streamableHttp"], "/mcp")
+            support::node_http_on(
+                port,
+                &support::everything_script(),
+                &["streamableHttp"],
+                "/mcp",
+            )
         })
         .await;
         let text = format!("after restart {round}");
@@ -177,7 +142,7 @@ async fn restarts_cost_one_round_trip(unknown_session: &str) {
             text
         );
         // A server that did not know the session did not run the call: sent again, run once.
-        assert_eq!(echoes_of(&log, &text), 1);
+        assert_eq!(support::logged_calls(&log, "echo", Some(&text)), 1);
     }
     assert!(matches!(
         state(&hub, "remote"),
@@ -217,25 +182,9 @@ async fn a_400_for_a_dropped_session_renews_it_and_runs_the_call_once() {
             call_at_once(&hub, "mcp__remote__echo", json!({ "text": text })).await,
             text
         );
-        assert_eq!(echoes_of(&log, &text), 1);
+        assert_eq!(support::logged_calls(&log, "echo", Some(&text)), 1);
     }
     hub.shutdown().await;
-}
-
-/// The next resource update, if one arrives within `within`.
-async fn next_update(
-    events: &mut broadcast::Receiver<ResourceEvent>,
-    within: Duration,
-) -> Option<String> {
-    tokio::time::timeout(within, async {
-        loop {
-            if let ResourceEvent::Updated { uri, .. } = events.recv().await.unwrap() {
-                break uri;
-            }
-        }
-    })
-    .await
-    .ok()
 }
 
 #[tokio::test]
@@ -253,8 +202,9 @@ async fn after_a_restart_the_session_and_its_subscriptions_come_back_without_a_c
     // subscription is made again there (announced as an update: changes meanwhile were missed).
     let renewed = Instant::now();
     assert_eq!(
-        next_update(&mut events, Duration::from_secs(10))
+        support::next_update(&mut events, Duration::from_secs(10))
             .await
+            .map(|(_, uri)| uri)
             .as_deref(),
         Some(COUNTER),
         "the subscription was not made again after the restart"
@@ -273,8 +223,9 @@ async fn after_a_restart_the_session_and_its_subscriptions_come_back_without_a_c
         "1"
     );
     assert_eq!(
-        next_update(&mut events, Duration::from_secs(5))
+        support::next_update(&mut events, Duration::from_secs(5))
             .await
+            .map(|(_, uri)| uri)
             .as_deref(),
         Some(COUNTER)
     );
@@ -284,7 +235,7 @@ async fn after_a_restart_the_session_and_its_subscriptions_come_back_without_a_c
 
 #[tokio::test]
 async fn a_restarted_legacy_sse_server_answers_the_next_call_at_once() {
-    let first = support::node_http(&everything(), &["sse"], "/sse");
+    let first = support::node_http(&support::everything_script(), &["sse"], "/sse");
     let port = port_of(&first.url);
     let sse = |url: &str| TransportSpec::Sse {
         url: url.to_string(),
@@ -299,7 +250,7 @@ async fn a_restarted_legacy_sse_server_answers_the_next_call_at_once() {
     let mut server = first;
     for round in 0..3 {
         server = restart(server, move || {
-            support::node_http_on(port, &everything(), &["sse"], "/sse")
+            support::node_http_on(port, &support::everything_script(), &["sse"], "/sse")
         })
         .await;
         let text = format!("after restart {round}");
@@ -377,7 +328,7 @@ async fn a_call_made_while_the_server_restarts_waits_for_it_and_runs_once() {
     eprintln!("FIGURE call made during a restart: {took:?}");
     assert_eq!(answer.unwrap().to_text(), "during");
     assert!(took < Duration::from_secs(3), "{took:?}");
-    assert_eq!(echoes_of(&log, "during"), 1);
+    assert_eq!(support::logged_calls(&log, "echo", Some("during")), 1);
     assert!(matches!(
         state(&hub, "remote"),
         ServerState::Connected { .. }

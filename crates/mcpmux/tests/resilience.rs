@@ -6,45 +6,14 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcpmux::config::ServerOptions;
-use mcpmux::{CallOptions, Error, Hub, HubEvent, HubOptions, ServerSpec, ServerState};
-use serde_json::{Value, json};
-use tokio::sync::broadcast;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// Short backoff, breaker and grace: no test waits for seconds.
-fn fast() -> ServerOptions {
-    let mut o = ServerOptions::default();
-    o.backoff.initial = ms(20);
-    o.backoff.max = ms(200);
-    o.breaker.threshold = 3;
-    o.breaker.cool_down = ms(200);
-    o.shutdown_grace = ms(200);
-    o
-}
-
-/// A test server over stdio. The hub starts a server configured twice (same command and
-/// args) only once, so every spec gets a distinct, harmless `--page-size` (larger than the
-/// tool list: one page).
-fn testserver(name: &str, args: &[&str]) -> ServerSpec {
-    static UNIQUE: AtomicU64 = AtomicU64::new(1000);
-    let page_size = UNIQUE.fetch_add(1, Ordering::Relaxed).to_string();
-    let args = args
-        .iter()
-        .map(|a| a.to_string())
-        .chain(["--page-size".to_string(), page_size]);
-    ServerSpec::stdio(name, support::testserver().to_string_lossy(), args)
-        .with_options(fast())
-        .with_call_timeout(Duration::from_secs(5))
-        .with_startup_timeout(Duration::from_secs(10))
-}
+use mcpmux::{CallOptions, Error, Hub, HubEvent, ServerSpec, ServerState};
+use serde_json::json;
+use support::{
+    admin, call_log, echo, fast, fast_testserver, hub_options, is_connected, logged_calls, ms,
+    pid_of, started, state, state_event, wait_event, wait_log, wait_state,
+};
 
 fn http(name: &str, url: &str) -> ServerSpec {
     ServerSpec::http(name, url)
@@ -53,119 +22,10 @@ fn http(name: &str, url: &str) -> ServerSpec {
         .with_startup_timeout(Duration::from_secs(10))
 }
 
-fn hub_options() -> HubOptions {
-    HubOptions::ephemeral().with_shutdown_grace(ms(200))
-}
-
-async fn started(specs: Vec<ServerSpec>) -> Hub {
-    let hub = Hub::start(specs, hub_options()).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn state(hub: &Hub, name: &str) -> ServerState {
-    hub.servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no server {name}"))
-        .state
-}
-
-/// Polls the server's state until `pred` holds; panics after `within`.
-async fn wait_state(
-    hub: &Hub,
-    name: &str,
-    within: Duration,
-    pred: impl Fn(&ServerState) -> bool,
-) -> ServerState {
-    let deadline = Instant::now() + within;
-    loop {
-        let s = state(hub, name);
-        if pred(&s) {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: state never matched within {within:?}; last: {s:?}"
-        );
-        tokio::time::sleep(ms(2)).await;
-    }
-}
-
-fn is_connected(s: &ServerState) -> bool {
-    matches!(s, ServerState::Connected { .. })
-}
-
 fn tools_version(hub: &Hub, name: &str) -> u64 {
     match state(hub, name) {
         ServerState::Connected { tools_version, .. } => tools_version,
         other => panic!("{name} is not connected: {other:?}"),
-    }
-}
-
-/// Waits for the next event matching `pred` (skipping others, surviving lag).
-async fn wait_event(
-    events: &mut broadcast::Receiver<HubEvent>,
-    within: Duration,
-    pred: impl Fn(&HubEvent) -> bool,
-) -> HubEvent {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match tokio::time::timeout_at(deadline, events.recv()).await {
-            Err(_) => panic!("no matching event within {within:?}"),
-            Ok(Ok(event)) if pred(&event) => return event,
-            Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => {}
-            Ok(Err(e)) => panic!("event channel: {e}"),
-        }
-    }
-}
-
-fn state_event(server: &str, label: &str) -> impl Fn(&HubEvent) -> bool {
-    let server = server.to_string();
-    let label = label.to_string();
-    move |e| matches!(e, HubEvent::StateChanged { server: s, state } if *s == server && state.label() == label)
-}
-
-async fn echo(hub: &Hub, server: &str, text: &str) -> Result<String, Error> {
-    hub.call(&format!("mcp__{server}__echo"), json!({ "text": text }))
-        .await
-        .map(|r| r.to_text())
-}
-
-async fn pid_of(hub: &Hub, server: &str) -> u32 {
-    hub.call(&format!("mcp__{server}__pid"), json!({}))
-        .await
-        .unwrap()
-        .to_text()
-        .parse()
-        .unwrap()
-}
-
-fn call_log(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn logged_calls(path: &Path, tool: &str, text: Option<&str>) -> usize {
-    call_log(path)
-        .iter()
-        .filter(|l| l["tool"] == tool)
-        .filter(|l| text.is_none_or(|t| l["arguments"]["text"] == t))
-        .count()
-}
-
-async fn wait_log(path: &Path, within: Duration, pred: impl Fn(&[Value]) -> bool) {
-    let deadline = Instant::now() + within;
-    while !pred(&call_log(path)) {
-        assert!(
-            Instant::now() < deadline,
-            "call log never matched: {:?}",
-            call_log(path)
-        );
-        tokio::time::sleep(ms(5)).await;
     }
 }
 
@@ -181,27 +41,13 @@ async fn echo_many(hub: &Hub, server: &str, n: usize) {
     futures::future::join_all(calls).await;
 }
 
-fn base_url(mcp_url: &str) -> String {
-    mcp_url.strip_suffix("/mcp").unwrap_or(mcp_url).to_string()
-}
-
-async fn admin(mcp_url: &str, path_and_query: &str) {
-    let url = format!("{}{path_and_query}", base_url(mcp_url));
-    let response = reqwest::Client::new().post(&url).send().await.unwrap();
-    assert!(
-        response.status().is_success(),
-        "{url}: {}",
-        response.status()
-    );
-}
-
 // 1 ─────────────────────────────────────────────────────────────────────────────────────────
 
 #[tokio::test]
 async fn a_server_exiting_at_startup_is_failed_with_its_status_and_stderr() {
     let hub = started(vec![
-        testserver("broken", &["--stderr-lines", "2", "--exit-at-startup", "5"]),
-        testserver("good", &[]),
+        fast_testserver("broken", &["--stderr-lines", "2", "--exit-at-startup", "5"]),
+        fast_testserver("good", &[]),
     ])
     .await;
     let ServerState::Failed { error, stderr_tail } = state(&hub, "broken") else {
@@ -240,8 +86,8 @@ async fn a_crash_mid_call_fails_the_call_at_once_then_the_server_reconnects() {
     let mut no_retries = fast();
     no_retries.max_retries = 0;
     let hub = started(vec![
-        testserver("crashy", &["--crash-after", "2"]).with_options(no_retries),
-        testserver("other", &[]),
+        fast_testserver("crashy", &["--crash-after", "2"]).with_options(no_retries),
+        fast_testserver("other", &[]),
     ])
     .await;
     let first_pid = pid_of(&hub, "crashy").await; // call 1
@@ -292,8 +138,8 @@ async fn a_crash_mid_call_fails_the_call_at_once_then_the_server_reconnects() {
 #[tokio::test]
 async fn a_crash_on_a_named_tool_leaves_other_servers_alone() {
     let hub = started(vec![
-        testserver("fragile", &["--crash-on", "fail"]),
-        testserver("steady", &[]),
+        fast_testserver("fragile", &["--crash-on", "fail"]),
+        fast_testserver("steady", &[]),
     ])
     .await;
     let fragile_pid = pid_of(&hub, "fragile").await;
@@ -325,17 +171,14 @@ async fn a_crash_on_a_named_tool_leaves_other_servers_alone() {
     assert!(is_connected(&state(&hub, "steady")));
     // The fragile server comes back with a new process; its other tools work.
     wait_state(&hub, "fragile", Duration::from_secs(3), is_connected).await;
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let new_pid = loop {
-        if let Ok(r) = hub.call("mcp__fragile__pid", json!({})).await {
-            let pid: u32 = r.to_text().parse().unwrap();
-            if pid != fragile_pid {
-                break pid;
-            }
-        }
-        assert!(Instant::now() < deadline, "fragile never came back");
-        tokio::time::sleep(ms(5)).await;
-    };
+    let hub_ref = &hub;
+    let new_pid = support::eventually_async(Duration::from_secs(3), ms(5), || async move {
+        let r = hub_ref.call("mcp__fragile__pid", json!({})).await.ok()?;
+        let pid: u32 = r.to_text().parse().unwrap();
+        (pid != fragile_pid).then_some(pid)
+    })
+    .await
+    .expect("fragile never came back");
     assert_ne!(new_pid, fragile_pid);
     assert_eq!(echo(&hub, "fragile", "back").await.unwrap(), "back");
     hub.shutdown().await;
@@ -343,7 +186,11 @@ async fn a_crash_on_a_named_tool_leaves_other_servers_alone() {
 
 #[tokio::test]
 async fn a_crash_with_many_calls_in_flight_fails_them_all_and_the_server_comes_back_connected() {
-    let hub = started(vec![testserver("k", &[]), testserver("other", &[])]).await;
+    let hub = started(vec![
+        fast_testserver("k", &[]),
+        fast_testserver("other", &[]),
+    ])
+    .await;
     // Which of the supervisor and the failing callers gets there first varies: a few rounds.
     for round in 0..5 {
         let pid = pid_of(&hub, "k").await;
@@ -395,7 +242,7 @@ async fn a_crash_with_many_calls_in_flight_fails_them_all_and_the_server_comes_b
 async fn a_safe_call_that_always_crashes_is_retried_max_retries_times_only() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = started(vec![testserver(
+    let hub = started(vec![fast_testserver(
         "poison",
         &["--crash-on", "add", "--call-log", log.to_str().unwrap()],
     )])
@@ -417,7 +264,7 @@ async fn a_safe_call_that_always_crashes_is_retried_max_retries_times_only() {
 async fn a_hanging_call_times_out_is_cancelled_and_does_not_block_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = started(vec![testserver(
+    let hub = started(vec![fast_testserver(
         "h",
         &["--call-log", log.to_str().unwrap()],
     )])
@@ -470,8 +317,8 @@ async fn a_hanging_call_times_out_is_cancelled_and_does_not_block_the_server() {
 #[tokio::test]
 async fn slow_answers_respect_the_deadline_both_ways() {
     let hub = started(vec![
-        testserver("slow", &["--slow-ms", "250"]).with_call_timeout(ms(100)),
-        testserver("other", &[]),
+        fast_testserver("slow", &["--slow-ms", "250"]).with_call_timeout(ms(100)),
+        fast_testserver("other", &[]),
     ])
     .await;
     // The server's default deadline (100 ms) is shorter than its answer (250 ms): timed out
@@ -550,8 +397,8 @@ async fn garbage_on_stdout_does_not_break_the_session() {
     // Non-JSON lines, a JSON line that is not JSON-RPC (a JSON logger on stdout) and partial
     // lines, at startup and before every response.
     let hub = started(vec![
-        testserver("junk", &["--garbage"]),
-        testserver("junk_legacy", &["--garbage", "--era", "handshake"]),
+        fast_testserver("junk", &["--garbage"]),
+        fast_testserver("junk_legacy", &["--garbage", "--era", "handshake"]),
     ])
     .await;
     for server in ["junk", "junk_legacy"] {
@@ -563,8 +410,8 @@ async fn garbage_on_stdout_does_not_break_the_session() {
 #[tokio::test]
 async fn responses_with_unknown_ids_do_not_confuse_calls() {
     let hub = started(vec![
-        testserver("liar", &["--unknown-id"]),
-        testserver("liar_legacy", &["--unknown-id", "--era", "handshake"]),
+        fast_testserver("liar", &["--unknown-id"]),
+        fast_testserver("liar_legacy", &["--unknown-id", "--era", "handshake"]),
     ])
     .await;
     for server in ["liar", "liar_legacy"] {
@@ -582,8 +429,8 @@ async fn a_50_mb_result_arrives_intact_and_the_hub_keeps_working() {
     let mut whole = fast();
     whole.max_result_bytes = 64 * 1024 * 1024;
     let hub = started(vec![
-        testserver("big", &[]).with_options(whole),
-        testserver("other", &[]),
+        fast_testserver("big", &[]).with_options(whole),
+        fast_testserver("other", &[]),
     ])
     .await;
     let pid = pid_of(&hub, "big").await;
@@ -627,7 +474,11 @@ async fn a_50_mb_result_arrives_intact_and_the_hub_keeps_working() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notification_flood_does_not_starve_other_calls() {
-    let hub = started(vec![testserver("noisy", &[]), testserver("other", &[])]).await;
+    let hub = started(vec![
+        fast_testserver("noisy", &[]),
+        fast_testserver("other", &[]),
+    ])
+    .await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let flood = {
         let hub = hub.clone();
@@ -670,8 +521,8 @@ async fn list_changed_updates_the_tools_and_fires_the_event_without_disturbing_c
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
     let hub = started(vec![
-        testserver("x", &["--call-log", log.to_str().unwrap()]),
-        testserver("y", &[]),
+        fast_testserver("x", &["--call-log", log.to_str().unwrap()]),
+        fast_testserver("y", &[]),
     ])
     .await;
     let v0 = tools_version(&hub, "x");
@@ -736,7 +587,7 @@ async fn list_changed_updates_the_tools_and_fires_the_event_without_disturbing_c
 async fn http_401_needs_auth_and_is_not_retried() {
     let server = support::testserver_http(&["--http-fail", "401"]);
     let hub = Hub::start(
-        vec![http("remote", &server.url), testserver("local", &[])],
+        vec![http("remote", &server.url), fast_testserver("local", &[])],
         hub_options(),
     )
     .unwrap();
@@ -804,7 +655,11 @@ fn is_clear_server_error(e: &Error) -> bool {
 #[tokio::test]
 async fn http_5xx_fails_calls_clearly_then_the_server_recovers_after_heal() {
     let server = support::testserver_http(&[]);
-    let hub = started(vec![http("remote", &server.url), testserver("local", &[])]).await;
+    let hub = started(vec![
+        http("remote", &server.url),
+        fast_testserver("local", &[]),
+    ])
+    .await;
     assert_eq!(echo(&hub, "remote", "before").await.unwrap(), "before");
     admin(&server.url, "/admin/fail?status=500").await;
     for i in 0..4 {
@@ -827,19 +682,13 @@ async fn http_5xx_fails_calls_clearly_then_the_server_recovers_after_heal() {
 
     admin(&server.url, "/admin/heal").await;
     let healed = Instant::now();
-    let deadline = healed + Duration::from_secs(5);
-    loop {
-        if let Ok(text) = echo(&hub, "remote", "after").await {
-            assert_eq!(text, "after");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never recovered: {:?}",
-            state(&hub, "remote")
-        );
-        tokio::time::sleep(ms(20)).await;
-    }
+    let hub_ref = &hub;
+    let text = support::eventually_async(Duration::from_secs(5), ms(20), || async move {
+        echo(hub_ref, "remote", "after").await.ok()
+    })
+    .await
+    .unwrap_or_else(|| panic!("never recovered: {:?}", state(&hub, "remote")));
+    assert_eq!(text, "after");
     eprintln!("FIGURE 5xx heal -> working call: {:?}", healed.elapsed());
     wait_state(&hub, "remote", Duration::from_secs(2), is_connected).await;
     assert!(hub.tools().iter().any(|t| t.server == "remote"));
@@ -888,8 +737,8 @@ async fn the_breaker_opens_after_three_failures_withholds_tools_and_closes_after
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
     let hub = started(vec![
-        testserver("b", &["--call-log", log.to_str().unwrap()]),
-        testserver("other", &[]),
+        fast_testserver("b", &["--call-log", log.to_str().unwrap()]),
+        fast_testserver("other", &[]),
     ])
     .await;
     let tools_before = hub.tools().iter().filter(|t| t.server == "b").count();
@@ -956,7 +805,7 @@ async fn the_breaker_opens_after_three_failures_withholds_tools_and_closes_after
 
 #[tokio::test]
 async fn calls_while_the_breaker_is_open_fail_at_once_with_circuit_open() {
-    let hub = started(vec![testserver("b", &[])]).await;
+    let hub = started(vec![fast_testserver("b", &[])]).await;
     trip_breaker(&hub, "b").await;
     let sent = Instant::now();
     let err = echo(&hub, "b", "refused").await.unwrap_err();
@@ -972,7 +821,7 @@ async fn calls_while_the_breaker_is_open_fail_at_once_with_circuit_open() {
 async fn a_read_only_call_hit_by_a_crash_is_retried_after_reconnect() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = started(vec![testserver(
+    let hub = started(vec![fast_testserver(
         "r",
         &["--crash-after", "1", "--call-log", log.to_str().unwrap()],
     )])
@@ -997,7 +846,7 @@ async fn a_read_only_call_hit_by_a_crash_is_retried_after_reconnect() {
 async fn a_mutating_call_hit_by_a_crash_is_never_sent_twice() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = started(vec![testserver(
+    let hub = started(vec![fast_testserver(
         "m",
         &["--crash-after", "1", "--call-log", log.to_str().unwrap()],
     )])
@@ -1031,8 +880,8 @@ async fn calls_during_a_reconnect_wait_for_it_or_fail_fast_when_asked() {
     slow_backoff.backoff.initial = ms(400);
     slow_backoff.backoff.max = ms(400);
     let hub = started(vec![
-        testserver("w", &[]).with_options(slow_backoff),
-        testserver("other", &[]),
+        fast_testserver("w", &[]).with_options(slow_backoff),
+        fast_testserver("other", &[]),
     ])
     .await;
     let first_pid = pid_of(&hub, "w").await;
@@ -1075,7 +924,7 @@ async fn a_call_waiting_for_a_reconnect_still_keeps_its_own_deadline() {
     let mut slow_backoff = fast();
     slow_backoff.backoff.initial = ms(500);
     slow_backoff.backoff.max = ms(500);
-    let hub = started(vec![testserver("w", &[]).with_options(slow_backoff)]).await;
+    let hub = started(vec![fast_testserver("w", &[]).with_options(slow_backoff)]).await;
     hub.call("mcp__w__sleep_then_exit", json!({"ms": 20}))
         .await
         .unwrap();
@@ -1117,7 +966,7 @@ async fn a_server_that_cannot_restart_is_given_up_on() {
     let spec = ServerSpec::stdio("once", "sh", ["-c".to_string(), script])
         .with_options(options)
         .with_call_timeout(Duration::from_secs(5));
-    let hub = started(vec![spec, testserver("other", &[])]).await;
+    let hub = started(vec![spec, fast_testserver("other", &[])]).await;
     assert!(is_connected(&state(&hub, "once")));
     let mut events = hub.subscribe();
     // Any call crashes it (`fail` is not retried).
@@ -1189,7 +1038,7 @@ async fn twenty_thousand_concurrent_calls_survive_a_server_killed_twice() {
             } else {
                 &[]
             };
-            testserver(&format!("s{k}"), args).with_call_timeout(Duration::from_secs(20))
+            fast_testserver(&format!("s{k}"), args).with_call_timeout(Duration::from_secs(20))
         })
         .collect();
     let hub = started(specs).await;

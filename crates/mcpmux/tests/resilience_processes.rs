@@ -10,22 +10,19 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcpmux::config::ServerOptions;
-use mcpmux::{Error, Hub, HubEvent, HubOptions, ServerSpec, ServerState};
+use mcpmux::{Error, HubEvent, HubOptions, ServerSpec, ServerState};
 use serde_json::json;
+use support::{ms, state};
 
 /// Tests in one binary run as parallel threads; counting processes needs them one at a time.
 /// (tokio's mutex: held across awaits, and a failed test does not poison it.)
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
+/// [`support::fast`] with the default breaker threshold (a server crashing hundreds of times
+/// is the point here) and a shorter grace.
 fn fast() -> ServerOptions {
-    let mut o = ServerOptions::default();
-    o.backoff.initial = ms(20);
-    o.backoff.max = ms(200);
-    o.breaker.cool_down = ms(200);
+    let mut o = support::fast();
+    o.breaker.threshold = ServerOptions::default().breaker.threshold;
     o.shutdown_grace = ms(100);
     o
 }
@@ -66,23 +63,6 @@ fn zombie_descendants() -> Vec<support::Proc> {
         .collect()
 }
 
-fn state(hub: &Hub, name: &str) -> ServerState {
-    hub.servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
-        .state
-}
-
-async fn pid_of(hub: &Hub, server: &str) -> i32 {
-    hub.call(&format!("mcp__{server}__pid"), json!({}))
-        .await
-        .unwrap()
-        .to_text()
-        .parse()
-        .unwrap()
-}
-
 // 10 ────────────────────────────────────────────────────────────────────────────────────────
 
 #[tokio::test]
@@ -90,7 +70,7 @@ async fn a_server_ignoring_sigterm_and_stdin_eof_is_still_stopped_promptly() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let marker = unique_marker(dir.path(), "stubborn");
-    let hub = Hub::start(
+    let hub = support::started_with(
         vec![marked_testserver(
             "stubborn",
             &marker,
@@ -98,9 +78,8 @@ async fn a_server_ignoring_sigterm_and_stdin_eof_is_still_stopped_promptly() {
         )],
         HubOptions::ephemeral().with_shutdown_grace(ms(100)),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    let pid = pid_of(&hub, "stubborn").await;
+    .await;
+    let pid = support::pid_of(&hub, "stubborn").await as i32;
     assert_eq!(marked(&marker).len(), 1, "{:?}", marked(&marker));
 
     let started = Instant::now();
@@ -131,7 +110,7 @@ async fn two_hundred_crash_restart_cycles_leave_no_zombie_and_no_orphan() {
     let dir = tempfile::tempdir().unwrap();
     let marker = unique_marker(dir.path(), "cycles");
     // Every process answers no call: the first `tools/call` makes it exit with status 3.
-    let hub = Hub::start(
+    let hub = support::started_with(
         vec![marked_testserver(
             "phoenix",
             &marker,
@@ -139,8 +118,7 @@ async fn two_hundred_crash_restart_cycles_leave_no_zombie_and_no_orphan() {
         )],
         HubOptions::ephemeral().with_shutdown_grace(ms(100)),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    .await;
     let mut events = hub.subscribe();
     let started = Instant::now();
     let mut pids = BTreeSet::new();

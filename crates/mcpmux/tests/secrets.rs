@@ -17,40 +17,27 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpmux::auth::{HeadlessAuthorizer, TokenStore};
+use mcpmux::auth::HeadlessAuthorizer;
 use mcpmux::config::{AuthSpec, OAuthSpec};
-use mcpmux::{Hub, HubOptions, ServerSpec, ServerState, TransportSpec};
+use mcpmux::{HubOptions, ServerSpec, ServerState, TransportSpec};
 use support::{Break, BreakingProxy};
-use tokio::io::AsyncWriteExt;
+use support::{RawReply, failed, oauth_options, oauth_spec, oauth_stats};
 
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A raw listener on 127.0.0.1 that records the head of every request it gets and answers
 /// 404. Returns its origin and the recorded heads.
 async fn recording_server() -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let recorded = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let mut buffer = Vec::new();
-                while let Some(request) = support::read_http_request(&mut socket, &mut buffer).await
-                {
-                    seen.lock()
-                        .unwrap()
-                        .push(String::from_utf8_lossy(&request).into_owned());
-                    let answer = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
-                    if socket.write_all(answer.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (origin, recorded)
+    let addr = support::raw_http_server(move |request| {
+        seen.lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(request).into_owned());
+        RawReply::Answer("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".into())
+    })
+    .await;
+    (format!("http://{addr}"), recorded)
 }
 
 fn secret_headers() -> BTreeMap<String, String> {
@@ -66,29 +53,6 @@ fn secret_headers() -> BTreeMap<String, String> {
     ])
 }
 
-/// Starts a hub on `spec`, waits for it to settle and returns the server's state.
-async fn settled(spec: ServerSpec) -> ServerState {
-    let name = spec.name.clone();
-    let hub = Hub::start(vec![spec], HubOptions::ephemeral()).unwrap();
-    hub.wait_ready().await.unwrap();
-    let state = hub
-        .servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
-        .state;
-    hub.shutdown().await;
-    state
-}
-
-/// The error of a server that did not connect (its row in `servers()` names it).
-fn error_of(state: ServerState) -> String {
-    match state {
-        ServerState::Failed { error, .. } => error,
-        other => panic!("expected the server to fail, got {other:?}"),
-    }
-}
-
 async fn cross_origin_redirect_is_refused(transport: fn(String) -> TransportSpec) {
     let (other_origin, seen) = recording_server().await;
     let location: &'static str = Box::leak(format!("{other_origin}/mcp").into_boxed_str());
@@ -98,7 +62,7 @@ async fn cross_origin_redirect_is_refused(transport: fn(String) -> TransportSpec
     .await;
     let spec = ServerSpec::new("moved", transport(redirector.url.clone()))
         .with_startup_timeout(STARTUP_TIMEOUT);
-    let error = error_of(settled(spec).await);
+    let error = failed(support::settled(spec).await.0);
     let seen = seen.lock().unwrap().clone();
     for request in &seen {
         let request = request.to_lowercase();
@@ -152,8 +116,7 @@ async fn a_redirect_within_the_servers_origin_is_followed() {
         },
     )
     .with_startup_timeout(STARTUP_TIMEOUT);
-    let hub = Hub::start(vec![spec], HubOptions::ephemeral()).unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started_with(vec![spec], HubOptions::ephemeral()).await;
     let result = hub
         .call(
             "mcp__moved__echo",
@@ -178,33 +141,10 @@ const HUBS_PER_PROCESS: usize = 2;
 const WORKER_URL: &str = "MCPMUX_TEST_WORKER_URL";
 const WORKER_STORE: &str = "MCPMUX_TEST_WORKER_STORE";
 
-fn oauth_spec(url: &str) -> ServerSpec {
-    ServerSpec::http("remote", url)
-        .with_startup_timeout(Duration::from_secs(20))
-        .with_call_timeout(Duration::from_secs(20))
-}
-
-fn oauth_options(store: &std::path::Path) -> HubOptions {
-    HubOptions::ephemeral()
-        .with_shutdown_grace(Duration::from_millis(200))
-        .with_token_store(TokenStore::file(store))
-}
-
-async fn oauth_stats(server: &support::ServerProcess) -> serde_json::Value {
-    let origin = server.url.trim_end_matches("/mcp");
-    reqwest::get(format!("{origin}/admin/oauth/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 /// A hub on the tokens in `store` (no authorizer: a lost login cannot be replaced) that calls
 /// `echo` `calls` times; panics naming the call that failed and the server's state.
 async fn call_repeatedly(url: &str, store: &std::path::Path, who: &str, calls: usize) {
-    let hub = Hub::start(vec![oauth_spec(url)], oauth_options(store)).unwrap();
-    hub.wait_ready().await.unwrap();
+    let hub = support::started_with(vec![oauth_spec(url)], oauth_options(store)).await;
     for call in 0..calls {
         let text = format!("{who} call {call}");
         let result = hub
@@ -252,12 +192,11 @@ async fn two_processes_refreshing_one_login_keep_it() {
         .tempdir()
         .unwrap();
     let store = dir.path().join("tokens.json");
-    let hub = Hub::start(
+    let hub = support::started_with(
         vec![oauth_spec(&server.url)],
         oauth_options(&store).with_authorizer(Arc::new(HeadlessAuthorizer::new().unwrap())),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    .await;
     hub.call(
         "mcp__remote__echo",
         serde_json::json!({"text": "logged in"}),
@@ -312,12 +251,11 @@ async fn a_pinned_issuer_keeps_machine_credentials_from_any_other_authorization_
         ))
     };
 
-    let hub = Hub::start(
+    let hub = support::started_with(
         vec![robot("https://auth.example")],
         oauth_options(&dir.path().join("wrong.json")),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    .await;
     let state = hub.servers()[0].state.clone();
     hub.shutdown().await;
     let message = match state {
@@ -333,12 +271,11 @@ async fn a_pinned_issuer_keeps_machine_credentials_from_any_other_authorization_
         "the secret was sent: {stats}"
     );
 
-    let hub = Hub::start(
+    let hub = support::started_with(
         vec![robot(&issuer)],
         oauth_options(&dir.path().join("right.json")),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    .await;
     let result = hub
         .call("mcp__remote__echo", serde_json::json!({"text": "pinned"}))
         .await;

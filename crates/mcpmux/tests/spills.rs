@@ -8,30 +8,22 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use mcpmux::Hub;
 use mcpmux::Spill;
 use mcpmux::config::ServerOptions;
-use mcpmux::{Hub, HubOptions, ServerSpec};
 use serde_json::json;
 
 async fn hub(spill: Spill, keep: bool) -> Hub {
     let mut options = ServerOptions::default();
     options.max_result_bytes = 1024;
-    let spec = ServerSpec::stdio(
-        "t",
-        support::testserver().to_string_lossy(),
-        Vec::<String>::new(),
-    )
-    .with_options(options);
-    let hub = Hub::start(
+    let spec = support::stdio_testserver("t", &[]).with_options(options);
+    support::started_with(
         vec![spec],
-        HubOptions::ephemeral()
-            .with_shutdown_grace(Duration::from_millis(200))
+        support::hub_options()
             .with_spill(spill)
             .with_keep_spills(keep),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    .await
 }
 
 /// Calls `huge` for `mb` MiB and returns the spill file the cut result names.

@@ -6,28 +6,15 @@
 
 mod support;
 
-use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcpmux::Spill;
 use mcpmux::config::{PolicyRules, ServerOptions};
-use mcpmux::{Builtin, Error, HandlerRegistry, Hub, HubOptions, Scope, ServerSpec, ServerState};
+use mcpmux::{Builtin, Error, HandlerRegistry, Scope, ServerState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-
-fn testserver(name: &str, args: &[&str]) -> ServerSpec {
-    ServerSpec::stdio(
-        name,
-        support::testserver().to_string_lossy(),
-        args.iter().map(|a| a.to_string()),
-    )
-}
-
-fn options() -> HubOptions {
-    HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200))
-}
+use support::{call_log, hub_options, started_with, stdio_testserver};
 
 #[derive(Deserialize, JsonSchema)]
 struct WordCount {
@@ -50,20 +37,6 @@ fn builtins() -> HandlerRegistry {
     registry
 }
 
-async fn started(specs: Vec<ServerSpec>, options: HubOptions) -> Hub {
-    let hub = Hub::start(specs, options).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn call_log(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 #[tokio::test]
 async fn built_ins_and_three_servers_make_one_sorted_list_and_built_ins_shadow() {
     let mut registry = builtins();
@@ -73,13 +46,13 @@ async fn built_ins_and_three_servers_make_one_sorted_list_and_built_ins_shadow()
         "A local echo that shadows server b's.",
         |args: WordCount| async move { format!("local: {}", args.text) },
     ));
-    let hub = started(
+    let hub = started_with(
         vec![
-            testserver("c", &["--stderr-lines", "1"]),
-            testserver("a", &[]),
-            testserver("b", &["--stderr-lines", "2"]),
+            stdio_testserver("c", &["--stderr-lines", "1"]),
+            stdio_testserver("a", &[]),
+            stdio_testserver("b", &["--stderr-lines", "2"]),
         ],
-        options().with_registry(registry),
+        hub_options().with_registry(registry),
     )
     .await;
     let names: Vec<String> = hub.tools().into_iter().map(|t| t.name).collect();
@@ -131,9 +104,12 @@ async fn built_ins_and_three_servers_make_one_sorted_list_and_built_ins_shadow()
 async fn invalid_arguments_are_refused_before_the_server_sees_them() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.jsonl");
-    let hub = started(
-        vec![testserver("t", &["--call-log", log.to_str().unwrap()])],
-        options(),
+    let hub = started_with(
+        vec![stdio_testserver(
+            "t",
+            &["--call-log", log.to_str().unwrap()],
+        )],
+        hub_options(),
     )
     .await;
     let err = hub
@@ -171,9 +147,12 @@ async fn deny_rules_block_calls_and_ask_needs_an_approver() {
     let mut rules = PolicyRules::default();
     rules.deny.push("mcp__t__fail".into());
     rules.ask.push("effect:destructive".into());
-    let hub = started(
-        vec![testserver("t", &["--call-log", log.to_str().unwrap()])],
-        options().with_policy(rules.clone()),
+    let hub = started_with(
+        vec![stdio_testserver(
+            "t",
+            &["--call-log", log.to_str().unwrap()],
+        )],
+        hub_options().with_policy(rules.clone()),
     )
     .await;
     let err = hub.call("mcp__t__fail", json!({})).await.unwrap_err();
@@ -198,9 +177,9 @@ async fn deny_rules_block_calls_and_ask_needs_an_approver() {
 
     // An approver that says yes lets the `ask` call through.
     let approver: Arc<dyn mcpmux::Approver> = Arc::new(mcpmux::policy::ApproveAll);
-    let hub = started(
-        vec![testserver("t", &[])],
-        options().with_policy(rules).with_approver(approver),
+    let hub = started_with(
+        vec![stdio_testserver("t", &[])],
+        hub_options().with_policy(rules).with_approver(approver),
     )
     .await;
     hub.call("mcp__t__change_tools", json!({})).await.unwrap();
@@ -212,7 +191,11 @@ async fn filters_apply_when_listing_and_when_calling() {
     let mut opts = ServerOptions::default();
     opts.tools.deny.push("ech*".into());
     opts.tools.allow.push("*".into());
-    let hub = started(vec![testserver("t", &[]).with_options(opts)], options()).await;
+    let hub = started_with(
+        vec![stdio_testserver("t", &[]).with_options(opts)],
+        hub_options(),
+    )
+    .await;
     assert!(hub.tool("mcp__t__echo").is_none());
     assert!(hub.tool("mcp__t__add").is_some());
     let err = hub
@@ -229,13 +212,13 @@ async fn scopes_select_servers_by_stage_and_agent() {
     planning.stages = Some(vec!["plan".into()]);
     let mut coder = ServerOptions::default();
     coder.agents = Some(vec!["coder".into()]);
-    let hub = started(
+    let hub = started_with(
         vec![
-            testserver("planner", &[]).with_options(planning),
-            testserver("coding", &["--stderr-lines", "1"]).with_options(coder),
-            testserver("anywhere", &["--stderr-lines", "2"]),
+            stdio_testserver("planner", &[]).with_options(planning),
+            stdio_testserver("coding", &["--stderr-lines", "1"]).with_options(coder),
+            stdio_testserver("anywhere", &["--stderr-lines", "2"]),
         ],
-        options().with_registry(builtins()),
+        hub_options().with_registry(builtins()),
     )
     .await;
     let servers = |scope: Scope| {
@@ -273,9 +256,9 @@ async fn a_huge_result_is_truncated_and_spilled_in_full() {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = ServerOptions::default();
     opts.max_result_bytes = 10 * 1024;
-    let hub = started(
-        vec![testserver("t", &[]).with_options(opts)],
-        options().with_spill(Spill::new(dir.path().join("spill"))),
+    let hub = started_with(
+        vec![stdio_testserver("t", &[]).with_options(opts)],
+        hub_options().with_spill(Spill::new(dir.path().join("spill"))),
     )
     .await;
     let result = hub.call("mcp__t__huge", json!({"mb": 1})).await.unwrap();
@@ -304,11 +287,11 @@ async fn a_huge_result_is_truncated_and_spilled_in_full() {
 #[tokio::test]
 async fn a_plugin_server_repeating_a_configured_one_is_started_once() {
     // Only plugin definitions are merged (hand-written ones never are: tests/accounts.rs).
-    let mut second = testserver("second", &[]);
+    let mut second = stdio_testserver("second", &[]);
     second.origin = mcpmux::config::Origin::Plugin {
         source: "plugin github".into(),
     };
-    let hub = started(vec![second, testserver("first", &[])], options()).await;
+    let hub = started_with(vec![second, stdio_testserver("first", &[])], hub_options()).await;
     let servers = hub.servers();
     let second = servers.iter().find(|s| s.name == "second").unwrap();
     match &second.state {
@@ -324,7 +307,7 @@ async fn a_plugin_server_repeating_a_configured_one_is_started_once() {
 async fn mcp_servers_are_a_tool_source_like_any_other() {
     use mcpmux::ToolSource;
     // One hub's MCP servers handed to another harness's registry as a custom source.
-    let upstream = started(vec![testserver("up", &[])], options()).await;
+    let upstream = started_with(vec![stdio_testserver("up", &[])], hub_options()).await;
     assert!(matches!(upstream.health(), mcpmux::Health::Ready));
     let listed = ToolSource::tools(&upstream).await.unwrap();
     assert!(listed.iter().any(|t| t.name == "mcp__up__echo"));
@@ -333,7 +316,7 @@ async fn mcp_servers_are_a_tool_source_like_any_other() {
     registry.register_source(Arc::new(upstream.clone()));
     let failures = registry.refresh().await;
     assert!(failures.is_empty(), "{failures:?}");
-    let hub = started(vec![], options().with_registry(registry)).await;
+    let hub = started_with(vec![], hub_options().with_registry(registry)).await;
     let names: Vec<String> = hub.tools().into_iter().map(|t| t.name).collect();
     assert!(names.contains(&"mcp__up__echo".to_string()), "{names:?}");
     let result = hub

@@ -9,27 +9,10 @@ use std::time::{Duration, Instant};
 
 use mcpmux::{Content, Era, Hub, HubOptions, ServerSpec, ServerState};
 use serde_json::json;
+use support::connected;
 
 fn text_of(result: &mcpmux::ToolResult) -> String {
     result.to_text()
-}
-
-async fn hub(specs: Vec<ServerSpec>) -> Hub {
-    let hub = Hub::start(
-        specs,
-        HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200)),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn connected(hub: &Hub, name: &str) -> (Era, String) {
-    let status = hub.servers().into_iter().find(|s| s.name == name).unwrap();
-    match status.state {
-        ServerState::Connected { era, version, .. } => (era, version),
-        other => panic!("server {name} is not connected: {other:?}"),
-    }
 }
 
 async fn check_everything(hub: &Hub, server: &str) {
@@ -61,7 +44,7 @@ async fn check_everything(hub: &Hub, server: &str) {
 
 #[tokio::test]
 async fn everything_over_stdio() {
-    let hub = hub(vec![ServerSpec::stdio(
+    let hub = support::started(vec![ServerSpec::stdio(
         "everything",
         support::npm_bin("mcp-server-everything").to_string_lossy(),
         ["stdio"],
@@ -82,7 +65,7 @@ async fn everything_over_streamable_http_on_loopback() {
         &["streamableHttp"],
         "/mcp",
     );
-    let hub = hub(vec![ServerSpec::http("everything", &server.url)]).await;
+    let hub = support::started(vec![ServerSpec::http("everything", &server.url)]).await;
     let (era, _) = connected(&hub, "everything");
     assert_eq!(era, Era::Handshake);
     check_everything(&hub, "everything").await;
@@ -96,18 +79,15 @@ async fn filesystem_reads_back_what_the_test_wrote_and_writes_what_we_ask() {
     std::fs::write(root.join("note.txt"), "written by the test\n").unwrap();
     // server-filesystem serves the client's roots when the client offers them (the project
     // directory by default): the project here is the temp dir.
-    let hub = Hub::start(
+    let hub = support::started_with(
         vec![ServerSpec::stdio(
             "fs",
             support::npm_bin("mcp-server-filesystem").to_string_lossy(),
             [root.to_string_lossy().to_string()],
         )],
-        HubOptions::ephemeral()
-            .with_shutdown_grace(Duration::from_millis(200))
-            .with_host(mcpmux::host::Host::default().with_project_dir(&root)),
+        support::hub_options().with_host(mcpmux::host::Host::default().with_project_dir(&root)),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    .await;
     let read = hub
         .call(
             "mcp__fs__read_text_file",
@@ -152,7 +132,7 @@ async fn memory_keeps_entities() {
         "MEMORY_FILE_PATH",
         dir.path().join("memory.jsonl").to_string_lossy(),
     );
-    let hub = hub(vec![spec]).await;
+    let hub = support::started(vec![spec]).await;
     let created = hub
         .call(
             "mcp__memory__create_entities",
@@ -175,7 +155,7 @@ async fn memory_keeps_entities() {
 
 #[tokio::test]
 async fn python_time_server_speaks_the_stateless_era() {
-    let hub = hub(vec![ServerSpec::stdio(
+    let hub = support::started(vec![ServerSpec::stdio(
         "time",
         support::venv_bin("mcp-server-time").to_string_lossy(),
         Vec::<String>::new(),
@@ -195,7 +175,7 @@ async fn python_time_server_speaks_the_stateless_era() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_calls_from_sixteen_tasks_get_their_own_answers() {
-    let hub = hub(vec![ServerSpec::stdio(
+    let hub = support::started(vec![ServerSpec::stdio(
         "everything",
         support::npm_bin("mcp-server-everything").to_string_lossy(),
         ["stdio"],
@@ -234,7 +214,7 @@ async fn two_hundred_concurrent_calls_from_sixteen_tasks_get_their_own_answers()
 #[tokio::test]
 async fn broken_servers_are_reported_within_their_startup_timeout_while_others_work() {
     let started = Instant::now();
-    let hub = Hub::start(
+    let hub = support::started_with(
         vec![
             ServerSpec::stdio(
                 "good",
@@ -252,8 +232,7 @@ async fn broken_servers_are_reported_within_their_startup_timeout_while_others_w
         ],
         HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(100)),
     )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
+    .await;
     // The silent server cost its own startup timeout, not more.
     assert!(started.elapsed() < Duration::from_secs(10));
 

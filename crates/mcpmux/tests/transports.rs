@@ -11,30 +11,14 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use mcpmux::config::ServerOptions;
-use mcpmux::{Era, Error, Hub, HubOptions, ServerSpec, ServerState, TransportSpec};
+use mcpmux::{Era, Error, ServerSpec, ServerState, TransportSpec};
 use serde_json::json;
+use support::RawReply;
+use support::{started, state};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
-
-fn options() -> HubOptions {
-    HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200))
-}
-
-async fn started(specs: Vec<ServerSpec>) -> Hub {
-    let hub = Hub::start(specs, options()).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn state(hub: &Hub, name: &str) -> ServerState {
-    hub.servers()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
-        .state
-}
 
 fn sse(name: &str, url: &str) -> ServerSpec {
     ServerSpec::new(
@@ -58,11 +42,7 @@ fn ws(name: &str, url: &str) -> ServerSpec {
 
 /// server-everything in `sse` mode: `GET /sse`, messages POSTed to `/message?sessionId=…`.
 fn everything_sse() -> support::ServerProcess {
-    support::node_http(
-        &support::npm_script("@modelcontextprotocol/server-everything", "dist/index.js"),
-        &["sse"],
-        "/sse",
-    )
+    support::node_http(&support::everything_script(), &["sse"], "/sse")
 }
 
 /// Our test server over WebSocket on 127.0.0.1, with its URL.
@@ -184,18 +164,17 @@ async fn a_refused_sse_post_ends_the_session_and_the_reconnect_runs_the_helper_a
     // how to give a token.
     *accepted.lock().unwrap() = "three".into();
     assert!(echo("refused again").await.is_err());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let message = loop {
-        if let ServerState::NeedsAuth { message } = state(&hub, "old") {
-            break message;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not needing auth: {:?}",
-            state(&hub, "old")
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let message =
+        support::eventually(
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || match state(&hub, "old") {
+                ServerState::NeedsAuth { message } => Some(message),
+                _ => None,
+            },
+        )
+        .await
+        .unwrap_or_else(|| panic!("not needing auth: {:?}", state(&hub, "old")));
     assert!(message.contains("HTTP 401"), "{message}");
     assert!(message.contains("`headersHelper`"), "{message}");
     hub.shutdown().await;
@@ -268,38 +247,21 @@ async fn a_wrong_sse_url_fails_with_the_status_and_a_hint() {
 /// for a minute), a `POST` gets `202 Accepted`. Every request (head and body, lowercased) is
 /// sent to the returned receiver. Returns its `/sse` URL.
 async fn raw_sse_server(body: &'static str) -> (String, mpsc::UnboundedReceiver<String>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let (seen, requests) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let mut buffer = Vec::new();
-                loop {
-                    let Some(request) = support::read_http_request(&mut socket, &mut buffer).await
-                    else {
-                        return;
-                    };
-                    let head = String::from_utf8_lossy(&request).to_lowercase();
-                    let _ = seen.send(head.clone());
-                    if head.starts_with("post ") {
-                        let answer = "HTTP/1.1 202 Accepted\r\ncontent-length: 8\r\n\r\nAccepted";
-                        if socket.write_all(answer.as_bytes()).await.is_err() {
-                            return;
-                        }
-                        continue;
-                    }
-                    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-                                cache-control: no-cache\r\n\r\n";
-                    let _ = socket.write_all(head.as_bytes()).await;
-                    let _ = socket.write_all(body.as_bytes()).await;
-                    tokio::time::sleep(Duration::from_secs(60)).await;
-                    return;
-                }
-            });
+    let addr = support::raw_http_server(move |request| {
+        let head = String::from_utf8_lossy(request).to_lowercase();
+        let _ = seen.send(head.clone());
+        if head.starts_with("post ") {
+            return RawReply::Answer(
+                "HTTP/1.1 202 Accepted\r\ncontent-length: 8\r\n\r\nAccepted".into(),
+            );
         }
-    });
+        RawReply::Stream(format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+             cache-control: no-cache\r\n\r\n{body}"
+        ))
+    })
+    .await;
     (format!("http://{addr}/sse"), requests)
 }
 

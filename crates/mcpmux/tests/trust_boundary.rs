@@ -7,10 +7,9 @@
 mod support;
 
 use std::path::Path;
-use std::time::Duration;
 
 use mcpmux::config::{PolicyRules, ServerOptions};
-use mcpmux::{CallOptions, Error, Hub, HubOptions, Scope, ServerSpec};
+use mcpmux::{CallOptions, Error, Hub, Scope, ServerSpec};
 use serde_json::json;
 
 /// A test server over stdio; `distinct` keeps specs apart (the hub starts a server configured
@@ -29,19 +28,8 @@ fn testserver(name: &str, distinct: u32, log: &Path) -> ServerSpec {
 }
 
 async fn started(specs: Vec<ServerSpec>, policy: PolicyRules) -> Hub {
-    let options = HubOptions::ephemeral()
-        .with_shutdown_grace(Duration::from_millis(200))
-        .with_policy(policy);
-    let hub = Hub::start(specs, options).unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
-}
-
-fn logged_calls(path: &Path) -> usize {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .count()
+    let options = support::hub_options().with_policy(policy);
+    support::started_with(specs, options).await
 }
 
 fn deny(entries: &[&str]) -> PolicyRules {
@@ -89,7 +77,11 @@ async fn a_call_by_name_to_a_tool_outside_the_callers_scope_is_refused() {
         text.contains("stage `plan` is not among its stages [build]"),
         "{text}"
     );
-    assert_eq!(logged_calls(&build_log), 0, "the call reached the server");
+    assert_eq!(
+        support::call_log(&build_log).len(),
+        0,
+        "the call reached the server"
+    );
 
     // In scope: the same call goes through; so does any call without a scope, and a
     // server declared for every stage is in every scope.
@@ -126,7 +118,7 @@ async fn a_call_by_name_to_a_tool_outside_the_callers_scope_is_refused() {
             .contains("agent `reviewer` is not among its agents [coder]"),
         "{err}"
     );
-    assert_eq!(logged_calls(&build_log), 1);
+    assert_eq!(support::call_log(&build_log).len(), 1);
     hub.shutdown().await;
 }
 
@@ -155,7 +147,11 @@ async fn a_deny_rule_written_with_the_plain_name_still_denies_when_the_exposed_n
         .unwrap_err();
     assert!(matches!(err, Error::Denied(_)), "{err:?}");
     assert!(err.to_string().contains(&rule), "{err}");
-    assert_eq!(logged_calls(&log), 0, "the call reached the server");
+    assert_eq!(
+        support::call_log(&log).len(),
+        0,
+        "the call reached the server"
+    );
     // Only that tool: the server's others are not matched.
     let add = hub
         .tools()
@@ -184,7 +180,7 @@ async fn a_server_glob_does_not_match_a_server_whose_name_extends_it_with_unders
         .await
         .unwrap();
     assert_eq!(admin.to_text(), "admin");
-    assert_eq!(logged_calls(&admin_log), 1);
+    assert_eq!(support::call_log(&admin_log).len(), 1);
 
     let err = hub
         .call("mcp__docs__echo", json!({"text": "docs"}))
@@ -192,6 +188,10 @@ async fn a_server_glob_does_not_match_a_server_whose_name_extends_it_with_unders
         .unwrap_err();
     assert!(matches!(err, Error::Denied(_)), "{err:?}");
     assert!(err.to_string().contains("`mcp__docs__*`"), "{err}");
-    assert_eq!(logged_calls(&docs_log), 0, "the call reached the server");
+    assert_eq!(
+        support::call_log(&docs_log).len(),
+        0,
+        "the call reached the server"
+    );
     hub.shutdown().await;
 }

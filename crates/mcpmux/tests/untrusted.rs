@@ -7,25 +7,12 @@
 
 mod support;
 
-use std::time::Duration;
-
-use mcpmux::{Error, Hub, HubOptions, ServerSpec};
-use mcpmux::{UNTRUSTED_TAG, closing_tag};
+use mcpmux::{Error, Hub, UNTRUSTED_TAG, closing_tag};
 use serde_json::json;
 
 async fn hostile_hub() -> Hub {
-    let spec = ServerSpec::stdio(
-        "evil",
-        support::testserver().to_string_lossy(),
-        Vec::<String>::new(),
-    );
-    let hub = Hub::start(
-        vec![spec],
-        HubOptions::ephemeral().with_shutdown_grace(Duration::from_millis(200)),
-    )
-    .unwrap();
-    hub.wait_ready().await.unwrap();
-    hub
+    let spec = support::stdio_testserver("evil", &[]);
+    support::started(vec![spec]).await
 }
 
 /// The rendering's nonce, its one closing tag at the very end, and the text inside.
