@@ -32,6 +32,7 @@ mod client_auth;
 mod http;
 mod metadata;
 mod params;
+mod pkce;
 mod registration;
 mod resource;
 mod token;

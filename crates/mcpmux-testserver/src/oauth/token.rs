@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use crate::dpop;
 
-use super::authorize::verifier_matches;
 use super::client_auth::authenticate;
 use super::params::{OAuthError, Params, parse_params, required};
+use super::pkce::verifier_matches;
 use super::{
     AccessToken, AuthorizationServer, CODE_LIFETIME, DEFAULT_SCOPE, Grant, JWT_BEARER, Ledger,
     RefreshToken, SCOPES_SUPPORTED, TOKEN_BYTES,
