@@ -128,7 +128,7 @@ pub struct Export {
     /// One entry per tool, in the order given.
     pub tools: Vec<ExportedTool>,
     /// Tools left out because their input schema cannot be used (see
-    /// [`super::budget`]), each with the reason: a model must not be offered them.
+    /// the schema bounds (`budget.rs`)), each with the reason: a model must not be offered them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unusable: Vec<UnusableTool>,
 }
