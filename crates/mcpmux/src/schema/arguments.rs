@@ -16,7 +16,7 @@ use crate::catalog::Tool;
 pub enum CallRefusal {
     /// The arguments do not match the schema.
     Arguments(Vec<ArgumentProblem>),
-    /// The schema itself cannot be used (see the schema bounds (`budget.rs`)); the reason names the place.
+    /// The schema itself cannot be used (beyond the bounds `budget.rs` keeps); the reason names the place.
     Unusable(String),
 }
 
@@ -61,7 +61,7 @@ impl ValidatorCache {
 /// Removes `null` values the model sent for optional properties whose schema does not accept
 /// `null` — what a model working from an OpenAI strict export sends for "not given". Harmless
 /// for any call: such a `null` would fail validation anyway. Follows `properties`, `items` and
-/// local `$ref`s of `schema`. Does nothing for a schema beyond the schema bounds (`budget.rs`)'s bounds.
+/// local `$ref`s of `schema`. Does nothing for a schema beyond the bounds `budget.rs` keeps.
 pub fn drop_null_optionals(schema: &Value, arguments: &mut Value) {
     if super::budget::check(schema).is_ok() {
         strip(schema, schema, arguments, 0);

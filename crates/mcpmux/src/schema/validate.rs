@@ -56,7 +56,7 @@ pub fn describe(problems: &[ArgumentProblem]) -> String {
 }
 
 /// A schema that could not be compiled (the tool stays exposed and goes unvalidated), or one
-/// beyond the bounds of the schema bounds (`budget.rs`) (the tool is listed as unusable and calls to it are
+/// beyond the bounds `budget.rs` keeps (the tool is listed as unusable and calls to it are
 /// refused: validating it would never end or overflow the stack).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", if *unusable { "" } else { "invalid JSON schema: " })]

@@ -127,8 +127,8 @@ pub struct Export {
     pub provider: Provider,
     /// One entry per tool, in the order given.
     pub tools: Vec<ExportedTool>,
-    /// Tools left out because their input schema cannot be used (see
-    /// the schema bounds (`budget.rs`)), each with the reason: a model must not be offered them.
+    /// Tools left out because their input schema cannot be used (beyond
+    /// the bounds `budget.rs` keeps), each with the reason: a model must not be offered them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unusable: Vec<UnusableTool>,
 }
