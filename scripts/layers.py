@@ -5,7 +5,9 @@ each other in a circle. Prints each import that breaks a rule, and exits 1 if th
 
 An import is a `use crate::…`, `use super::…` or a `crate::…` path in code (not in comments)
 outside the file's `#[cfg(test)]` module; files declared under `#[cfg(test)]` are tests and are
-not read. `crate::Name` (a name lib.rs re-exports) counts as an import of lib.rs.
+not read. `crate::Name` (a name lib.rs re-exports) counts as an import of lib.rs. A folder's
+`mod.rs` naming its own children (`mod x; pub use x::Item;`) is the folder's face, not an import:
+its children may use what `mod.rs` defines.
 """
 
 import os
