@@ -153,6 +153,9 @@ def circles(graph):
 def main():
     files = read_files()
     tests = test_only(files)
+    # A test module that is a folder takes its files along.
+    folders = tuple(t[: -len("mod.rs")] for t in tests if t.endswith("/mod.rs"))
+    tests |= {p for p in files if p.startswith(folders)} if folders else set()
     graph = {p: imports(p, t, files) for p, t in files.items() if p not in tests}
     graph = {p: {t for t in targets if t in graph} for p, targets in graph.items()}
     problems = 0
