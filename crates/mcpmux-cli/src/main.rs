@@ -330,11 +330,18 @@ impl From<mcpmux::Error> for Failure {
     /// also told which command shows what they need.
     fn from(e: mcpmux::Error) -> Self {
         let advice = match &e {
-            mcpmux::Error::UnknownTool { .. } => Some("`mcpmux tools` lists the tools"),
-            mcpmux::Error::UnknownServer { .. } => Some("`mcpmux servers` lists the servers"),
-            mcpmux::Error::NoResourceServer { .. } => {
-                Some("`mcpmux resources` lists what each server offers")
+            mcpmux::Error::UnknownTool { .. } => Some("`mcpmux tools` lists the tools".into()),
+            mcpmux::Error::UnknownServer { .. } => {
+                Some("`mcpmux servers` lists the servers".into())
             }
+            mcpmux::Error::NoResourceServer { .. } => {
+                Some("`mcpmux resources` lists what each server offers".into())
+            }
+            mcpmux::Error::Unavailable {
+                server,
+                state: mcpmux::ServerState::NeedsAuth { login: true, .. },
+                ..
+            } => Some(format!("run `mcpmux auth login {server}`")),
             _ => None,
         };
         match advice {
@@ -355,7 +362,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             startup(hub).await?;
             let servers = hub.servers();
             if *json {
-                output::print_json(&servers)?;
+                output::print_servers_json(&servers)?;
             } else {
                 output::print_servers(&servers)?;
             }

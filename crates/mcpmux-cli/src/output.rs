@@ -117,6 +117,31 @@ pub fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The error of a server as a person at this terminal reads it: the library's words, and for a
+/// server waiting for a login, the command that does it.
+fn error_for_people(s: &ServerStatus) -> Option<String> {
+    let error = s.error()?;
+    Some(match s.state {
+        ServerState::NeedsAuth { login: true, .. } => {
+            format!("{error}; run `mcpmux auth login {}`", s.name)
+        }
+        _ => error.to_string(),
+    })
+}
+
+/// `mcpmux servers --json`: the library's records, with the errors worded for people.
+pub fn print_servers_json(servers: &[ServerStatus]) -> anyhow::Result<()> {
+    let mut value = serde_json::to_value(servers)?;
+    if let Some(entries) = value.as_array_mut() {
+        for (entry, status) in entries.iter_mut().zip(servers) {
+            if let Some(error) = error_for_people(status) {
+                entry["error"] = serde_json::Value::String(error);
+            }
+        }
+    }
+    print_json(&value)
+}
+
 /// `mcpmux servers` as a table.
 pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
     let mut rows = vec![vec![
@@ -139,12 +164,12 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
             s.state.label().to_string(),
             s.tools.to_string(),
             // The whole message of a server waiting for a login: it ends with the command.
-            s.error()
+            error_for_people(s)
                 .map(|e| match s.state {
                     ServerState::NeedsAuth { .. } | ServerState::Untrusted { .. } => {
-                        one_line(e, usize::MAX)
+                        one_line(&e, usize::MAX)
                     }
-                    _ => one_line(e, 100),
+                    _ => one_line(&e, 100),
                 })
                 .unwrap_or_default(),
         ]);

@@ -60,8 +60,12 @@ pub enum ServerState {
     },
     /// The server needs authorization (HTTP 401); not retried until the user logs in.
     NeedsAuth {
-        /// What to do.
+        /// What the server said, and what would authorize it.
         message: String,
+        /// A login would authorize it: the OAuth flow `auth::login` runs (the CLI's
+        /// `mcpmux auth login NAME`). False when the credentials its config gives were refused
+        /// and only better ones in its config help.
+        login: bool,
     },
     /// Not in use: disabled in config, given up on, or held off by the circuit breaker.
     Disabled {

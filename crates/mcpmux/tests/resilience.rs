@@ -593,10 +593,13 @@ async fn http_401_needs_auth_and_is_not_retried() {
     .unwrap();
     let mut events = hub.subscribe();
     hub.wait_ready().await.unwrap();
-    let ServerState::NeedsAuth { message } = state(&hub, "remote") else {
+    let ServerState::NeedsAuth { message, login } = state(&hub, "remote") else {
         panic!("{:?}", state(&hub, "remote"));
     };
-    assert!(message.contains("mcpmux auth login remote"), "{message}");
+    // A login would authorize it, said in words for a model too: no CLI command in it.
+    assert!(login, "{message}");
+    assert!(message.contains("needs a login"), "{message}");
+    assert!(!message.contains("mcpmux auth"), "{message}");
     // Several backoff periods later: no new attempt, still NeedsAuth.
     while events.try_recv().is_ok() {}
     tokio::time::sleep(ms(300)).await;
@@ -610,7 +613,17 @@ async fn http_401_needs_auth_and_is_not_retried() {
     ));
     let err = echo(&hub, "remote", "x").await.unwrap_err();
     assert!(matches!(err, Error::Unavailable { .. }), "{err}");
-    assert!(err.to_string().contains("mcpmux auth login"), "{err}");
+    assert!(
+        matches!(
+            &err,
+            Error::Unavailable {
+                state: ServerState::NeedsAuth { login: true, .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("needs a login"), "{err}");
     assert_eq!(echo(&hub, "local", "ok").await.unwrap(), "ok");
     hub.shutdown().await;
 }

@@ -259,7 +259,7 @@ async fn a_pinned_issuer_keeps_machine_credentials_from_any_other_authorization_
     let state = hub.servers()[0].state.clone();
     hub.shutdown().await;
     let message = match state {
-        ServerState::Failed { error, .. } | ServerState::NeedsAuth { message: error } => error,
+        ServerState::Failed { error, .. } | ServerState::NeedsAuth { message: error, .. } => error,
         other => panic!("a server on another issuer than the pinned one connected: {other:?}"),
     };
     assert!(message.contains("oauth.issuer"), "{message}");

@@ -169,7 +169,7 @@ async fn a_refused_sse_post_ends_the_session_and_the_reconnect_runs_the_helper_a
             Duration::from_secs(10),
             Duration::from_millis(20),
             || match state(&hub, "old") {
-                ServerState::NeedsAuth { message } => Some(message),
+                ServerState::NeedsAuth { message, .. } => Some(message),
                 _ => None,
             },
         )
@@ -487,7 +487,7 @@ async fn the_websocket_upgrade_carries_the_headers_and_the_mcp_subprotocol() {
     assert!(request.contains("authorization: bearer t0ken"), "{request}");
     assert!(request.contains("sec-websocket-protocol: mcp"), "{request}");
     // A 401 needs credentials, not retries: remote_auth.rs covers what the message says.
-    let ServerState::NeedsAuth { message: error } = state(&hub, "locked") else {
+    let ServerState::NeedsAuth { message: error, .. } = state(&hub, "locked") else {
         panic!("{:?}", state(&hub, "locked"));
     };
     assert!(error.contains("HTTP 401"), "{error}");

@@ -4,7 +4,8 @@
 //! HTTP client (`transport/http_client.rs`) calls in here, never the other way round.
 //!
 //! A hub never opens a browser by itself: a server that needs a person's authorization and has
-//! no token ends `NeedsAuth` with the command to run (`mcpmux auth login NAME`), unless the
+//! no token ends `NeedsAuth { login: true }` (a [`login`] elsewhere brings it back; the CLI's is
+//! `mcpmux auth login NAME`), unless the
 //! harness gave the hub an [`Authorizer`] (`HubOptions::with_authorizer`), in which case the
 //! flow runs where the 401 happened. Client-credentials servers need no person and always
 //! obtain their tokens themselves.

@@ -147,7 +147,7 @@ impl Connection {
             reason: match state {
                 ServerState::Failed { error, .. } => error,
                 ServerState::Disabled { reason } => reason,
-                ServerState::NeedsAuth { message } => message,
+                ServerState::NeedsAuth { message, .. } => message,
                 ServerState::Pending {
                     last_error: Some(e),
                     ..

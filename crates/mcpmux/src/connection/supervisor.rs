@@ -174,15 +174,17 @@ impl Supervisor {
                     let (error, stderr_tail) = split_tail(failure.error);
                     if auth && !oauth {
                         tracing::warn!(server = %name, "{error}");
-                        self.finish(ServerState::NeedsAuth { message: error });
+                        self.finish(ServerState::NeedsAuth {
+                            message: error,
+                            login: false,
+                        });
                         return;
                     }
                     if auth {
                         tracing::warn!(server = %name, "{error}");
                         let before = self.shared.ctx.stored_credentials(&self.spec);
-                        self.finish(ServerState::NeedsAuth {
-                            message: needs_auth_advice(&self.spec, error),
-                        });
+                        let (message, login) = needs_auth_advice(&self.spec, error);
+                        self.finish(ServerState::NeedsAuth { message, login });
                         if !self.await_login(before).await {
                             return;
                         }
@@ -508,21 +510,28 @@ async fn listen_for_tool_changes(
     }
 }
 
-/// What to do about a server that wants authorization: an OAuth login where mcpmux runs OAuth
-/// for it, else better credentials in its headers (the transports' own messages say how).
-fn needs_auth_advice(spec: &ServerSpec, error: String) -> String {
-    let name = &spec.name;
+/// What to do about a server that wants authorization, and whether a login would do it: an
+/// OAuth login where mcpmux runs OAuth for it, else better credentials in its headers (the
+/// transports' own messages say how). Words for whoever reads the state, a model included:
+/// the CLI adds its own command.
+fn needs_auth_advice(spec: &ServerSpec, error: String) -> (String, bool) {
     match &spec.transport {
         TransportSpec::Http { headers, .. }
             if !crate::auth::has_authorization_header(headers)
                 && spec.auth.headers_helper.is_none() =>
         {
-            format!("{error}; run `mcpmux auth login {name}` (or give a token in its `headers`)")
+            (
+                format!("{error}; it needs a login (OAuth), or a token in its `headers`"),
+                true,
+            )
         }
-        TransportSpec::Http { .. } => format!(
-            "{error}; the server refused the `Authorization` header it was given: give a valid token in its `headers` or `headersHelper`"
+        TransportSpec::Http { .. } => (
+            format!(
+                "{error}; the server refused the `Authorization` header it was given: give a valid token in its `headers` or `headersHelper`"
+            ),
+            false,
         ),
-        _ => error,
+        _ => (error, false),
     }
 }
 

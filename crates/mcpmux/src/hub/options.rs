@@ -39,7 +39,7 @@ pub struct HubOptions {
     /// Where OAuth tokens live (the user's token file by default, memory when ephemeral).
     pub token_store: TokenStore,
     /// Runs an OAuth authorization inside the hub when a server needs one; without one such a
-    /// server ends `NeedsAuth` with the command to run.
+    /// server ends `NeedsAuth { login: true }`.
     pub authorizer: Option<Arc<dyn Authorizer>>,
 }
 

@@ -76,7 +76,7 @@ impl ServerStatus {
         match &self.state {
             ServerState::Failed { error, .. } => Some(error),
             ServerState::Disabled { reason } => Some(reason),
-            ServerState::NeedsAuth { message } | ServerState::Untrusted { message } => {
+            ServerState::NeedsAuth { message, .. } | ServerState::Untrusted { message } => {
                 Some(message)
             }
             ServerState::Pending {

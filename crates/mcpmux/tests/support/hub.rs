@@ -143,7 +143,7 @@ pub fn failed(state: ServerState) -> String {
 /// The message of a server that waits for credentials.
 pub fn needs_auth(state: ServerState) -> String {
     match state {
-        ServerState::NeedsAuth { message } => message,
+        ServerState::NeedsAuth { message, .. } => message,
         other => panic!("expected NeedsAuth, got {other:?}"),
     }
 }
