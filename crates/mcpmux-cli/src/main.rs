@@ -341,7 +341,7 @@ impl From<mcpmux::Error> for Failure {
                 server,
                 state: mcpmux::ServerState::NeedsAuth { login: true, .. },
                 ..
-            } => Some(format!("run `mcpmux auth login {server}`")),
+            } => Some(output::login_advice(server)),
             _ => None,
         };
         match advice {
@@ -391,7 +391,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             if let Some(s) = server
                 && !hub.servers().iter().any(|status| &status.name == s)
             {
-                return Err(anyhow::anyhow!("no server named `{s}` (see `mcpmux servers`)").into());
+                return Err(mcpmux::Error::UnknownServer { name: s.clone() }.into());
             }
             if let Some(provider) = provider {
                 let export = mcpmux::schema::export(&tools, provider);

@@ -117,13 +117,18 @@ pub fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// What a person runs to log in to `server`.
+pub fn login_advice(server: &str) -> String {
+    format!("run `mcpmux auth login {server}`")
+}
+
 /// The error of a server as a person at this terminal reads it: the library's words, and for a
 /// server waiting for a login, the command that does it.
 fn error_for_people(s: &ServerStatus) -> Option<String> {
     let error = s.error()?;
     Some(match s.state {
         ServerState::NeedsAuth { login: true, .. } => {
-            format!("{error}; run `mcpmux auth login {}`", s.name)
+            format!("{error}; {}", login_advice(&s.name))
         }
         _ => error.to_string(),
     })
