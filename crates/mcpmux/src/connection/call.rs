@@ -139,25 +139,6 @@ impl Connection {
         }
     }
 
-    /// Why this server cannot take a request in `state`: the one wording of the library.
-    pub(crate) fn unavailable(&self, state: ServerState) -> Error {
-        Error::Unavailable {
-            server: self.spec.name.clone(),
-            state: state.clone(),
-            reason: match state {
-                ServerState::Failed { error, .. } => error,
-                ServerState::Disabled { reason } => reason,
-                ServerState::NeedsAuth { message, .. } => message,
-                ServerState::Pending {
-                    last_error: Some(e),
-                    ..
-                } => format!("reconnecting after: {e}"),
-                ServerState::Pending { .. } => "still connecting".into(),
-                _ => "not connected".into(),
-            },
-        }
-    }
-
     /// One attempt on the live session: the call, and, when a 2026-07-28 server answers
     /// `input_required`, the rounds of answers and re-sends until its result — all under one
     /// deadline that progress extends, up to an absolute cap.

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::ServerTool;
 use crate::config::ServerSpec;
+use crate::error::Error;
 use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::{ExitInfo, TransportContext};
@@ -155,6 +156,25 @@ impl Connection {
             };
         }
         state
+    }
+
+    /// Why this server cannot take a request in `state`: the one wording of the library.
+    pub(crate) fn unavailable(&self, state: ServerState) -> Error {
+        Error::Unavailable {
+            server: self.spec.name.clone(),
+            state: state.clone(),
+            reason: match state {
+                ServerState::Failed { error, .. } => error,
+                ServerState::Disabled { reason } => reason,
+                ServerState::NeedsAuth { message, .. } => message,
+                ServerState::Pending {
+                    last_error: Some(e),
+                    ..
+                } => format!("reconnecting after: {e}"),
+                ServerState::Pending { .. } => "still connecting".into(),
+                _ => "not connected".into(),
+            },
+        }
     }
 
     /// A receiver of state changes.
