@@ -34,7 +34,7 @@ struct Cli {
     )]
     verbose: Option<String>,
 
-    /// Do not read or write the protocol-era cache.
+    /// Do not read or write the caches (protocol eras, tool lists): ask every server afresh.
     #[arg(long, global = true)]
     no_cache: bool,
 
@@ -208,11 +208,17 @@ async fn run(cli: Cli) -> ExitCode {
     };
     // `call` prints the path of a cut result's full output and exits: the file must outlive
     // the process (files older than a day go at the next start, the folder is capped).
+    // A call starts only the server it goes to; a listing answers from the tool cache where
+    // it can. `servers` and the resource commands start everything: they report on it all.
     let mut options = HubOptions::default()
         .with_approver(approver(cli.yes))
-        .with_keep_spills(matches!(cli.command, Command::Call { .. }));
+        .with_keep_spills(matches!(cli.command, Command::Call { .. }))
+        .with_lazy(matches!(
+            cli.command,
+            Command::Call { .. } | Command::Tools { .. }
+        ));
     if cli.no_cache {
-        options = options.with_era_cache(None);
+        options = options.with_era_cache(None).with_tool_cache(None);
     }
     // A token file others can read is refused for every remote server; say so once, plainly,
     // rather than only inside each server's connection error.
@@ -415,6 +421,7 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                 );
             }
             output::warn_unavailable(&hub.servers());
+            output::note_cached(&tools, &hub.servers());
             Ok(())
         }
         Command::Call {
@@ -424,6 +431,8 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             json,
             scope,
         } => {
+            // The server starts while the arguments are read (from stdin, perhaps slowly).
+            hub.prepare(name);
             let arguments = parse_arguments(arguments.as_deref())?;
             let mut options = CallOptions::default();
             if let Some(scope) = scope {

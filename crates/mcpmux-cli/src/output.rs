@@ -167,7 +167,10 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
             s.transport.clone(),
             era,
             s.state.label().to_string(),
-            s.tools.to_string(),
+            match s.cached {
+                Some(_) => format!("{} (cached)", s.tools),
+                None => s.tools.to_string(),
+            },
             // The whole message of a server waiting for a login: it ends with the command.
             error_for_people(s)
                 .map(|e| match s.state {
@@ -214,6 +217,43 @@ pub fn warn_unusable<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str)>) {
             "mcpmux: tool `{tool}` cannot be called: {}",
             one_line(reason, 300)
         );
+    }
+}
+
+/// Says on stderr which listed tools come from the tool cache, of which servers and how old,
+/// and how to ask the servers instead.
+pub fn note_cached(tools: &[Tool], servers: &[ServerStatus]) {
+    let mut from_cache: Vec<(&str, std::time::SystemTime)> = Vec::new();
+    for s in servers {
+        if let Some((listed_at, _)) = &s.cached
+            && tools.iter().any(|t| t.cached && t.server == s.name)
+        {
+            from_cache.push((&s.name, *listed_at));
+        }
+    }
+    if from_cache.is_empty() {
+        return;
+    }
+    let oldest = from_cache
+        .iter()
+        .map(|(_, at)| at.elapsed().unwrap_or_default())
+        .max()
+        .unwrap_or_default();
+    let names: Vec<&str> = from_cache.iter().map(|(name, _)| *name).collect();
+    say!(
+        "mcpmux: the tools of {} are from the tool cache (listed up to {} ago; those servers start on first use); --no-cache asks them now",
+        mcpmux::terminal::escape_controls(&names.join(", ")),
+        age(oldest)
+    );
+}
+
+/// `42s`, `5m`, `3h`: how long ago, roughly.
+fn age(elapsed: std::time::Duration) -> String {
+    let secs = elapsed.as_secs();
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        _ => format!("{}h", secs / 3600),
     }
 }
 

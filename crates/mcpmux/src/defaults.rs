@@ -41,6 +41,20 @@ pub const STDERR_LINE_MAX: usize = 2000;
 /// Most `tools/list` pages followed before we call a server's pagination broken.
 pub const MAX_LIST_PAGES: usize = 1000;
 
+/// Most tools one server's cache entry may hold: far past any real server (the largest
+/// reference servers list a few dozen), small enough that a planted entry cannot flood a
+/// listing.
+pub const MAX_CACHED_TOOLS: usize = 10_000;
+
+/// Largest tool cache entry read or written (16 MiB): a server's tool list with its schemas,
+/// bounded like any outside input.
+pub const MAX_TOOL_CACHE_BYTES: u64 = 16 << 20;
+
+/// How old a cached tool list may be and still answer a listing (a day): a lazy server not
+/// used for longer is started for the next listing, so its list is never more than a day
+/// behind what it would say.
+pub const TOOL_CACHE_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Longest tool name, exposed or exported: Anthropic, OpenAI and Gemini all cap function names
 /// at 64 characters.
 pub const MAX_TOOL_NAME_LEN: usize = 64;

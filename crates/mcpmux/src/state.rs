@@ -74,6 +74,9 @@ pub enum ServerState {
     },
     /// Shut down by us.
     Stopped,
+    /// Lazy: not started yet; it starts on first use (a call to one of its tools, or a
+    /// listing that needs it). Its cached tools, when the tool cache has them, are listed.
+    Idle,
     /// A project-level server the person has not approved: never started.
     Untrusted {
         /// What it would run and the command that approves it.
@@ -83,7 +86,7 @@ pub enum ServerState {
 
 impl ServerState {
     /// The one-word name of the state: `pending`, `connected`, `failed`, `needs_auth`,
-    /// `disabled`, `stopped`, `untrusted`.
+    /// `disabled`, `stopped`, `idle`, `untrusted`.
     pub fn label(&self) -> &'static str {
         match self {
             ServerState::Pending { .. } => "pending",
@@ -92,6 +95,7 @@ impl ServerState {
             ServerState::NeedsAuth { .. } => "needs_auth",
             ServerState::Disabled { .. } => "disabled",
             ServerState::Stopped => "stopped",
+            ServerState::Idle => "idle",
             ServerState::Untrusted { .. } => "untrusted",
         }
     }

@@ -40,6 +40,10 @@ pub struct Tool {
     /// out of provider exports, and every call is refused with this reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unusable: Option<String>,
+    /// Listed from the tool cache: its server has not listed its tools in this run yet (it
+    /// is lazy and idle, or still starting). Calling it starts the server.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 /// The behaviour hints of MCP's `ToolAnnotations`; absent means the server did not say.
@@ -99,6 +103,29 @@ impl ServerTool {
                 open_world_hint: hint("openWorldHint"),
             },
         })
+    }
+}
+
+impl ServerTool {
+    /// The MCP `Tool` JSON form [`ServerTool::from_json`] reads back.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut tool = serde_json::Map::new();
+        tool.insert("name".into(), Value::from(self.raw_name.as_str()));
+        if let Some(title) = &self.title {
+            tool.insert("title".into(), Value::from(title.as_str()));
+        }
+        if let Some(description) = &self.description {
+            tool.insert("description".into(), Value::from(description.as_str()));
+        }
+        tool.insert("inputSchema".into(), self.input_schema.clone());
+        if let Some(output) = &self.output_schema {
+            tool.insert("outputSchema".into(), output.clone());
+        }
+        let annotations = serde_json::to_value(&self.annotations).unwrap_or_default();
+        if annotations.as_object().is_some_and(|a| !a.is_empty()) {
+            tool.insert("annotations".into(), annotations);
+        }
+        Value::Object(tool)
     }
 }
 
@@ -181,6 +208,7 @@ impl Catalog {
                 output_schema: t.output_schema.clone(),
                 annotations: t.annotations.clone(),
                 unusable: None,
+                cached: false,
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -310,6 +338,7 @@ impl Tool {
             output_schema: None,
             annotations: ToolAnnotations::default(),
             unusable: None,
+            cached: false,
         }
     }
 

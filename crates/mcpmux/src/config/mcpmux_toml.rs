@@ -44,6 +44,7 @@ const SERVER_KEYS: &[&str] = &[
     "stages",
     "agents",
     "side_effects",
+    "lazy",
 ];
 
 /// Reads one `mcpmux.toml`: its server definitions and overlays in name order, and its policy.

@@ -58,6 +58,7 @@ pub(crate) struct RawOptions {
     stages: Option<Value>,
     agents: Option<Value>,
     side_effects: Option<Value>,
+    lazy: Option<Value>,
 }
 
 impl RawOptions {
@@ -74,6 +75,7 @@ impl RawOptions {
             stages: take("stages"),
             agents: take("agents"),
             side_effects: take("side_effects"),
+            lazy: take("lazy"),
         }
     }
 }
@@ -107,6 +109,8 @@ pub(crate) struct OptionsOverlay {
     pub agents: Option<Vec<String>>,
     /// `side_effects`, merged into the server's by tool name.
     pub side_effects: BTreeMap<String, Vec<String>>,
+    /// `lazy`.
+    pub lazy: Option<bool>,
 }
 
 impl OptionsOverlay {
@@ -128,6 +132,7 @@ impl OptionsOverlay {
             stages,
             agents,
             side_effects,
+            lazy,
         } = self;
 
         let initial = backoff_initial.unwrap_or(options.backoff.initial);
@@ -155,6 +160,7 @@ impl OptionsOverlay {
             stages: to_stages,
             agents: to_agents,
             side_effects: to_side_effects,
+            lazy: to_lazy,
         } = options;
         set(to_max_retries, max_retries);
         set(to_max_result_bytes, max_result_bytes);
@@ -173,6 +179,9 @@ impl OptionsOverlay {
             *to_agents = agents;
         }
         to_side_effects.extend(side_effects);
+        if lazy.is_some() {
+            *to_lazy = lazy;
+        }
         Ok(())
     }
 }
@@ -203,6 +212,7 @@ pub(crate) fn read(
         stages,
         agents,
         side_effects,
+        lazy,
     } = raw;
     let mut overlay = OptionsOverlay::default();
 
@@ -256,6 +266,9 @@ pub(crate) fn read(
     if let Some(value) = side_effects {
         overlay.side_effects = at.side_effects(value)?;
     }
+    if let Some(value) = lazy {
+        overlay.lazy = Some(at.boolean("lazy", value)?);
+    }
     Ok(overlay)
 }
 
@@ -307,6 +320,19 @@ struct At<'a> {
 }
 
 impl At<'_> {
+    fn boolean(&self, field: &str, value: Value) -> Result<bool, ConfigError> {
+        match value {
+            Value::Bool(flag) => Ok(flag),
+            other => Err(self.invalid(
+                field,
+                format!(
+                    "expected true or false, found {}",
+                    kind_name(&other, self.cx.dialect)
+                ),
+            )),
+        }
+    }
+
     fn invalid(&self, field: &str, message: impl Into<String>) -> ConfigError {
         ConfigError::InvalidValue {
             file: self.cx.file.to_path_buf(),
@@ -685,6 +711,7 @@ mod tests {
             "stages",
             "agents",
             "side_effects",
+            "lazy",
         ];
         let mut map: Map<String, Value> = keys
             .iter()
@@ -703,6 +730,7 @@ mod tests {
             stages,
             agents,
             side_effects,
+            lazy,
         } = raw;
         let taken = [
             max_retries,
@@ -714,6 +742,7 @@ mod tests {
             stages,
             agents,
             side_effects,
+            lazy,
         ];
         assert!(taken.iter().all(Option::is_some));
     }

@@ -371,6 +371,9 @@ pub struct ServerOptions {
     /// Side effects declared per tool, overriding what its annotations say (`side_effects`):
     /// raw tool name or glob → classes (`read`, `mutate`, `destructive`, `network`).
     pub side_effects: BTreeMap<String, Vec<String>>,
+    /// Start on first use rather than with the hub (`lazy`); `None` follows the hub's
+    /// `HubOptions::lazy`.
+    pub lazy: Option<bool>,
 }
 
 /// Global permission rules (`[policy]` in mcpmux.toml). Each entry is a tool-name glob
@@ -433,6 +436,7 @@ impl Default for ServerOptions {
             stages: None,
             agents: None,
             side_effects: BTreeMap::new(),
+            lazy: None,
         }
     }
 }

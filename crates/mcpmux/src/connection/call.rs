@@ -114,6 +114,11 @@ impl Connection {
                 return Ok(live);
             }
             let state = self.state();
+            if matches!(state, ServerState::Idle) {
+                // A lazy server's first use.
+                self.ensure_started();
+                continue;
+            }
             // After a lost session the state may lag the loss; a state the supervisor never
             // leaves by itself (failed, needs auth, stopped) ends the wait at once.
             let settled = matches!(

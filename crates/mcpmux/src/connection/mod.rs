@@ -17,8 +17,9 @@ mod requests;
 mod session_repair;
 mod subscriptions;
 mod supervisor;
+pub(crate) mod tool_cache;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -82,6 +83,15 @@ pub(crate) struct Connection {
     /// Bumped when a server forgot the session and a new one replaced it beneath the same
     /// connection (see `session_repair`): what a session held must be made again.
     renewed: watch::Sender<u64>,
+    /// A lazy server's supervisor, until its first use starts it.
+    dormant: std::sync::Mutex<Option<supervisor::Supervisor>>,
+    /// Where a lazy server's supervisor runs once started (the hub's runtime, whichever
+    /// thread asks).
+    runtime: tokio::runtime::Handle,
+    /// True while `known` holds the tool cache's list rather than a session's.
+    cached: Arc<AtomicBool>,
+    /// When the cached list was made, and by which version of the server.
+    cached_at: Option<(std::time::SystemTime, Option<String>)>,
 }
 
 /// What the supervisor needs from the hub.
@@ -94,42 +104,61 @@ pub(crate) struct Shared {
     pub shutdown_grace: Option<Duration>,
     /// The harness's callbacks for server→client requests.
     pub host: crate::host::Host,
+    /// Where tool lists are kept between runs.
+    pub tool_cache: tool_cache::ToolCache,
 }
 
 impl Connection {
-    /// Starts the supervisor of `spec` (or records it as disabled).
-    pub(crate) fn start(spec: ServerSpec, shared: Shared) -> Self {
+    /// Starts the supervisor of `spec` (or records it as disabled); a `lazy` one is only
+    /// prepared, and starts on first use ([`Connection::ensure_started`]). A list the tool
+    /// cache holds for the server is routable at once.
+    pub(crate) fn start(spec: ServerSpec, shared: Shared, lazy: bool) -> Self {
         let spec = Arc::new(spec);
-        let initial = if spec.enabled {
-            ServerState::connecting()
-        } else {
+        let initial = if !spec.enabled {
             ServerState::Disabled {
                 reason: "disabled in config".into(),
             }
+        } else if lazy {
+            ServerState::Idle
+        } else {
+            ServerState::connecting()
         };
+        let cache = spec
+            .enabled
+            .then(|| shared.tool_cache.load(&spec))
+            .flatten();
+        let cached = Arc::new(AtomicBool::new(cache.is_some()));
+        let cached_at = cache
+            .as_ref()
+            .map(|c| (c.listed_at, c.server_version.clone()));
         let (state_tx, state_rx) = watch::channel(initial);
-        let (settled_tx, settled_rx) = watch::channel(!spec.enabled);
+        // An idle server has nothing to wait for until it is started.
+        let (settled_tx, settled_rx) = watch::channel(!spec.enabled || lazy);
         let live = Arc::new(RwLock::new(None));
-        let known = Arc::new(RwLock::new(None));
+        let known = Arc::new(RwLock::new(cache.map(|c| c.tools)));
         let generation = Arc::new(AtomicU64::new(0));
         let breaker = Arc::new(CircuitBreaker::new(spec.options.breaker));
         let shutdown = CancellationToken::new();
         let renewed = watch::channel(0).0;
-        let task = spec.enabled.then(|| {
-            let supervisor = supervisor::Supervisor {
-                spec: spec.clone(),
-                shared,
-                state: state_tx,
-                settled: settled_tx,
-                live: live.clone(),
-                known: known.clone(),
-                generation: generation.clone(),
-                breaker: breaker.clone(),
-                shutdown: shutdown.clone(),
-                renewed: renewed.clone(),
-            };
-            tokio::spawn(supervisor.run())
+        let supervisor = spec.enabled.then(|| supervisor::Supervisor {
+            spec: spec.clone(),
+            shared,
+            state: state_tx,
+            settled: settled_tx,
+            live: live.clone(),
+            known: known.clone(),
+            generation: generation.clone(),
+            breaker: breaker.clone(),
+            shutdown: shutdown.clone(),
+            renewed: renewed.clone(),
+            cached: cached.clone(),
         });
+        let runtime = tokio::runtime::Handle::current();
+        let (task, dormant) = match supervisor {
+            Some(supervisor) if lazy => (None, Some(supervisor)),
+            Some(supervisor) => (Some(runtime.spawn(supervisor.run())), None),
+            None => (None, None),
+        };
         Connection {
             spec,
             state: state_rx,
@@ -142,7 +171,48 @@ impl Connection {
             task: std::sync::Mutex::new(task),
             subscriptions: subscriptions::Subscriptions::default(),
             renewed,
+            dormant: std::sync::Mutex::new(dormant),
+            runtime,
+            cached,
+            cached_at,
         }
+    }
+
+    /// Starts a lazy server's supervisor, once; does nothing for one already started.
+    pub(crate) fn ensure_started(&self) {
+        let mut dormant = sync::lock(&self.dormant);
+        if self.shutdown.is_cancelled() {
+            return;
+        }
+        let Some(supervisor) = dormant.take() else {
+            return;
+        };
+        tracing::debug!(server = %self.spec.name, "lazy server: first use starts it");
+        supervisor.wake();
+        let task = self.runtime.spawn(supervisor.run());
+        *sync::lock(&self.task) = Some(task);
+    }
+
+    /// Starts the server if it is idle, and waits until its first connection attempt has
+    /// settled: what a request that needs the server does first.
+    pub(crate) async fn started(&self) {
+        self.ensure_started();
+        self.settled().await;
+    }
+
+    /// Whether the server is lazy and not started yet.
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(*self.state.borrow(), ServerState::Idle)
+    }
+
+    /// Whether the tools routed by are the tool cache's, not yet a session's.
+    pub(crate) fn is_cached(&self) -> bool {
+        self.cached.load(Ordering::Acquire)
+    }
+
+    /// When the cached list was made and by which server version, while it is in use.
+    pub(crate) fn cached_at(&self) -> Option<(std::time::SystemTime, Option<String>)> {
+        self.is_cached().then(|| self.cached_at.clone()).flatten()
     }
 
     /// The current state. A connected server whose breaker a call has just opened is shown
@@ -206,11 +276,21 @@ impl Connection {
         }
     }
 
-    /// Whether this server's tools are listed now: exactly when its state says connected
-    /// (which takes the breaker in).
+    /// Whether this server's tools are listed now: when its state says connected (which
+    /// takes the breaker in), or, from the tool cache, while it is idle or making its first
+    /// attempt.
     pub(crate) fn listed(&self) -> bool {
         // `state()` without its clone: this runs once per tool of every listing.
-        matches!(*self.state.borrow(), ServerState::Connected { .. }) && !self.breaker.is_open()
+        match *self.state.borrow() {
+            ServerState::Connected { .. } => !self.breaker.is_open(),
+            ServerState::Idle
+            | ServerState::Pending {
+                attempt: 1,
+                last_error: None,
+                ..
+            } => self.is_cached(),
+            _ => false,
+        }
     }
 
     /// The live session's peer, while connected: resources and prompts go straight to it.
@@ -240,7 +320,14 @@ impl Connection {
 
     /// Stops the supervisor: closes the session and reaps the process.
     pub(crate) async fn shutdown(&self) {
-        self.shutdown.cancel();
+        let dormant = {
+            let mut dormant = sync::lock(&self.dormant);
+            self.shutdown.cancel();
+            dormant.take()
+        };
+        if let Some(supervisor) = dormant {
+            supervisor.never_started();
+        }
         let task = sync::lock(&self.task).take();
         if let Some(task) = task {
             let _ = task.await;

@@ -65,9 +65,10 @@ impl Connection {
         self.peer().is_some_and(|peer| kind.offered_by(&peer))
     }
 
-    /// Whether the server offers `kind` once its first connection attempt has settled.
+    /// Whether the server offers `kind` once its first connection attempt has settled (a
+    /// lazy server is started: the listing needs it).
     pub(crate) async fn offers_when_settled(&self, kind: ListKind) -> bool {
-        self.settled().await;
+        self.started().await;
         self.offers(kind)
     }
 
@@ -187,13 +188,14 @@ impl Connection {
     }
 
     /// What `get` takes from the live session, once the first connection attempt has settled
-    /// (within the server's call deadline); why not, when there is no live session.
+    /// (within the server's call deadline; a lazy server is started); why not, when there is
+    /// no live session.
     pub(super) async fn live_part<T>(
         &self,
         what: &str,
         get: impl FnOnce(&Connection) -> Option<T>,
     ) -> Result<T> {
-        let got = match tokio::time::timeout(self.spec.call_timeout, self.settled()).await {
+        let got = match tokio::time::timeout(self.spec.call_timeout, self.started()).await {
             Ok(()) => get(self),
             Err(_) => None,
         };

@@ -49,6 +49,8 @@ pub(super) struct Supervisor {
     pub shutdown: CancellationToken,
     /// Told when a new session replaces one the server forgot (see `session_repair`).
     pub renewed: watch::Sender<u64>,
+    /// True while `known` holds the tool cache's list; a session's list clears it.
+    pub cached: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How one session ended.
@@ -77,16 +79,41 @@ impl Supervisor {
         });
     }
 
+    /// A lazy server's first use: from idle to connecting, before the task runs.
+    pub(super) fn wake(&self) {
+        self.settled.send_replace(false);
+        self.publish(ServerState::connecting());
+    }
+
+    /// A lazy server shut down before anything used it.
+    pub(super) fn never_started(self) {
+        self.finish(ServerState::Stopped);
+    }
+
     fn set_live(&self, live: Option<Arc<Live>>) {
         if let Some(live) = &live {
             self.set_known(Some(live.tools.clone()));
+            self.cached.store(false, Ordering::Release);
         }
         *crate::sync::write(&self.live) = live;
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     fn set_known(&self, tools: Option<Arc<Vec<ServerTool>>>) {
+        if tools.is_none() {
+            self.cached.store(false, Ordering::Release);
+        }
         *crate::sync::write(&self.known) = tools;
+    }
+
+    /// Keeps the list a session gave for the next run's listing.
+    fn remember(&self, peer: &rmcp::service::Peer<rmcp::RoleClient>, tools: &[ServerTool]) {
+        let version = peer
+            .peer_info()
+            .and_then(|info| info.server_info.as_ref().map(|s| s.version.clone()));
+        self.shared
+            .tool_cache
+            .store(&self.spec, version.as_deref(), tools);
     }
 
     /// Publishes a state the supervisor will not leave: calls stop routing to the server.
@@ -297,6 +324,7 @@ impl Supervisor {
                 flights: flights.clone(),
             })
         };
+        self.remember(&peer, &tools);
         let mut tools_version: u64 = 1;
         let mut tools = Arc::new(tools);
         // An open breaker (the last session crashed under calls) was held through its
@@ -307,6 +335,12 @@ impl Supervisor {
             use futures::FutureExt;
             let _ = self.breaker.opened.notified().now_or_never();
         }
+        // The listing showed the cached list until now: a different one is a tool-list change.
+        let from_cache = self
+            .cached
+            .load(Ordering::Acquire)
+            .then(|| crate::sync::read(&self.known).clone())
+            .flatten();
         self.set_live(Some(make_live(tools.clone())));
         *ever_connected = true;
         tracing::info!(server = %self.spec.name, %era, %version, tools = tools.len(), "connected");
@@ -317,6 +351,14 @@ impl Supervisor {
             tools_version,
         };
         self.publish(connected(tools.len(), tools_version));
+        if let Some(cached) = from_cache
+            && *cached != *tools
+        {
+            tracing::info!(server = %self.spec.name, tools = tools.len(), "tool list differs from the cached one");
+            let _ = self.shared.events.send(HubEvent::ToolsChanged {
+                server: self.spec.name.clone(),
+            });
+        }
 
         let listener = (era == super::Era::Stateless).then(|| {
             tokio::spawn(listen_for_tool_changes(
@@ -364,6 +406,7 @@ impl Supervisor {
                     let _ = tools_changed.notified().now_or_never();
                     match handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout).await {
                         Ok(new_tools) => {
+                            self.remember(&peer, &new_tools);
                             tools = Arc::new(new_tools);
                             tools_version += 1;
                             self.set_live(Some(make_live(tools.clone())));

@@ -43,9 +43,17 @@ impl Hub {
         let catalog = self.catalog();
         let looked_up;
         let (tool, origin) = match catalog.get_with_origin(name) {
-            Some(found) => found,
+            Some(found) if !found.0.cached => found,
+            // A cached tool is called as its server lists it now: the server may no longer
+            // have it, or take other arguments.
+            Some((tool, _)) => {
+                looked_up = self
+                    .lookup_after_startup(name, Some(&tool.server), &options)
+                    .await?;
+                (&looked_up.0, &looked_up.1)
+            }
             None => {
-                looked_up = self.lookup_after_startup(name, &options).await?;
+                looked_up = self.lookup_after_startup(name, None, &options).await?;
                 (&looked_up.0, &looked_up.1)
             }
         };
@@ -153,41 +161,71 @@ impl Hub {
         Ok(result::truncate(result, max_bytes, &tool.name, Some(&inner.spill)).result)
     }
 
-    /// A name not found may belong to a server that is still starting: wait for startup to
-    /// settle (within the call's deadline) and look again.
+    /// Starts, without waiting, the server a call to `name` would go to (the one its tools
+    /// are listed under, else the one its prefix names): a harness, or the CLI reading a
+    /// call's arguments, lets a lazy server start meanwhile. Does nothing for a name no server
+    /// explains or a server already started.
+    pub fn prepare(&self, name: &str) {
+        let catalog = self.catalog();
+        let server = match catalog.get_with_origin(name) {
+            Some((_, ToolOrigin::Mcp { server })) => self.inner.server(server),
+            Some(_) => None,
+            None => self.inner.owner_by_prefix(name),
+        };
+        if let Some(server) = server {
+            server.connection.ensure_started();
+        }
+    }
+
+    /// A name not found, or found only in the tool cache, may belong to a server that is
+    /// still starting, or a lazy one not started yet: start and wait for its server (`server`
+    /// when known, else the one its prefix names) within the call's deadline, and look again;
+    /// a name no prefix explains, or one the named server turns out not to have, waits for
+    /// every server.
     async fn lookup_after_startup(
         &self,
         name: &str,
+        server: Option<&str>,
         options: &CallOptions,
     ) -> Result<(Tool, ToolOrigin)> {
-        let pending = self
-            .connections()
-            .any(|c| matches!(c.state(), ServerState::Pending { .. }));
-        let deadline = options.timeout.unwrap_or(defaults::CALL_TIMEOUT);
-        if pending
-            && tokio::time::timeout(deadline, self.wait_ready())
-                .await
-                .is_err()
+        let deadline =
+            tokio::time::Instant::now() + options.timeout.unwrap_or(defaults::CALL_TIMEOUT);
+        let owner = match server {
+            Some(server) => self.inner.server(server),
+            None => self.inner.owner_by_prefix(name),
+        };
+        if let Some(server) = owner
+            && self.wait_for(&server.connection, deadline).await.is_err()
         {
-            // Still starting when the call's deadline ran out: say so, not "no such tool".
-            if let Some(server) = self
-                .inner
-                .owner_by_prefix(name)
-                .filter(|s| matches!(s.connection.state(), ServerState::Pending { .. }))
-            {
-                return Err(Error::Timeout {
-                    server: server.connection.spec.name.clone(),
-                    what: "waiting for the server to start".into(),
-                    after: deadline,
-                });
+            return Err(self.still_starting(server, options));
+        }
+        if self.catalog().get_with_origin(name).is_none()
+            && self.connections().any(|c| c.is_idle() || is_starting(c))
+        {
+            for connection in self.connections() {
+                connection.ensure_started();
+            }
+            for connection in self.connections() {
+                if self.wait_for(connection, deadline).await.is_err() {
+                    // Still starting when the call's deadline ran out: say so, not "no such
+                    // tool".
+                    if let Some(server) = owner.filter(|s| is_starting(&s.connection)) {
+                        return Err(self.still_starting(server, options));
+                    }
+                    break;
+                }
             }
         }
         let catalog = self.catalog();
         match catalog.get_with_origin(name) {
-            Some((tool, origin)) => Ok((tool.clone(), origin.clone())),
-            None => {
+            Some((tool, origin)) if !tool.cached => Ok((tool.clone(), origin.clone())),
+            found => {
                 // A known server that is down deserves a better answer than "no such tool".
-                if let Some(server) = self.inner.owner_by_prefix(name) {
+                let owner = match found {
+                    Some((tool, _)) => self.inner.server(&tool.server),
+                    None => self.inner.owner_by_prefix(name),
+                };
+                if let Some(server) = owner {
                     let state = server.connection.state();
                     if !matches!(state, ServerState::Connected { .. }) {
                         return Err(server.connection.unavailable(state));
@@ -200,6 +238,38 @@ impl Hub {
             }
         }
     }
+}
+
+impl Hub {
+    /// Starts `connection` if idle and waits until its first attempt settled, up to
+    /// `deadline`.
+    async fn wait_for(
+        &self,
+        connection: &crate::connection::Connection,
+        deadline: tokio::time::Instant,
+    ) -> std::result::Result<(), tokio::time::error::Elapsed> {
+        tokio::time::timeout_at(deadline, connection.started()).await
+    }
+
+    fn still_starting(&self, server: &super::Server, options: &CallOptions) -> Error {
+        Error::Timeout {
+            server: server.connection.spec.name.clone(),
+            what: "waiting for the server to start".into(),
+            after: options.timeout.unwrap_or(defaults::CALL_TIMEOUT),
+        }
+    }
+}
+
+/// Whether the server is making its first connection attempt.
+fn is_starting(connection: &crate::connection::Connection) -> bool {
+    matches!(
+        connection.state(),
+        ServerState::Pending {
+            attempt: 1,
+            last_error: None,
+            ..
+        }
+    )
 }
 
 /// A tool whose call may be sent again after a lost connection: the server says it is

@@ -24,6 +24,7 @@ use crate::catalog::merge::Dropped;
 use crate::catalog::naming;
 use crate::config::{ConfigProblem, ConfigSet, ServerSpec};
 use crate::connection::era::EraCache;
+use crate::connection::tool_cache::ToolCache;
 use crate::connection::{Connection, Shared};
 use crate::error::{Error, Result};
 use crate::handler::HandlerRegistry;
@@ -147,6 +148,7 @@ impl Hub {
             events: events.clone(),
             shutdown_grace: options.shutdown_grace,
             host: options.host.clone(),
+            tool_cache: ToolCache::new(options.tool_cache.clone(), options.tool_cache_max_age),
         };
         let servers = specs
             .into_iter()
@@ -162,7 +164,10 @@ impl Hub {
                     filter: NameFilter::new(&spec.options.tools),
                     effects,
                     prefix: naming::base_name(&spec.name, ""),
-                    connection: Arc::new(Connection::start(spec, shared.clone())),
+                    connection: {
+                        let lazy = spec.options.lazy.unwrap_or(options.lazy);
+                        Arc::new(Connection::start(spec, shared.clone(), lazy))
+                    },
                 }
             })
             .collect();
@@ -200,7 +205,11 @@ impl Hub {
 
     /// Waits until every server's first connection attempt has settled. Each server is
     /// bounded by its own startup timeout. Fails if a `required` server failed.
+    ///
+    /// A lazy server whose tools the tool cache holds stays idle (its cached tools are listed);
+    /// one without is started now, since the listing that follows needs it.
     pub async fn wait_ready(&self) -> Result<()> {
+        self.start_uncached();
         for connection in self.connections() {
             connection.settled().await;
             if connection.spec.required
@@ -213,6 +222,16 @@ impl Hub {
             }
         }
         Ok(())
+    }
+
+    /// Starts every idle server with no cached tools (a listing cannot show them otherwise),
+    /// and every idle required one (startup must find out whether it fails).
+    fn start_uncached(&self) {
+        for connection in self.connections() {
+            if connection.is_idle() && (!connection.is_cached() || connection.spec.required) {
+                connection.ensure_started();
+            }
+        }
     }
 
     /// Subscribes to state and tool-list changes.

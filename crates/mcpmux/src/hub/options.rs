@@ -1,5 +1,6 @@
 //! How a hub behaves beyond each server's own spec: the harness's policy, approver, tools,
-//! host callbacks, token store, spill folder and era cache. Plain settings with builders.
+//! host callbacks, token store, spill folder, era and tool caches, and whether servers start
+//! lazily. Plain settings with builders.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,6 +9,8 @@ use std::time::Duration;
 use crate::auth::{Authorizer, TokenStore};
 use crate::config::PolicyRules;
 use crate::connection::era::EraCache;
+use crate::connection::tool_cache::ToolCache;
+use crate::defaults;
 use crate::handler::HandlerRegistry;
 use crate::host::Host;
 use crate::policy::{Approver, DenyAll};
@@ -41,6 +44,14 @@ pub struct HubOptions {
     /// Runs an OAuth authorization inside the hub when a server needs one; without one such a
     /// server ends `NeedsAuth { login: true }`.
     pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// Start each server on its first use (a call to one of its tools, or a listing that needs
+    /// it) rather than with the hub; a server's own `lazy` option overrides this.
+    pub lazy: bool,
+    /// The folder of the tool cache (`$XDG_CACHE_HOME/mcpmux/tools` by default); `None`
+    /// lists only what servers say now.
+    pub tool_cache: Option<PathBuf>,
+    /// How old a cached tool list may be and still be listed (a day by default).
+    pub tool_cache_max_age: Duration,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -52,6 +63,9 @@ impl std::fmt::Debug for HubOptions {
             .field("local_tools", &self.registry.entries().len())
             .field("token_store", &self.token_store)
             .field("authorizer", &self.authorizer.is_some())
+            .field("lazy", &self.lazy)
+            .field("tool_cache", &self.tool_cache)
+            .field("tool_cache_max_age", &self.tool_cache_max_age)
             .finish()
     }
 }
@@ -69,15 +83,19 @@ impl Default for HubOptions {
             host: Host::default(),
             token_store: TokenStore::user_default(),
             authorizer: None,
+            lazy: false,
+            tool_cache: ToolCache::default_dir(),
+            tool_cache_max_age: defaults::TOOL_CACHE_MAX_AGE,
         }
     }
 }
 
 impl HubOptions {
-    /// Options with the era cache and the OAuth tokens kept in memory only.
+    /// Options with the era cache and the OAuth tokens kept in memory only, and no tool cache.
     pub fn ephemeral() -> Self {
         Self {
             era_cache: None,
+            tool_cache: None,
             token_store: TokenStore::memory(),
             ..Self::default()
         }
@@ -140,6 +158,24 @@ impl HubOptions {
     /// Builder-style: set the era cache file.
     pub fn with_era_cache(mut self, path: Option<PathBuf>) -> Self {
         self.era_cache = path;
+        self
+    }
+
+    /// Builder-style: start servers on first use (see [`HubOptions::lazy`]).
+    pub fn with_lazy(mut self, lazy: bool) -> Self {
+        self.lazy = lazy;
+        self
+    }
+
+    /// Builder-style: the tool cache's folder; `None` turns the cache off.
+    pub fn with_tool_cache(mut self, dir: Option<PathBuf>) -> Self {
+        self.tool_cache = dir;
+        self
+    }
+
+    /// Builder-style: how old a cached tool list may be and still be listed.
+    pub fn with_tool_cache_max_age(mut self, max_age: Duration) -> Self {
+        self.tool_cache_max_age = max_age;
         self
     }
 }

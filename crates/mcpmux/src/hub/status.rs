@@ -27,6 +27,9 @@ pub struct ServerStatus {
     pub tools: usize,
     /// The file it was configured in.
     pub source: Option<String>,
+    /// When its tools are the tool cache's (it has not listed them in this run): when the
+    /// server listed them, and its version then.
+    pub cached: Option<(std::time::SystemTime, Option<String>)>,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -66,6 +69,14 @@ impl Serialize for ServerStatus {
             map.serialize_entry("stderr_tail", stderr_tail)?;
         }
         map.serialize_entry("source", &self.source)?;
+        if let Some((listed_at, server_version)) = &self.cached {
+            let secs = listed_at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or_default();
+            map.serialize_entry("cached_at", &secs)?;
+            map.serialize_entry("cached_server_version", server_version)?;
+        }
         map.end()
     }
 }
@@ -102,6 +113,11 @@ impl Hub {
                         tools,
                         ..
                     } => (Some(*era), Some(version.clone()), *tools),
+                    _ if c.listed() => (
+                        None,
+                        None,
+                        c.routable_tools().map_or(0, |tools| tools.len()),
+                    ),
                     _ => (None, None, 0),
                 };
                 ServerStatus {
@@ -118,6 +134,7 @@ impl Hub {
                         Origin::Plugin { source } => Some(source.clone()),
                         _ => None,
                     },
+                    cached: c.cached_at(),
                 }
             })
             .collect();
@@ -134,6 +151,7 @@ impl Hub {
                 era: None,
                 version: None,
                 tools: 0,
+                cached: None,
                 source: match &spec.origin {
                     Origin::File { path, .. } => Some(path.display().to_string()),
                     Origin::Plugin { source } => Some(source.clone()),
@@ -164,6 +182,7 @@ impl Hub {
                 era: None,
                 version: None,
                 tools: 0,
+                cached: None,
                 source: Some(problem.file.display().to_string()),
             });
         }

@@ -56,6 +56,9 @@ impl Hub {
         // Compiled once per schema version: an invalid schema is logged now, and the tool
         // stays listed (its calls go unvalidated); one beyond the hub's bounds is unusable.
         let catalog = Arc::new(catalog.attach(|tool| {
+            tool.cached = inner
+                .server(&tool.server)
+                .is_some_and(|s| s.connection.is_cached());
             let compiled = inner
                 .validators
                 .input(&tool.server, &tool.raw_name, &tool.input_schema);
@@ -78,7 +81,12 @@ impl Hub {
     }
 
     /// The tool set: local tools first, then the tools of every connected server, by name.
+    ///
+    /// The tool cache's list stands in for a server that has not listed its tools yet (such
+    /// tools are marked [`Tool::cached`]); a lazy server without one is started by this
+    /// listing, and its tools come with a later one ([`Hub::wait_ready`] waits for them).
     pub fn tools(&self) -> Vec<Tool> {
+        self.start_uncached();
         self.catalog()
             .tools()
             .iter()
@@ -90,6 +98,7 @@ impl Hub {
     /// The tools a stage and agent may use: local tools, and the tools of every connected
     /// server whose `stages` and `agents` admit the scope.
     pub fn tools_for(&self, scope: &Scope) -> Vec<Tool> {
+        self.start_uncached();
         let catalog = self.catalog();
         catalog
             .tools()

@@ -21,11 +21,13 @@ tools = { allow = ["read_*", "mcp__github__get_*"], deny = ["delete_*"] }
 stages = ["plan", "build"]
 agents = ["coder"]
 side_effects = { create_issue = ["mutate", "network"], "get_*" = ["read"] }
+lazy = true
 
 [servers.bytes]
 command = "x"
 max_result_bytes = 102400
 max_retries = 10
+lazy = false
 
 [servers.decimal]
 command = "x"
@@ -50,7 +52,9 @@ command = "x"
         stages,
         agents,
         side_effects,
+        lazy,
     } = options;
+    assert_eq!(*lazy, Some(true));
     assert_eq!(*max_retries, 0);
     assert_eq!(*max_result_bytes, 2 * 1024 * 1024);
     assert_eq!(*shutdown_grace, Duration::from_millis(500));
@@ -86,6 +90,7 @@ command = "x"
 
     let bytes = &server(&set, "bytes").options;
     assert_eq!((bytes.max_result_bytes, bytes.max_retries), (102_400, 10));
+    assert_eq!(bytes.lazy, Some(false), "an eager server beside lazy ones");
     let decimal = &server(&set, "decimal").options;
     assert_eq!(decimal.max_result_bytes, 500_000);
     assert_eq!(
