@@ -5,7 +5,8 @@
 //! `cargo run --release -p mcpmux-bench [-- --calls N --cold N --server PATH]`
 //!
 //! `cargo run --release -p mcpmux-bench -- peers` runs the peer clients side by side instead
-//! (see `peers.rs`).
+//! (see `peers.rs`); `-- cli` times whole `mcpmux` processes with many servers configured
+//! (lazy start and the tool cache, see `cli.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,6 +19,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
+mod cli;
 mod peers;
 
 struct Args {
@@ -56,13 +58,25 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
-/// Builds the release test server next to this binary's workspace.
-fn build_testserver() -> anyhow::Result<PathBuf> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The workspace root.
+fn workspace() -> anyhow::Result<PathBuf> {
+    Ok(Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)
         .context("workspace root")?
-        .to_path_buf();
+        .to_path_buf())
+}
+
+/// Where cargo puts the builds of `workspace`.
+fn target_dir(workspace: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"))
+}
+
+/// Builds the release test server next to this binary's workspace.
+fn build_testserver() -> anyhow::Result<PathBuf> {
+    let workspace = workspace()?;
     let status = Command::new(env!("CARGO"))
         .args(["build", "--release", "--quiet", "-p", "mcpmux-testserver"])
         .current_dir(&workspace)
@@ -70,10 +84,9 @@ fn build_testserver() -> anyhow::Result<PathBuf> {
     if !status.success() {
         bail!("building mcpmux-testserver failed");
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"));
-    Ok(target.join("release").join("mcpmux-testserver"))
+    Ok(target_dir(&workspace)
+        .join("release")
+        .join("mcpmux-testserver"))
 }
 
 /// Peak resident set size since the last reset, in KiB (Linux).
@@ -238,6 +251,7 @@ fn main() -> anyhow::Result<()> {
     match std::env::args().nth(1).as_deref() {
         Some("peers") => return peers::main(std::env::args().skip(2)),
         Some("client") => return peers::client_main(std::env::args().skip(2)),
+        Some("cli") => return cli::main(std::env::args().skip(2)),
         _ => {}
     }
     let args = parse_args()?;
