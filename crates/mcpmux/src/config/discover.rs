@@ -60,9 +60,9 @@ pub(crate) fn imports(options: &LoadOptions, config_home: Option<&Path>) -> Impo
             .cloned(),
     );
     for path in own {
-        user.extend(super::dialects::requested(&path));
+        user.extend(requested(&path));
     }
-    let project = super::dialects::requested(&options.project_dir.join("mcpmux.toml"));
+    let project = requested(&options.project_dir.join("mcpmux.toml"));
     let ordered = |wanted: &[Dialect]| -> Vec<Dialect> {
         Dialect::IMPORTABLE
             .iter()
@@ -177,6 +177,21 @@ pub(crate) fn candidates(
         });
     }
     list
+}
+
+/// The `import` list of the `mcpmux.toml` at `path`, read ahead of the files it names. Lenient:
+/// a problem with the file or the list is reported when the file itself is read.
+fn requested(path: &Path) -> Vec<Dialect> {
+    let Ok(text) = super::dialects::read_bounded(path) else {
+        return Vec::new();
+    };
+    let Ok(root) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    root.get("import")
+        .map(|value| super::mcpmux_toml::to_json(value.clone()))
+        .and_then(|value| super::dialects::import_list(&value).ok())
+        .unwrap_or_default()
 }
 
 /// The same path, or two paths to one existing file.

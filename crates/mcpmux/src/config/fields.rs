@@ -273,7 +273,15 @@ impl<'a> Fields<'a> {
             // and expands nothing in values.
             Dialect::Codex => return Ok(text.to_owned()),
             Dialect::Cursor | Dialect::VsCode | Dialect::Windsurf | Dialect::Gemini => {
-                return vars::expand(text, self.cx)
+                let cx = vars::Context {
+                    file: self.cx.file,
+                    dialect: self.cx.dialect,
+                    env: self.cx.env,
+                    home: self.cx.home,
+                    workspace: self.cx.workspace,
+                    inputs: self.cx.inputs,
+                };
+                return vars::expand(text, &cx)
                     .map_err(|message| self.invalid(Some(field), message));
             }
         }

@@ -96,21 +96,6 @@ pub(crate) fn import_list(value: &Value) -> Result<Vec<Dialect>, String> {
     Ok(dialects)
 }
 
-/// The `import` list of the `mcpmux.toml` at `path`, read ahead of the files it names. Lenient:
-/// a problem with the file or the list is reported when the file itself is read.
-pub(crate) fn requested(path: &Path) -> Vec<Dialect> {
-    let Ok(text) = read_bounded(path) else {
-        return Vec::new();
-    };
-    let Ok(root) = text.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    root.get("import")
-        .map(|value| super::mcpmux_toml::to_json(value.clone()))
-        .and_then(|value| import_list(&value).ok())
-        .unwrap_or_default()
-}
-
 /// The text of a file of another tool, refused when larger than [`MAX_FILE_BYTES`].
 pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
     let mut bytes = Vec::new();

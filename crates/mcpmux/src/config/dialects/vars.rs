@@ -21,7 +21,24 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::config::Dialect;
-use crate::config::fields::Context;
+
+/// What a value is expanded against: the file's dialect and place, the environment, and the
+/// file's `inputs`.
+#[derive(Clone, Copy)]
+pub(crate) struct Context<'a> {
+    /// The file being read.
+    pub file: &'a std::path::Path,
+    /// Its dialect: which syntax applies.
+    pub dialect: Dialect,
+    /// Looks up environment variables.
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// `${userHome}`.
+    pub home: Option<&'a std::path::Path>,
+    /// `${workspaceFolder}`.
+    pub workspace: &'a std::path::Path,
+    /// `${input:ID}` answers (VS Code).
+    pub inputs: Option<&'a Inputs<'a>>,
+}
 
 /// Answers one `${input:ID}` of a VS Code file: the CLI asks at the terminal (hidden when
 /// `password` is set); `None` leaves it unanswered.
@@ -287,7 +304,6 @@ mod tests {
             dialect,
             env,
             home: Some(Path::new("/home/me")),
-            gate: None,
             workspace: Path::new("/p/work"),
             inputs,
         }
