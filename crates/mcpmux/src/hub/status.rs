@@ -27,6 +27,11 @@ pub struct ServerStatus {
     pub tools: usize,
     /// The file it was configured in.
     pub source: Option<String>,
+    /// The dialect that file was read in (`claude`, `mcpmux`, `codex`, `cursor`, `vscode`,
+    /// `gemini`, `windsurf`).
+    pub dialect: Option<String>,
+    /// Fields of its entry that could not be honoured; the server is used without them.
+    pub warnings: Vec<String>,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -66,6 +71,8 @@ impl Serialize for ServerStatus {
             map.serialize_entry("stderr_tail", stderr_tail)?;
         }
         map.serialize_entry("source", &self.source)?;
+        map.serialize_entry("dialect", &self.dialect)?;
+        map.serialize_entry("warnings", &self.warnings)?;
         map.end()
     }
 }
@@ -118,6 +125,8 @@ impl Hub {
                         Origin::Plugin { source } => Some(source.clone()),
                         _ => None,
                     },
+                    dialect: dialect_of(&c.spec.origin),
+                    warnings: self.warnings_for(&c.spec),
                 }
             })
             .collect();
@@ -139,9 +148,16 @@ impl Hub {
                     Origin::Plugin { source } => Some(source.clone()),
                     _ => None,
                 },
+                dialect: dialect_of(&spec.origin),
+                warnings: self.warnings_for(spec),
             });
         }
         for problem in &self.inner.problems {
+            if problem.is_warning() {
+                // Shown with the server it is about (`warnings_for`); one whose entry another
+                // file replaced concerns nothing that runs.
+                continue;
+            }
             out.push(ServerStatus {
                 name: problem
                     .server
@@ -165,8 +181,35 @@ impl Hub {
                 version: None,
                 tools: 0,
                 source: Some(problem.file.display().to_string()),
+                dialect: None,
+                warnings: Vec::new(),
             });
         }
         out
+    }
+
+    /// The warnings about `spec`'s own entry: same server, same file.
+    fn warnings_for(&self, spec: &crate::config::ServerSpec) -> Vec<String> {
+        let Origin::File { path, .. } = &spec.origin else {
+            return Vec::new();
+        };
+        self.inner
+            .problems
+            .iter()
+            .filter(|problem| {
+                problem.is_warning()
+                    && problem.server.as_deref() == Some(spec.name.as_str())
+                    && &problem.file == path
+            })
+            .map(|problem| problem.error.to_string())
+            .collect()
+    }
+}
+
+/// The dialect a file-configured server was read in.
+fn dialect_of(origin: &Origin) -> Option<String> {
+    match origin {
+        Origin::File { dialect, .. } => Some(dialect.name().to_owned()),
+        _ => None,
     }
 }
