@@ -176,6 +176,9 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
                     ServerState::NeedsAuth { .. } | ServerState::Untrusted { .. } => {
                         one_line(&e, usize::MAX)
                     }
+                    // A config entry that could not be used: its fix is at the end (still cut: a
+                    // hostile file's value may be quoted in it).
+                    _ if s.transport == "-" => one_line(&e, 400),
                     _ => one_line(&e, 100),
                 })
                 .unwrap_or_default(),
@@ -184,7 +187,7 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
     let mut text = table(&rows);
     for s in servers {
         for warning in &s.warnings {
-            text.push_str(&format!("warning: {}\n", one_line(warning, usize::MAX)));
+            text.push_str(&format!("warning: {}\n", one_line(warning, 400)));
         }
     }
     for s in servers {
