@@ -651,6 +651,10 @@ fn imported_project_files_need_approval_and_mcpmux_trust_covers_them() {
         dirs.project.join(".gemini/settings.json"),
         r#"{"mcpServers": {"g": {"httpUrl": "https://g.example.com/mcp"}}}"#,
     );
+    dirs.write(
+        dirs.project.join(".codex/config.toml"),
+        "[mcp_servers.x]\ncommand = \"codex-project-mcp\"\n",
+    );
     let options = dirs.options().with_import(Dialect::IMPORTABLE.to_vec());
     let set = dirs.load(&options);
     assert!(set.servers.is_empty(), "{set:#?}");
@@ -660,11 +664,12 @@ fn imported_project_files_need_approval_and_mcpmux_trust_covers_them() {
         .filter(|p| matches!(p.error, ConfigError::Untrusted { .. }))
         .map(|p| p.server.as_deref().unwrap())
         .collect();
-    assert_eq!(untrusted, ["c", "v", "g"]);
+    assert_eq!(untrusted, ["x", "c", "v", "g"]);
     let targets: Vec<_> = set.project.iter().map(|e| e.target.as_str()).collect();
     assert_eq!(
         targets,
         [
+            "codex-project-mcp",
             "sh -c touch pwned",
             "https://${env:SECRET}.example.com/mcp",
             "https://g.example.com/mcp"
@@ -679,7 +684,7 @@ fn imported_project_files_need_approval_and_mcpmux_trust_covers_them() {
     )
     .unwrap();
     let set = dirs.load(&options);
-    assert_eq!(names(&set), ["c", "g", "v"], "{:#?}", messages(&set));
+    assert_eq!(names(&set), ["c", "g", "v", "x"], "{:#?}", messages(&set));
 
     // A changed entry needs approval again.
     dirs.write(
@@ -687,7 +692,7 @@ fn imported_project_files_need_approval_and_mcpmux_trust_covers_them() {
         r#"{"mcpServers": {"g": {"httpUrl": "https://elsewhere.example.com/mcp"}}}"#,
     );
     let set = dirs.load(&options);
-    assert_eq!(names(&set), ["c", "v"]);
+    assert_eq!(names(&set), ["c", "v", "x"]);
 }
 
 // ----- hostile files -----

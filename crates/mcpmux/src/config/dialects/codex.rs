@@ -1,4 +1,5 @@
-//! OpenAI Codex's `config.toml`: `[mcp_servers.NAME]` tables, read as Codex reads them.
+//! OpenAI Codex's `config.toml` (`~/.codex/config.toml` or `$CODEX_HOME/config.toml`, and a
+//! project's `.codex/config.toml`): `[mcp_servers.NAME]` tables, read as Codex reads them.
 //!
 //! Fields from Codex's configuration reference (developers.openai.com/codex/config-reference,
 //! "mcp_servers") and docs/config.md of github.com/openai/codex: `command`, `args`, `env`,

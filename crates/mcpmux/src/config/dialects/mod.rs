@@ -58,10 +58,13 @@ pub(crate) fn user_file(
 /// The project's own file of `dialect`, when the tool has one.
 pub(crate) fn project_file(dialect: Dialect, project: &Path) -> Option<PathBuf> {
     match dialect {
+        // Codex reads a project's `.codex/config.toml` for trusted projects only; here it needs
+        // approval like any project file.
+        Dialect::Codex => Some(project.join(".codex").join("config.toml")),
         Dialect::Cursor => Some(project.join(".cursor").join("mcp.json")),
         Dialect::VsCode => Some(project.join(".vscode").join("mcp.json")),
         Dialect::Gemini => Some(project.join(".gemini").join("settings.json")),
-        Dialect::Codex | Dialect::Windsurf | Dialect::Claude | Dialect::Mcpmux => None,
+        Dialect::Windsurf | Dialect::Claude | Dialect::Mcpmux => None,
     }
 }
 
