@@ -24,6 +24,18 @@ struct Cli {
     #[arg(long = "config", short = 'c', global = true, value_name = "FILE")]
     config: Vec<PathBuf>,
 
+    /// Also read these tools' MCP server files (comma-separated): codex, cursor, vscode,
+    /// gemini, windsurf, or all. Without it (or `import = [...]` in mcpmux.toml) no other
+    /// tool's servers are read.
+    #[arg(
+        long = "import",
+        global = true,
+        value_name = "TOOLS",
+        value_delimiter = ',',
+        value_parser = import_name
+    )]
+    import: Vec<Import>,
+
     /// Log filter (e.g. `debug`, `mcpmux=trace`); also `MCPMUX_LOG`.
     #[arg(
         long,
@@ -121,7 +133,8 @@ enum Command {
         command: auth::AuthCommand,
     },
     /// Approve the current project's own servers (.mcp.json, .claude/settings.json,
-    /// mcpmux.toml) as they are now; until then they are listed as `untrusted` and not started.
+    /// mcpmux.toml, and the imported .cursor/mcp.json, .vscode/mcp.json, .gemini/settings.json)
+    /// as they are now; until then they are listed as `untrusted` and not started.
     Trust {
         /// Withdraw the project's approval instead.
         #[arg(long)]
@@ -138,6 +151,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// One `--import` name: the dialects it stands for.
+#[derive(Clone, Debug)]
+struct Import(Vec<mcpmux::config::Dialect>);
+
+fn import_name(name: &str) -> Result<Import, String> {
+    mcpmux::config::Dialect::import_name(name)
+        .map(Import)
+        .ok_or_else(|| {
+            format!(
+                "not a tool mcpmux imports: valid names are {}",
+                mcpmux::config::Dialect::import_names()
+            )
+        })
 }
 
 fn main() -> ExitCode {
@@ -172,7 +200,15 @@ fn init_logging(filter: Option<&str>) {
 }
 
 async fn run(cli: Cli) -> ExitCode {
-    let mut load_options = LoadOptions::from_env(cli.config.clone());
+    let mut load_options = LoadOptions::from_env(cli.config.clone()).with_import(
+        cli.import
+            .iter()
+            .flat_map(|i| i.0.iter().copied())
+            .collect(),
+    );
+    if let Some(ask) = trust::input_prompt() {
+        load_options = load_options.with_input_prompt(ask);
+    }
     if let Command::Trust { revoke } = &cli.command {
         // Lists the project's entries as they are; starts and expands nothing.
         let config = mcpmux::config::load(&load_options);

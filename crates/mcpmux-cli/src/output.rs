@@ -155,6 +155,7 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
         "ERA/VERSION".into(),
         "STATE".into(),
         "TOOLS".into(),
+        "SOURCE".into(),
         "ERROR".into(),
     ]];
     for s in servers {
@@ -171,18 +172,27 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
                 Some(_) => format!("{} (cached)", s.tools),
                 None => s.tools.to_string(),
             },
+            source_cell(s),
             // The whole message of a server waiting for a login: it ends with the command.
             error_for_people(s)
                 .map(|e| match s.state {
                     ServerState::NeedsAuth { .. } | ServerState::Untrusted { .. } => {
                         one_line(&e, usize::MAX)
                     }
+                    // A config entry that could not be used: its fix is at the end (still cut: a
+                    // hostile file's value may be quoted in it).
+                    _ if s.transport == "-" => one_line(&e, 400),
                     _ => one_line(&e, 100),
                 })
                 .unwrap_or_default(),
         ]);
     }
     let mut text = table(&rows);
+    for s in servers {
+        for warning in &s.warnings {
+            text.push_str(&format!("warning: {}\n", one_line(warning, 400)));
+        }
+    }
     for s in servers {
         if let ServerState::Failed { stderr_tail, .. } = &s.state
             && !stderr_tail.is_empty()
@@ -194,6 +204,22 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
         }
     }
     emit(&text)
+}
+
+/// Where a server is configured: its file (the home folder as `~`) and the file's dialect.
+fn source_cell(s: &ServerStatus) -> String {
+    let Some(source) = &s.source else {
+        return "-".into();
+    };
+    let home = std::env::var("HOME").unwrap_or_default();
+    let shown = match source.strip_prefix(&home) {
+        Some(rest) if !home.is_empty() && rest.starts_with('/') => format!("~{rest}"),
+        _ => source.clone(),
+    };
+    match &s.dialect {
+        Some(dialect) => format!("{shown} ({dialect})"),
+        None => shown,
+    }
 }
 
 /// `mcpmux tools` as a table.

@@ -31,7 +31,7 @@ pub fn run(config: &ConfigSet, project: &Path, revoke: bool) -> anyhow::Result<(
     }
     if config.project.is_empty() {
         println!(
-            "no project-level servers in {} (.mcp.json, .claude/settings.json, mcpmux.toml): nothing to approve",
+            "no project-level servers in {} (.mcp.json, .claude/settings.json, mcpmux.toml, and imported tools' files): nothing to approve",
             project.display()
         );
         return Ok(());
@@ -87,4 +87,33 @@ pub fn remember(config: &ConfigSet, project: &Path, answers: &Answers) {
             );
         }
     }
+}
+
+/// On a terminal: asks for a VS Code `${input:ID}` no `MCPMUX_INPUT_<ID>` answers, hiding
+/// what is typed for a `password` input. Without a terminal, none: the server is a problem
+/// that names the variable to set.
+pub fn input_prompt()
+-> Option<impl Fn(&mcpmux::config::InputRequest) -> Option<String> + Send + Sync + 'static> {
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(|request: &mcpmux::config::InputRequest| {
+        let question = format!(
+            "mcpmux: {} asks for {} (input `{}`; set {} to skip this question): ",
+            request.file.display(),
+            request.description,
+            request.id,
+            request.variable
+        );
+        let answer = if request.password {
+            rpassword::prompt_password(mcpmux::terminal::escape_controls(&question).as_ref())
+        } else {
+            crate::output::eprint_text(&question);
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        };
+        answer
+            .ok()
+            .map(|line| line.trim_end_matches(['\r', '\n']).to_owned())
+    })
 }

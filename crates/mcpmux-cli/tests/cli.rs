@@ -200,6 +200,7 @@ fn project_server_is_listed_connected_in_the_servers_table() {
             "ERA/VERSION",
             "STATE",
             "TOOLS",
+            "SOURCE",
             "ERROR"
         ],
         "{run:#?}"
@@ -209,7 +210,9 @@ fn project_server_is_listed_connected_in_the_servers_table() {
     assert!(row[2].contains('/'), "era/version missing: {run:#?}");
     assert_eq!(row[3], "connected", "{run:#?}");
     assert!(row[4].parse::<usize>().unwrap() >= 6, "{run:#?}");
-    assert_eq!(row.len(), 5, "a connected server has no error: {run:#?}");
+    assert!(row[5].ends_with(".mcp.json"), "source file: {run:#?}");
+    assert_eq!(row[6], "(claude)", "source dialect: {run:#?}");
+    assert_eq!(row.len(), 7, "a connected server has no error: {run:#?}");
     assert!(
         !run.stderr.contains("built-in demo"),
         "a configured project must not fall back to the demo: {run:#?}"

@@ -68,7 +68,7 @@ pub(crate) fn parse(
 }
 
 /// A parse error at the parser's position, with serde_json's own position suffix removed.
-fn parse_error(file: &Path, error: &serde_json::Error) -> ConfigError {
+pub(crate) fn parse_error(file: &Path, error: &serde_json::Error) -> ConfigError {
     let text = error.to_string();
     let suffix = format!(" at line {} column {}", error.line(), error.column());
     let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();

@@ -34,10 +34,59 @@ pub(crate) enum Scope {
     CommandLine,
 }
 
-/// Every file to try, in merge order.
+/// Which other tools' files to read, and at which scope.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Imports {
+    /// Asked for by the person (`--import`, their own `config.toml`, a `--config` file): both
+    /// their own files of these tools and the project's.
+    pub user: Vec<Dialect>,
+    /// Asked for by the project's `mcpmux.toml`: only the project's own files of these tools
+    /// (which need approval like any project file), never the person's.
+    pub project: Vec<Dialect>,
+}
+
+/// The imports `options` and the `import` lists of the `mcpmux.toml` files ask for.
+pub(crate) fn imports(options: &LoadOptions, config_home: Option<&Path>) -> Imports {
+    let mut user = options.import.clone();
+    let mut own: Vec<PathBuf> = config_home
+        .map(|dir| dir.join("mcpmux").join("config.toml"))
+        .into_iter()
+        .collect();
+    own.extend(
+        options
+            .extra_files
+            .iter()
+            .filter(|path| dialect_of(path) == Dialect::Mcpmux)
+            .cloned(),
+    );
+    for path in own {
+        user.extend(requested(&path));
+    }
+    let project = requested(&options.project_dir.join("mcpmux.toml"));
+    let ordered = |wanted: &[Dialect]| -> Vec<Dialect> {
+        Dialect::IMPORTABLE
+            .iter()
+            .copied()
+            .filter(|dialect| wanted.contains(dialect))
+            .collect()
+    };
+    let project = project
+        .into_iter()
+        .chain(user.iter().copied())
+        .collect::<Vec<_>>();
+    Imports {
+        user: ordered(&user),
+        project: ordered(&project),
+    }
+}
+
+/// Every file to try, in merge order: imported user files, user files, imported project
+/// files, project files, `--config` files. An imported file ranks below mcpmux's and Claude's
+/// files of its scope, so the person's own entry wins a name clash.
 pub(crate) fn candidates(
     options: &LoadOptions,
     env: &dyn Fn(&str) -> Option<String>,
+    imports: &Imports,
 ) -> Vec<Candidate> {
     let mut list = Vec::new();
     let optional = |path: PathBuf, dialect: Dialect, shape: Shape, scope: Scope| Candidate {
@@ -48,6 +97,11 @@ pub(crate) fn candidates(
         scope,
     };
 
+    for dialect in &imports.user {
+        if let Some(path) = super::dialects::user_file(*dialect, options.home.as_deref(), env) {
+            list.push(optional(path, *dialect, Shape::default(), Scope::User));
+        }
+    }
     if let Some(home) = &options.home {
         // Claude Code keeps user-scope servers at the top of ~/.claude.json and local-scope ones
         // (this project only) under projects["<dir>"]; the local ones are more specific.
@@ -77,7 +131,11 @@ pub(crate) fn candidates(
     }
 
     let project = &options.project_dir;
-    let project_files = [
+    let imported = imports.project.iter().filter_map(|dialect| {
+        super::dialects::project_file(*dialect, project)
+            .map(|path| (path, *dialect, Shape::default()))
+    });
+    let project_files = imported.chain([
         (
             project.join(".claude").join("settings.json"),
             Dialect::Claude,
@@ -96,7 +154,7 @@ pub(crate) fn candidates(
             Dialect::Mcpmux,
             Shape::default(),
         ),
-    ];
+    ]);
     for (path, dialect, shape) in project_files {
         // Run from the home folder, the project's `.claude/settings.json` is the user's own:
         // read it once, as the user's.
@@ -119,6 +177,21 @@ pub(crate) fn candidates(
         });
     }
     list
+}
+
+/// The `import` list of the `mcpmux.toml` at `path`, read ahead of the files it names. Lenient:
+/// a problem with the file or the list is reported when the file itself is read.
+fn requested(path: &Path) -> Vec<Dialect> {
+    let Ok(text) = super::dialects::read_bounded(path) else {
+        return Vec::new();
+    };
+    let Ok(root) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    root.get("import")
+        .map(|value| super::mcpmux_toml::to_json(value.clone()))
+        .and_then(|value| super::dialects::import_list(&value).ok())
+        .unwrap_or_default()
 }
 
 /// The same path, or two paths to one existing file.
@@ -159,9 +232,9 @@ mod tests {
             home: Some(PathBuf::from("/h")),
             project_dir: PathBuf::from("/p"),
             extra_files: vec![PathBuf::from("x.TOML"), PathBuf::from("y.json")],
-            approve: None,
+            ..LoadOptions::default()
         };
-        let list = candidates(&options, &|_| None);
+        let list = candidates(&options, &|_| None, &Imports::default());
         let seen: Vec<_> = list
             .iter()
             .map(|c| (c.path.to_string_lossy().into_owned(), c.dialect, c.required))

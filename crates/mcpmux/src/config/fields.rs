@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::dialects::vars::{self, Inputs};
 use super::expand::{self, ExpandError};
 use super::trust::Gate;
 use super::value::kind_name;
@@ -23,6 +24,7 @@ use super::{ConfigError, Dialect, TransportSpec};
 pub(crate) const VALID_TYPES: &str = "\"stdio\" (the default), \"http\" (also \"streamable-http\"), \"sse\", \"ws\" (also \"websocket\")";
 
 /// What every entry of one file is read with.
+#[derive(Clone, Copy)]
 pub(crate) struct Context<'a> {
     /// The file being read.
     pub file: &'a Path,
@@ -34,6 +36,10 @@ pub(crate) struct Context<'a> {
     pub home: Option<&'a Path>,
     /// For a project-level file: decides which entries may be read; none for trusted files.
     pub gate: Option<&'a Gate<'a>>,
+    /// The project directory: `${workspaceFolder}` in the editors' dialects.
+    pub workspace: &'a Path,
+    /// The file's `inputs` (VS Code) and how to answer them; none elsewhere.
+    pub inputs: Option<&'a Inputs<'a>>,
 }
 
 impl Context<'_> {
@@ -164,7 +170,32 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn missing(&self, field: &str, hint: String) -> ConfigError {
+    /// A [`ConfigError::Unhonoured`] warning for `field` of this entry.
+    pub fn unhonoured(&self, field: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError::Unhonoured {
+            file: self.cx.file.to_path_buf(),
+            server: self.server.to_owned(),
+            field: field.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Looks up environment variables for this load.
+    pub fn env(&self) -> &'a dyn Fn(&str) -> Option<String> {
+        self.cx.env
+    }
+
+    /// The dialect of the file being read.
+    pub fn dialect(&self) -> Dialect {
+        self.cx.dialect
+    }
+
+    /// The file being read.
+    pub fn file(&self) -> &Path {
+        self.cx.file
+    }
+
+    pub(crate) fn missing(&self, field: &str, hint: String) -> ConfigError {
         ConfigError::MissingField {
             file: self.cx.file.to_path_buf(),
             server: self.server.to_owned(),
@@ -236,6 +267,24 @@ impl<'a> Fields<'a> {
     }
 
     fn expand(&self, field: &str, text: &str) -> Result<String, ConfigError> {
+        match self.cx.dialect {
+            Dialect::Claude | Dialect::Mcpmux => {}
+            // Codex names variables in fields of their own (`env_vars`, `bearer_token_env_var`)
+            // and expands nothing in values.
+            Dialect::Codex => return Ok(text.to_owned()),
+            Dialect::Cursor | Dialect::VsCode | Dialect::Windsurf | Dialect::Gemini => {
+                let cx = vars::Context {
+                    file: self.cx.file,
+                    dialect: self.cx.dialect,
+                    env: self.cx.env,
+                    home: self.cx.home,
+                    workspace: self.cx.workspace,
+                    inputs: self.cx.inputs,
+                };
+                return vars::expand(text, &cx)
+                    .map_err(|message| self.invalid(Some(field), message));
+            }
+        }
         expand::expand(text, self.cx.env).map_err(|error| match error {
             ExpandError::Unset(variable) => ConfigError::UnsetVariable {
                 file: self.cx.file.to_path_buf(),
@@ -257,7 +306,11 @@ impl<'a> Fields<'a> {
     }
 
     /// An array of strings, each expanded (`args`).
-    fn expanded_list(&self, field: &str, value: Value) -> Result<Vec<String>, ConfigError> {
+    pub(crate) fn expanded_list(
+        &self,
+        field: &str,
+        value: Value,
+    ) -> Result<Vec<String>, ConfigError> {
         let Value::Array(items) = value else {
             return Err(self.wrong_type(field, "an array of strings", &value));
         };
@@ -269,14 +322,14 @@ impl<'a> Fields<'a> {
     }
 
     /// A map of strings with expanded values; keys are kept as written (`env`, `headers`).
-    fn expanded_map(
+    pub(crate) fn expanded_map(
         &self,
         field: &str,
         value: Value,
     ) -> Result<BTreeMap<String, String>, ConfigError> {
         let Value::Object(map) = value else {
             let expected = match self.cx.dialect {
-                Dialect::Mcpmux => "a table of strings",
+                Dialect::Mcpmux | Dialect::Codex => "a table of strings",
                 _ => "an object of strings",
             };
             return Err(self.wrong_type(field, expected, &value));
@@ -472,7 +525,12 @@ impl<'a> Fields<'a> {
     /// `cwd`: `~` and `~/` mean home; relative paths are relative to the config file's folder,
     /// so a project's config means the same whichever directory mcpmux runs from.
     fn cwd(&self, value: Value) -> Result<PathBuf, ConfigError> {
-        let text = self.string("cwd", value)?;
+        // The editors write `${workspaceFolder}` here; Claude's and our own files never
+        // expanded `cwd`, and keep it so.
+        let text = match self.cx.dialect {
+            Dialect::Claude | Dialect::Mcpmux | Dialect::Codex => self.string("cwd", value)?,
+            _ => self.expanded("cwd", value)?,
+        };
         if text.is_empty() {
             return Err(self.invalid(
                 Some("cwd"),
@@ -490,6 +548,10 @@ impl<'a> Fields<'a> {
         } else {
             PathBuf::from(&text)
         };
+        // Gemini CLI runs servers from the workspace, so its relative `cwd` starts there.
+        if self.cx.dialect == Dialect::Gemini && path.is_relative() {
+            return Ok(self.cx.workspace.join(path));
+        }
         Ok(self.relative_to_file(&path))
     }
 }

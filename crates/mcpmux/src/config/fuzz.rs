@@ -19,6 +19,7 @@ fn dollar_text() -> impl Strategy<Value = String> {
     prop_oneof![
         "[$\\{\\}A-Z_:\\-a ]{0,40}",
         Just("${SELF}".to_owned()),
+        Just("${env:SELF}${input:x}${workspaceFolder}$A${".to_owned()),
         Just("${A:-${B:-${C}}}".to_owned()),
         Just("${".repeat(500)),
         Just("$".repeat(10_000)),
@@ -77,6 +78,22 @@ fn key() -> impl Strategy<Value = String> {
             "clientId",
             "grant",
             "idp",
+            "envFile",
+            "httpUrl",
+            "serverUrl",
+            "inputs",
+            "mcp_servers",
+            "env_vars",
+            "bearer_token_env_var",
+            "env_http_headers",
+            "http_headers",
+            "startup_timeout_sec",
+            "timeout",
+            "includeTools",
+            "trust",
+            "disabledTools",
+            "mcp",
+            "excluded",
         ])
         .prop_map(str::to_owned),
         "[a-zA-Z_\\-\\.\"$]{0,12}",
@@ -127,6 +144,8 @@ fn parse_both_ways(text: &str, dialect: Dialect, gate: Option<&Gate<'_>>) {
         env: &env,
         home: Some(Path::new("/h")),
         gate,
+        workspace: Path::new("/p"),
+        inputs: None,
     };
     let shape = Shape {
         flat: true,
@@ -135,6 +154,10 @@ fn parse_both_ways(text: &str, dialect: Dialect, gate: Option<&Gate<'_>>) {
     let _ = match dialect {
         Dialect::Claude => claude::parse(text, &cx, &shape),
         Dialect::Mcpmux => mcpmux_toml::parse(text, &cx),
+        _ => {
+            let ask: super::InputFn = std::sync::Arc::new(|_: &super::InputRequest| None);
+            super::dialects::parse(text, &cx, Some(&ask))
+        }
     };
 }
 
@@ -198,12 +221,42 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(FILE_CASES))]
+
+    #[test]
+    fn imported_json_files_of_any_shape_never_panic(servers in servers(), other in json_value()) {
+        let document = serde_json::json!({
+            "mcpServers": servers.clone(), "servers": servers, "inputs": other.clone(), "mcp": other,
+        });
+        let text = document.to_string();
+        let gate = Gate::new(Path::new("/p"), None, &[], None);
+        for dialect in [Dialect::Cursor, Dialect::VsCode, Dialect::Gemini, Dialect::Windsurf] {
+            parse_both_ways(&text, dialect, None);
+            parse_both_ways(&text, dialect, Some(&gate));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(TOML_CASES))]
+
+    #[test]
+    fn codex_toml_of_any_shape_never_panics(servers in prop::collection::btree_map(key(), server_entry(), 0..6)) {
+        let document = serde_json::json!({ "mcp_servers": servers, "model": "o3" });
+        if let Some(text) = toml_text(&document) {
+            parse_both_ways(&text, Dialect::Codex, None);
+        }
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig::with_cases(TEXT_CASES))]
 
     #[test]
     fn arbitrary_text_in_either_dialect_never_panics(text in ".{0,400}") {
-        parse_both_ways(&text, Dialect::Claude, None);
-        parse_both_ways(&text, Dialect::Mcpmux, None);
+        for dialect in [Dialect::Claude, Dialect::Mcpmux, Dialect::Codex, Dialect::Cursor, Dialect::VsCode, Dialect::Gemini, Dialect::Windsurf] {
+            parse_both_ways(&text, dialect, None);
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::value::nearest;
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
 /// Valid top-level keys.
-const TOP_KEYS: &[&str] = &["servers", "policy"];
+const TOP_KEYS: &[&str] = &["servers", "policy", "import"];
 
 /// Valid keys of a `[servers.NAME]` table: transport, then options (from `max_retries` on,
 /// read by `options.rs`).
@@ -58,6 +58,18 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
         if !TOP_KEYS.contains(&key.as_str()) {
             file.problems.push(unknown_key(cx, None, key, TOP_KEYS));
         }
+    }
+
+    // Read ahead by `discover.rs` to decide which files to read; checked here, once.
+    if let Some(import) = root.remove("import")
+        && let Err(message) = super::dialects::import_list(&to_json(import))
+    {
+        file.problems.push(ConfigError::InvalidValue {
+            file: cx.file.to_path_buf(),
+            server: None,
+            field: Some("import".to_owned()),
+            message,
+        });
     }
 
     match root.remove("policy") {
@@ -120,7 +132,7 @@ fn article(type_name: &str) -> String {
 }
 
 /// A parse error with the line and column of toml's span.
-fn parse_error(cx: &Context<'_>, text: &str, error: &toml::de::Error) -> ConfigError {
+pub(crate) fn parse_error(cx: &Context<'_>, text: &str, error: &toml::de::Error) -> ConfigError {
     let (line, column) = match error.span() {
         Some(span) => {
             let (line, column) = super::line_column(text.as_bytes(), span.start);
@@ -271,14 +283,14 @@ impl RawServer {
 
 /// A TOML table as JSON, so both dialects share one set of field checks. Datetimes become their
 /// text; non-finite floats become null (absent), as JSON has no such numbers.
-fn table_to_json(table: toml::Table) -> Map<String, Value> {
+pub(crate) fn table_to_json(table: toml::Table) -> Map<String, Value> {
     table
         .into_iter()
         .map(|(key, value)| (key, to_json(value)))
         .collect()
 }
 
-fn to_json(value: toml::Value) -> Value {
+pub(crate) fn to_json(value: toml::Value) -> Value {
     match value {
         toml::Value::String(text) => Value::String(text),
         toml::Value::Integer(number) => Value::from(number),

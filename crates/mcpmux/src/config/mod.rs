@@ -9,6 +9,7 @@
 mod auth;
 mod claude;
 mod dedup;
+mod dialects;
 mod discover;
 mod duration;
 mod entry;
@@ -29,6 +30,7 @@ pub use spec::{
 };
 
 pub use dedup::deduplicate;
+pub use dialects::vars::{InputFn, InputRequest, input_variable};
 pub use trust::{
     APPROVALS_FILE, ApproveFn, ProjectEntry, TrustFileError, approve, approve_one, revoke,
 };
@@ -53,6 +55,12 @@ pub struct LoadOptions {
     /// Asked about each project-level server that neither a stored approval (`mcpmux trust`)
     /// nor a user-level Claude setting approves; without it such servers stay `untrusted`.
     pub approve: Option<ApproveFn>,
+    /// Other tools' files to read too (`--import`), besides those `import = [...]` in
+    /// `mcpmux.toml` names; none by default, so no other tool's server appears unasked.
+    pub import: Vec<Dialect>,
+    /// Answers a VS Code `${input:ID}` that no `MCPMUX_INPUT_<ID>` variable answers; without
+    /// it such a server is a problem that says which variable to set.
+    pub ask_input: Option<InputFn>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -62,6 +70,8 @@ impl std::fmt::Debug for LoadOptions {
             .field("project_dir", &self.project_dir)
             .field("extra_files", &self.extra_files)
             .field("approve", &self.approve.is_some())
+            .field("import", &self.import)
+            .field("ask_input", &self.ask_input.is_some())
             .finish()
     }
 }
@@ -78,7 +88,7 @@ impl LoadOptions {
             home,
             project_dir,
             extra_files,
-            approve: None,
+            ..Self::default()
         }
     }
 
@@ -94,6 +104,22 @@ impl LoadOptions {
     /// Builder-style: files read last, as with `--config`.
     pub fn with_extra_files(mut self, files: Vec<PathBuf>) -> Self {
         self.extra_files = files;
+        self
+    }
+
+    /// Builder-style: also read these tools' files (as `--import codex,cursor` does).
+    pub fn with_import(mut self, dialects: Vec<Dialect>) -> Self {
+        self.import = dialects;
+        self
+    }
+
+    /// Builder-style: answer a VS Code `${input:ID}` that no `MCPMUX_INPUT_<ID>` answers
+    /// (ask the person; hide what they type when the request says `password`).
+    pub fn with_input_prompt<F>(mut self, ask: F) -> Self
+    where
+        F: Fn(&InputRequest) -> Option<String> + Send + Sync + 'static,
+    {
+        self.ask_input = Some(std::sync::Arc::new(ask));
         self
     }
 
@@ -259,6 +285,23 @@ pub enum ConfigError {
         project: PathBuf,
     },
 
+    /// A field of another tool's file that mcpmux cannot honour: a warning, the rest of the
+    /// server is used.
+    #[error(
+        "{}: field \"{field}\" is not honoured: {reason}; the rest of the server is used",
+        place(file, Some(server))
+    )]
+    Unhonoured {
+        /// The file.
+        file: PathBuf,
+        /// The server entry.
+        server: String,
+        /// The field as written.
+        field: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+
     /// An `mcpmux.toml` overlay (options only) for a server no earlier file defines.
     #[error(
         "{}: nothing to adjust: no earlier file defines server \"{server}\": define it here with `command` or `url`, or fix the name",
@@ -284,6 +327,7 @@ impl ConfigError {
             | ConfigError::UnknownKey { file, .. }
             | ConfigError::InvalidValue { file, .. }
             | ConfigError::Untrusted { file, .. }
+            | ConfigError::Unhonoured { file, .. }
             | ConfigError::NothingToAdjust { file, .. } => file,
         }
     }
@@ -296,11 +340,26 @@ impl ConfigError {
             | ConfigError::UnknownType { server, .. }
             | ConfigError::UnsetVariable { server, .. }
             | ConfigError::Untrusted { server, .. }
+            | ConfigError::Unhonoured { server, .. }
             | ConfigError::NothingToAdjust { server, .. } => Some(server),
             ConfigError::UnknownKey { server, .. } | ConfigError::InvalidValue { server, .. } => {
                 server.as_deref()
             }
         }
+    }
+}
+
+impl ConfigError {
+    /// Whether this is a warning: the server it names is still used.
+    pub fn is_warning(&self) -> bool {
+        matches!(self, ConfigError::Unhonoured { .. })
+    }
+}
+
+impl ConfigProblem {
+    /// Whether this is a warning: the server it names is still used.
+    pub fn is_warning(&self) -> bool {
+        self.error.is_warning()
     }
 }
 
@@ -383,9 +442,16 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         options.approve.as_ref(),
     );
 
-    for candidate in discover::candidates(options, env) {
+    let imports = discover::imports(options, config_home.as_deref());
+    for candidate in discover::candidates(options, env, &imports) {
         let path = candidate.path.as_path();
-        let bytes = match std::fs::read(path) {
+        let imported = Dialect::IMPORTABLE.contains(&candidate.dialect);
+        let read = if imported {
+            dialects::read_bounded(path).map(String::into_bytes)
+        } else {
+            std::fs::read(path)
+        };
+        let bytes = match read {
             Ok(bytes) => bytes,
             Err(source) if source.kind() == io::ErrorKind::NotFound && !candidate.required => {
                 tracing::trace!(file = %path.display(), "config file absent, skipped");
@@ -402,9 +468,10 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         set.files.push(candidate.path.clone());
         tracing::debug!(file = %path.display(), dialect = ?candidate.dialect, "reading config file");
 
-        let format = match candidate.dialect {
-            Dialect::Mcpmux => "TOML",
-            Dialect::Claude => "JSON",
+        let format = if candidate.dialect.is_toml() {
+            "TOML"
+        } else {
+            "JSON"
         };
         let text = match decode(path, format, &bytes) {
             Ok(text) => text,
@@ -419,10 +486,13 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             env,
             home: options.home.as_deref(),
             gate: (candidate.scope == Scope::Project).then_some(&gate),
+            workspace: &options.project_dir,
+            inputs: None,
         };
         let parsed = match candidate.dialect {
             Dialect::Mcpmux => mcpmux_toml::parse(&text, &cx),
             Dialect::Claude => claude::parse(&text, &cx, &candidate.shape),
+            _ => dialects::parse(&text, &cx, options.ask_input.as_ref()),
         };
         let file = match parsed {
             Ok(file) => file,

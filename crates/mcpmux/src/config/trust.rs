@@ -40,7 +40,19 @@ const HASHED_KEYS: &[&str] = &[
     "headersHelper",
     "headers_helper",
     "oauth",
+    // The other tools' names for what runs and what is sent (an entry without them hashes as
+    // before, so existing approvals stay valid).
+    "envFile",
+    "httpUrl",
+    "serverUrl",
+    "env_vars",
+    "bearer_token_env_var",
+    "http_headers",
+    "env_http_headers",
 ];
+
+/// The keys that make an entry a server definition, in any dialect.
+const DEFINING_KEYS: &[&str] = &["type", "command", "url", "httpUrl", "serverUrl"];
 
 /// Longest target shown for an entry; a hostile file must not flood the terminal.
 const MAX_TARGET_CHARS: usize = 300;
@@ -172,7 +184,7 @@ impl<'a> Gate<'a> {
         let Value::Object(map) = value else {
             return None;
         };
-        if !["type", "command", "url"]
+        if !DEFINING_KEYS
             .iter()
             .any(|key| map.get(*key).is_some_and(|v| !v.is_null()))
         {
@@ -285,8 +297,9 @@ fn target(map: &Map<String, Value>) -> String {
             }
             line
         }
-        None => map
-            .get("url")
+        None => ["url", "httpUrl", "serverUrl"]
+            .iter()
+            .find_map(|key| map.get(*key))
             .map(|url| shown(url, MAX_TARGET_CHARS))
             .unwrap_or_default(),
     };

@@ -16,12 +16,12 @@ pub(crate) fn kind_name(value: &Value, dialect: Dialect) -> &'static str {
     match (value, dialect) {
         (Value::Null, _) => "null",
         (Value::Bool(_), _) => "a boolean",
-        (Value::Number(n), Dialect::Mcpmux) if n.is_f64() => "a float",
-        (Value::Number(_), Dialect::Mcpmux) => "an integer",
+        (Value::Number(n), Dialect::Mcpmux | Dialect::Codex) if n.is_f64() => "a float",
+        (Value::Number(_), Dialect::Mcpmux | Dialect::Codex) => "an integer",
         (Value::Number(_), _) => "a number",
         (Value::String(_), _) => "a string",
         (Value::Array(_), _) => "an array",
-        (Value::Object(_), Dialect::Mcpmux) => "a table",
+        (Value::Object(_), Dialect::Mcpmux | Dialect::Codex) => "a table",
         (Value::Object(_), _) => "an object",
     }
 }

@@ -30,6 +30,11 @@ pub struct ServerStatus {
     /// When its tools are the tool cache's (it has not listed them in this run): when the
     /// server listed them, and its version then.
     pub cached: Option<(std::time::SystemTime, Option<String>)>,
+    /// The dialect that file was read in (`claude`, `mcpmux`, `codex`, `cursor`, `vscode`,
+    /// `gemini`, `windsurf`).
+    pub dialect: Option<String>,
+    /// Fields of its entry that could not be honoured; the server is used without them.
+    pub warnings: Vec<String>,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -77,6 +82,8 @@ impl Serialize for ServerStatus {
             map.serialize_entry("cached_at", &secs)?;
             map.serialize_entry("cached_server_version", server_version)?;
         }
+        map.serialize_entry("dialect", &self.dialect)?;
+        map.serialize_entry("warnings", &self.warnings)?;
         map.end()
     }
 }
@@ -135,6 +142,8 @@ impl Hub {
                         _ => None,
                     },
                     cached: c.cached_at(),
+                    dialect: dialect_of(&c.spec.origin),
+                    warnings: self.warnings_for(&c.spec),
                 }
             })
             .collect();
@@ -157,9 +166,16 @@ impl Hub {
                     Origin::Plugin { source } => Some(source.clone()),
                     _ => None,
                 },
+                dialect: dialect_of(&spec.origin),
+                warnings: self.warnings_for(spec),
             });
         }
         for problem in &self.inner.problems {
+            if problem.is_warning() {
+                // Shown with the server it is about (`warnings_for`); one whose entry another
+                // file replaced concerns nothing that runs.
+                continue;
+            }
             out.push(ServerStatus {
                 name: problem
                     .server
@@ -184,8 +200,35 @@ impl Hub {
                 tools: 0,
                 cached: None,
                 source: Some(problem.file.display().to_string()),
+                dialect: None,
+                warnings: Vec::new(),
             });
         }
         out
+    }
+
+    /// The warnings about `spec`'s own entry: same server, same file.
+    fn warnings_for(&self, spec: &crate::config::ServerSpec) -> Vec<String> {
+        let Origin::File { path, .. } = &spec.origin else {
+            return Vec::new();
+        };
+        self.inner
+            .problems
+            .iter()
+            .filter(|problem| {
+                problem.is_warning()
+                    && problem.server.as_deref() == Some(spec.name.as_str())
+                    && &problem.file == path
+            })
+            .map(|problem| problem.error.to_string())
+            .collect()
+    }
+}
+
+/// The dialect a file-configured server was read in.
+fn dialect_of(origin: &Origin) -> Option<String> {
+    match origin {
+        Origin::File { dialect, .. } => Some(dialect.name().to_owned()),
+        _ => None,
     }
 }

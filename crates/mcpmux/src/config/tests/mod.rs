@@ -59,6 +59,7 @@ impl Fixture {
             extra_files: self.extra.clone(),
             // These tests are about reading files: the project is approved (trust has its own).
             approve: Some(std::sync::Arc::new(|_: &ProjectEntry| true)),
+            ..LoadOptions::default()
         }
     }
 
