@@ -147,7 +147,7 @@ fn servers_map(servers: Value, field: &str, cx: &Context<'_>, file: &mut FileEnt
     }
 }
 
-/// One entry: the shared transport fields plus Claude's `disabled`.
+/// One entry: the shared transport fields plus Claude's `disabled` and `alwaysLoad`.
 fn server(name: &str, value: Value, cx: &Context<'_>) -> Result<Entry, ConfigError> {
     let fields = Fields::new(cx, name);
     let Value::Object(mut map) = value else {
@@ -168,6 +168,7 @@ fn server(name: &str, value: Value, cx: &Context<'_>) -> Result<Entry, ConfigErr
         transport,
         auth,
         disabled,
+        always_load,
     } = raw;
     let transport = fields.transport(transport)?;
     let auth = if matches!(transport, super::TransportSpec::Stdio { .. }) {
@@ -182,6 +183,13 @@ fn server(name: &str, value: Value, cx: &Context<'_>) -> Result<Entry, ConfigErr
     if let Some(disabled) = disabled {
         spec.enabled = !fields.boolean("disabled", disabled)?;
     }
+    // Claude Code's `alwaysLoad` (2.1.121): the server's tools are always in context, never
+    // behind tool search; such a server is needed at once, so it is never lazy.
+    if let Some(always_load) = always_load
+        && fields.boolean("alwaysLoad", always_load)?
+    {
+        spec.options.lazy = Some(false);
+    }
     spec.origin = Origin::File {
         path: cx.file.to_path_buf(),
         dialect: Dialect::Claude,
@@ -194,6 +202,7 @@ struct RawServer {
     transport: RawTransport,
     auth: RawAuth,
     disabled: Option<Value>,
+    always_load: Option<Value>,
 }
 
 impl RawServer {
@@ -202,6 +211,7 @@ impl RawServer {
             transport: RawTransport::take(map),
             auth: RawAuth::take(map),
             disabled: map.remove("disabled").filter(|value| !value.is_null()),
+            always_load: map.remove("alwaysLoad").filter(|value| !value.is_null()),
         }
     }
 }

@@ -417,6 +417,25 @@ fn disabled_true_in_claude_json_disables() {
 }
 
 #[test]
+fn always_load_in_claude_json_keeps_a_server_eager() {
+    let fx = Fixture::new();
+    fx.project_file(
+        ".mcp.json",
+        r#"{"a": {"command": "a", "alwaysLoad": true}, "b": {"command": "b", "alwaysLoad": false}, "c": {"command": "c", "alwaysLoad": "true"}}"#,
+    );
+    let set = fx.load();
+    assert_eq!(server(&set, "a").options.lazy, Some(false));
+    assert_eq!(server(&set, "b").options.lazy, None, "the hub's default");
+    assert!(
+        messages(&set)
+            .iter()
+            .any(|m| m.contains("server \"c\": field \"alwaysLoad\": expected true or false")),
+        "{:#?}",
+        messages(&set)
+    );
+}
+
+#[test]
 fn cwd_is_relative_to_the_file_and_expands_home() {
     let fx = Fixture::new();
     let file = fx.project_file(
