@@ -209,3 +209,43 @@ pub async fn pid_of(hub: &Hub, server: &str) -> u32 {
 pub fn everything_script() -> std::path::PathBuf {
     super::servers::npm_script("@modelcontextprotocol/server-everything", "dist/index.js")
 }
+
+/// A streamable-HTTP server at `url` as `name`, with [`fast`] options and short timeouts.
+pub fn fast_http(name: &str, url: &str) -> ServerSpec {
+    ServerSpec::http(name, url)
+        .with_options(fast())
+        .with_call_timeout(Duration::from_secs(5))
+        .with_startup_timeout(Duration::from_secs(10))
+}
+
+/// The `tools_version` of connected server `name`; panics when it is not connected.
+pub fn tools_version(hub: &Hub, name: &str) -> u64 {
+    match state(hub, name) {
+        ServerState::Connected { tools_version, .. } => tools_version,
+        other => panic!("{name} is not connected: {other:?}"),
+    }
+}
+
+/// Calls `echo` on `server` `n` times concurrently; every answer must be its own text.
+pub async fn echo_many(hub: &Hub, server: &str, n: usize) {
+    let calls = (0..n).map(|i| {
+        let text = format!("{server} #{i}");
+        async move {
+            let got = echo(hub, server, &text).await;
+            assert_eq!(got.as_deref().ok(), Some(text.as_str()), "{got:?}");
+        }
+    });
+    futures::future::join_all(calls).await;
+}
+
+/// The error kinds a harness can act on when a server is in trouble.
+pub fn is_clear_server_error(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::ConnectionLost { .. }
+            | Error::Timeout { .. }
+            | Error::Unavailable { .. }
+            | Error::CircuitOpen { .. }
+            | Error::Server { .. }
+    )
+}
