@@ -265,8 +265,8 @@ async fn run(cli: Cli) -> ExitCode {
     };
     if used_demo && !matches!(cli.command, Command::Call { .. }) {
         output::say!(
-            "mcpmux: no MCP servers configured (.mcp.json, ~/.claude.json, mcpmux.toml, --config); \
-             showing the built-in demo server"
+            "mcpmux: no MCP servers configured (.mcp.json, ~/.claude.json, mcpmux.toml, --config; \
+             other tools' files with --import); showing the built-in demo server"
         );
     }
 
