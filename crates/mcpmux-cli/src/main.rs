@@ -206,15 +206,16 @@ async fn run(cli: Cli) -> ExitCode {
             .flat_map(|i| i.0.iter().copied())
             .collect(),
     );
-    if let Some(ask) = trust::input_prompt() {
-        load_options = load_options.with_input_prompt(ask);
-    }
     if let Command::Trust { revoke } = &cli.command {
         // Lists the project's entries as they are; starts and expands nothing.
         let config = mcpmux::config::load(&load_options);
         return exit_code(
             trust::run(&config, &load_options.project_dir, *revoke).map_err(Failure::Other),
         );
+    }
+    // VS Code inputs are asked only when servers are to be used, not while approving them.
+    if let Some(ask) = trust::input_prompt() {
+        load_options = load_options.with_input_prompt(ask);
     }
     let answers = trust::Answers::default();
     if let Some(ask) = trust::asker(&answers) {
@@ -270,8 +271,8 @@ async fn run(cli: Cli) -> ExitCode {
     };
     if used_demo && !matches!(cli.command, Command::Call { .. }) {
         output::say!(
-            "mcpmux: no MCP servers configured (.mcp.json, ~/.claude.json, mcpmux.toml, --config); \
-             showing the built-in demo server"
+            "mcpmux: no MCP servers configured (.mcp.json, ~/.claude.json, mcpmux.toml, --config; \
+             other tools' files with --import); showing the built-in demo server"
         );
     }
 

@@ -27,20 +27,22 @@ fn cursor_file(sandbox: &Sandbox) {
 }
 
 #[test]
-fn without_import_no_other_tools_server_is_listed() {
+fn another_tools_server_is_listed_only_once_imported() {
     let sandbox = Sandbox::new();
     cursor_file(&sandbox);
-    let listed = run(&sandbox, &["servers", "--json"]);
-    assert_code(&listed, 0);
-    let servers = support::json(&listed);
-    assert!(
-        servers
+    let names = |run: &Run| -> Vec<String> {
+        support::json(run)
             .as_array()
             .unwrap()
             .iter()
-            .all(|s| s["name"] != "ts"),
-        "{listed:#?}"
-    );
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let listed = run(&sandbox, &["servers", "--json"]);
+    assert_code(&listed, 0);
+    assert!(!names(&listed).contains(&"ts".to_owned()), "{listed:#?}");
+    let imported = run(&sandbox, &["--import", "all", "servers", "--json"]);
+    assert_eq!(names(&imported), ["ts"], "{imported:#?}");
 }
 
 #[test]

@@ -9,6 +9,7 @@
 mod auth;
 mod claude;
 mod dedup;
+mod dialect;
 mod dialects;
 mod discover;
 mod duration;
@@ -23,10 +24,11 @@ mod trust;
 mod value;
 
 pub(crate) use auth::secure_endpoint;
+pub use dialect::Dialect;
 pub use spec::{
-    AuthSpec, Backoff, Breaker, Dialect, IdentityProvider, InProcessFuture, InProcessServer,
-    OAuthGrant, OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource,
-    ToolFilter, TransportSpec,
+    AuthSpec, Backoff, Breaker, IdentityProvider, InProcessFuture, InProcessServer, OAuthGrant,
+    OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource, ToolFilter,
+    TransportSpec,
 };
 
 pub use dedup::deduplicate;

@@ -123,12 +123,12 @@ fn server(
             if let Some(variable) = bearer {
                 let variable = fields.string("bearer_token_env_var", variable)?;
                 let Some(token) = (fields.env())(&variable) else {
-                    return Err(ConfigError::UnsetVariable {
-                        file: fields.file().to_path_buf(),
-                        server: fields.server().to_owned(),
-                        field: "bearer_token_env_var".to_owned(),
-                        variable,
-                    });
+                    return Err(fields.invalid(
+                        Some("bearer_token_env_var"),
+                        format!(
+                            "names {variable}, which is not set: set {variable} in the environment to the token to send"
+                        ),
+                    ));
                 };
                 headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
             }

@@ -17,7 +17,8 @@ use crate::config::fields::{Context, Fields, RawTransport};
 use crate::config::{ConfigError, ServerSpec};
 
 const KEYS: Keys = Keys {
-    silent: &["dev", "description"],
+    // `version` and `gallery` are what VS Code writes for a server installed from its gallery.
+    silent: &["dev", "description", "version", "gallery"],
     unhonoured: &[
         (
             "sandboxEnabled",
@@ -27,7 +28,6 @@ const KEYS: Keys = Keys {
             "sandbox",
             "mcpmux runs stdio servers without VS Code's sandbox; run mcpmux itself in one",
         ),
-        ("gallery", "it only says where VS Code found the server"),
     ],
 };
 
