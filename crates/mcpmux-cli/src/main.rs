@@ -2,6 +2,7 @@
 //! prints; every behaviour a harness could want lives in the library.
 
 mod auth;
+mod edit;
 mod output;
 mod spinner;
 mod trust;
@@ -127,6 +128,12 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
+    /// Add a server to your config (or the project's .mcp.json):
+    /// `mcpmux add fs -- npx -y @modelcontextprotocol/server-filesystem ~/notes`,
+    /// `mcpmux add api --url https://api.example.com/mcp --header "Authorization: Bearer ${secret:api}"`.
+    Add(edit::AddArgs),
+    /// Remove a server from your config or the project's .mcp.json.
+    Remove(edit::RemoveArgs),
     /// Read a resource: `mcpmux read file:///notes/todo.md`.
     Read {
         /// The resource's URI (see `mcpmux resources`).
@@ -173,6 +180,16 @@ fn init_logging(filter: Option<&str>) {
 
 async fn run(cli: Cli) -> ExitCode {
     let mut load_options = LoadOptions::from_env(cli.config.clone());
+    // Edit a file and start nothing.
+    match &cli.command {
+        Command::Add(args) => {
+            return exit_code(edit::add(args, &load_options).map_err(Failure::Other));
+        }
+        Command::Remove(args) => {
+            return exit_code(edit::remove(args, &load_options).map_err(Failure::Other));
+        }
+        _ => {}
+    }
     if let Command::Trust { revoke } = &cli.command {
         // Lists the project's entries as they are; starts and expands nothing.
         let config = mcpmux::config::load(&load_options);
@@ -357,7 +374,9 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             resource_command(hub, command).await
         }
         // Run in `run` before any hub is built.
-        Command::Auth { .. } | Command::Trust { .. } => Ok(()),
+        Command::Auth { .. } | Command::Trust { .. } | Command::Add(_) | Command::Remove(_) => {
+            Ok(())
+        }
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();

@@ -11,15 +11,18 @@ mod claude;
 mod dedup;
 mod discover;
 mod duration;
+mod edit;
 mod entry;
 mod expand;
 mod fields;
+mod json_doc;
 mod mcpmux_toml;
 mod options;
 mod size;
 mod spec;
 mod trust;
 mod value;
+mod write;
 
 pub(crate) use auth::secure_endpoint;
 pub use spec::{
@@ -29,6 +32,10 @@ pub use spec::{
 };
 
 pub use dedup::deduplicate;
+pub use edit::{
+    Added, EditError, EditScope, NewServer, NewTransport, add, remove, remove_in_scope, scope_file,
+    scope_file_with_env, valid_name,
+};
 pub use trust::{
     APPROVALS_FILE, ApproveFn, ProjectEntry, TrustFileError, approve, approve_one, revoke,
 };
