@@ -4,6 +4,7 @@
 mod auth;
 mod edit;
 mod output;
+mod secret;
 mod spinner;
 mod trust;
 
@@ -134,6 +135,11 @@ enum Command {
     Add(edit::AddArgs),
     /// Remove a server from your config or the project's .mcp.json.
     Remove(edit::RemoveArgs),
+    /// Store, list and remove the secrets `${secret:NAME}` reads (values from stdin only).
+    Secret {
+        #[command(subcommand)]
+        command: secret::SecretCommand,
+    },
     /// Read a resource: `mcpmux read file:///notes/todo.md`.
     Read {
         /// The resource's URI (see `mcpmux resources`).
@@ -187,6 +193,9 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Command::Remove(args) => {
             return exit_code(edit::remove(args, &load_options).map_err(Failure::Other));
+        }
+        Command::Secret { command } => {
+            return exit_code(secret::run(command, &load_options).map_err(Failure::Other));
         }
         _ => {}
     }
@@ -374,9 +383,11 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             resource_command(hub, command).await
         }
         // Run in `run` before any hub is built.
-        Command::Auth { .. } | Command::Trust { .. } | Command::Add(_) | Command::Remove(_) => {
-            Ok(())
-        }
+        Command::Auth { .. }
+        | Command::Trust { .. }
+        | Command::Add(_)
+        | Command::Remove(_)
+        | Command::Secret { .. } => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();

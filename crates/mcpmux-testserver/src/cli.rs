@@ -102,6 +102,12 @@ pub struct Cli {
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_env_requirement, help_heading = "Process faults")]
     pub require_env: Option<(String, String)>,
 
+    /// Exit with code 4 at startup unless the environment variables A and B are both set and
+    /// equal (`testserver: A does not hold the expected value`). Lets a test check a secret
+    /// without writing the secret on the command line.
+    #[arg(long, value_name = "A=B", value_parser = parse_env_requirement, help_heading = "Process faults")]
+    pub require_env_equal: Option<(String, String)>,
+
     /// Write `testserver: exiting at startup with code CODE` to stderr and exit with CODE before
     /// reading any input.
     #[arg(long, value_name = "CODE", help_heading = "Process faults")]

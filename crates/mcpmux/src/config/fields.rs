@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::expand::{self, ExpandError};
+use super::secrets::{Lookup, SecretSource};
 use super::trust::Gate;
 use super::value::kind_name;
 use super::{ConfigError, Dialect, TransportSpec};
@@ -34,6 +35,8 @@ pub(crate) struct Context<'a> {
     pub home: Option<&'a Path>,
     /// For a project-level file: decides which entries may be read; none for trusted files.
     pub gate: Option<&'a Gate<'a>>,
+    /// Answers `${secret:NAME}`.
+    pub secrets: &'a SecretSource,
 }
 
 impl Context<'_> {
@@ -236,7 +239,30 @@ impl<'a> Fields<'a> {
     }
 
     fn expand(&self, field: &str, text: &str) -> Result<String, ConfigError> {
-        expand::expand(text, self.cx.env).map_err(|error| match error {
+        let secret = |name: &str| -> Result<Option<String>, String> {
+            if !secret_allowed(field) {
+                return Err(format!(
+                    "secrets may only be used in env, headers and oauth values: \"{field}\" is shown by `mcpmux servers` (and a command line to every user of this machine); pass the secret in env instead"
+                ));
+            }
+            match self.cx.secrets.lookup(name) {
+                Lookup::Found(value) => Ok(Some(value)),
+                Lookup::Missing => Ok(None),
+                Lookup::Unusable(reason) => Err(reason),
+            }
+        };
+        expand::expand_with(text, self.cx.env, &secret).map_err(|error| match error {
+            ExpandError::MissingSecret(secret) => ConfigError::MissingSecret {
+                file: self.cx.file.to_path_buf(),
+                server: self.server.to_owned(),
+                field: field.to_owned(),
+                secret,
+                store: self.cx.secrets.file().map(Path::to_path_buf),
+            },
+            ExpandError::SecretUnavailable { name, reason } => self.invalid(
+                Some(field),
+                format!("uses ${{secret:{name}}}, which cannot be used: {reason}"),
+            ),
             ExpandError::Unset(variable) => ConfigError::UnsetVariable {
                 file: self.cx.file.to_path_buf(),
                 server: self.server.to_owned(),
@@ -492,6 +518,14 @@ impl<'a> Fields<'a> {
         };
         Ok(self.relative_to_file(&path))
     }
+}
+
+/// Fields whose values are never printed: env and header values are redacted wherever a spec
+/// is shown, and OAuth values are credentials already.
+fn secret_allowed(field: &str) -> bool {
+    ["env.", "headers.", "oauth."]
+        .iter()
+        .any(|prefix| field.starts_with(prefix))
 }
 
 /// Whether `url` starts with one of `schemes` followed by `://` (case-insensitive, as URLs are).

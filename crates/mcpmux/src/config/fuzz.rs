@@ -121,12 +121,14 @@ fn env(name: &str) -> Option<String> {
 
 fn parse_both_ways(text: &str, dialect: Dialect, gate: Option<&Gate<'_>>) {
     let file = PathBuf::from("/p/config");
+    let secrets = super::secrets::SecretSource::none();
     let cx = Context {
         file: &file,
         dialect,
         env: &env,
         home: Some(Path::new("/h")),
         gate,
+        secrets: &secrets,
     };
     let shape = Shape {
         flat: true,

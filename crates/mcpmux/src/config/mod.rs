@@ -18,6 +18,7 @@ mod fields;
 mod json_doc;
 mod mcpmux_toml;
 mod options;
+mod secrets;
 mod size;
 mod spec;
 mod trust;
@@ -32,9 +33,14 @@ pub use spec::{
 };
 
 pub use dedup::deduplicate;
+pub use discover::secrets_file;
 pub use edit::{
     Added, EditError, EditScope, NewServer, NewTransport, add, remove, remove_in_scope, scope_file,
     scope_file_with_env, valid_name,
+};
+pub use expand::valid_secret_name;
+pub use secrets::{
+    SECRETS_FILE, SecretValue, SecretsError, read_secrets, remove_secret, secret_names, set_secret,
 };
 pub use trust::{
     APPROVALS_FILE, ApproveFn, ProjectEntry, TrustFileError, approve, approve_one, revoke,
@@ -220,6 +226,25 @@ pub enum ConfigError {
         variable: String,
     },
 
+    /// A `${secret:NAME}` reference to a secret the secrets file does not hold, with no default.
+    #[error(
+        "{}: field \"{field}\" uses ${{secret:{secret}}}, which is not in {}: run `mcpmux secret set {secret}` (it reads the value from standard input)",
+        place(file, Some(server)),
+        store.as_deref().map_or_else(|| "the secrets file (there is no home folder for one)".to_owned(), |f| f.display().to_string())
+    )]
+    MissingSecret {
+        /// The file.
+        file: PathBuf,
+        /// The server entry.
+        server: String,
+        /// The field holding the reference.
+        field: String,
+        /// The secret's name.
+        secret: String,
+        /// The secrets file looked in.
+        store: Option<PathBuf>,
+    },
+
     /// A key `mcpmux.toml` does not know (other dialects tolerate unknown keys).
     #[error("{}: unknown key \"{key}\": {}", place(file, server.as_deref()), key_advice(suggestion.as_deref(), valid))]
     UnknownKey {
@@ -288,6 +313,7 @@ impl ConfigError {
             | ConfigError::MissingField { file, .. }
             | ConfigError::UnknownType { file, .. }
             | ConfigError::UnsetVariable { file, .. }
+            | ConfigError::MissingSecret { file, .. }
             | ConfigError::UnknownKey { file, .. }
             | ConfigError::InvalidValue { file, .. }
             | ConfigError::Untrusted { file, .. }
@@ -302,6 +328,7 @@ impl ConfigError {
             ConfigError::MissingField { server, .. }
             | ConfigError::UnknownType { server, .. }
             | ConfigError::UnsetVariable { server, .. }
+            | ConfigError::MissingSecret { server, .. }
             | ConfigError::Untrusted { server, .. }
             | ConfigError::NothingToAdjust { server, .. } => Some(server),
             ConfigError::UnknownKey { server, .. } | ConfigError::InvalidValue { server, .. } => {
@@ -373,6 +400,8 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     set.trust_file = config_home
         .as_ref()
         .map(|dir| dir.join("mcpmux").join(trust::APPROVALS_FILE));
+    // Read at the first `${secret:…}` only: a config without secrets never opens the file.
+    let secrets = secrets::SecretSource::new(discover::secrets_file(options.home.as_deref(), env));
     let claude_user_files: Vec<PathBuf> = options
         .home
         .iter()
@@ -426,6 +455,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             env,
             home: options.home.as_deref(),
             gate: (candidate.scope == Scope::Project).then_some(&gate),
+            secrets: &secrets,
         };
         let parsed = match candidate.dialect {
             Dialect::Mcpmux => mcpmux_toml::parse(&text, &cx),

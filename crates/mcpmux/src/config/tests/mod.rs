@@ -6,6 +6,7 @@ mod entries;
 mod files;
 mod options;
 mod policy_and_auth;
+mod secrets;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
