@@ -2,7 +2,8 @@
 //!
 //! Knows nothing of connections or the hub. Every problem is a value naming the file, the
 //! server and the field; one bad entry never stops the others. Files are read in a fixed order
-//! (see `discover.rs`) and merged per server name, the later file winning; `mcpmux.toml` may
+//! (see `discover.rs`), after the servers plugins bring (`plugins.rs`), and merged per server
+//! name, the later file winning; `mcpmux.toml` may
 //! also hold overlays that adjust the options of a server another file defines, and `[policy]`
 //! rules, which add up across files in merge order.
 
@@ -18,6 +19,7 @@ mod fields;
 mod json_doc;
 mod mcpmux_toml;
 mod options;
+mod plugins;
 mod secrets;
 mod size;
 mod spec;
@@ -418,6 +420,10 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         &claude_user_files,
         options.approve.as_ref(),
     );
+
+    // Plugins first: the person's own files, read after, replace a plugin's server of the
+    // same name.
+    plugins::load(&mut set, &mut merged, &mut scopes, options, env, &secrets);
 
     for candidate in discover::candidates(options, env) {
         let path = candidate.path.as_path();

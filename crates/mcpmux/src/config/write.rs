@@ -15,17 +15,33 @@ pub(crate) const MAX_EDITED_FILE: u64 = 16 * 1024 * 1024;
 
 /// The file's text, or `None` when it does not exist; refused past [`MAX_EDITED_FILE`].
 pub(crate) fn read_bounded(path: &Path) -> io::Result<Option<String>> {
+    read_capped(path, MAX_EDITED_FILE)
+}
+
+/// The text of a regular file of at most `cap` bytes, or `None` when it does not exist. A FIFO
+/// or device is refused before it is opened, so reading never blocks on one.
+pub(crate) fn read_capped(path: &Path, cap: u64) -> io::Result<Option<String>> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(io::Error::other(
+                "it is not a regular file (a folder, pipe or device)",
+            ));
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    }
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
     };
     let mut bytes = Vec::new();
-    file.take(MAX_EDITED_FILE + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_EDITED_FILE {
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
         return Err(io::Error::other(format!(
-            "it is larger than {} MiB, far more than a config file holds: check what it is",
-            MAX_EDITED_FILE / 1024 / 1024
+            "it is larger than {} KiB, far more than a config file holds: check what it is",
+            cap / 1024
         )));
     }
     let text = String::from_utf8(bytes)

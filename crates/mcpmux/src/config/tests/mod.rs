@@ -5,6 +5,7 @@
 mod entries;
 mod files;
 mod options;
+mod plugins;
 mod policy_and_auth;
 mod secrets;
 
