@@ -186,3 +186,30 @@ fn a_value_is_taken_from_stdin_only_and_rm_forgets_it() {
     assert_code(&run, 2);
     assert!(run.stderr.contains("no secret named \"gh\""), "{run:#?}");
 }
+
+#[test]
+fn a_project_entry_reads_no_secret_until_approved_and_trust_names_the_secrets_it_uses() {
+    let sandbox = Sandbox::new();
+    assert_code(&set(&sandbox, "gh", VALUE), 0);
+    let server = support::testserver().display().to_string();
+    sandbox.write_file(
+        &sandbox.project.join(".mcp.json"),
+        &json!({"mcpServers": {"p": {"command": server, "args": ["--require-env-equal", "T=E"], "env": {"T": "${secret:gh}", "E": VALUE}}}}).to_string(),
+    );
+    // Refused if read: an unapproved entry must not touch it.
+    let file = secrets_file(&sandbox);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = sandbox.run(&["servers", "--json"]);
+    assert!(
+        run.stdout.contains("untrusted") && !run.stdout.contains("chmod"),
+        "{run:#?}"
+    );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let run = sandbox.run(&["trust"]);
+    assert_code(&run, 0);
+    assert!(run.stdout.contains("uses secrets: gh"), "{run:#?}");
+    assert_hidden(&run);
+    let run = sandbox.run(&["call", "mcp__p__echo", r#"{"text":"approved"}"#]);
+    assert_eq!(run.stdout, "approved\n", "{run:#?}");
+}

@@ -294,3 +294,49 @@ fn remove_without_scope_names_every_file_looked_in() {
         "{text}"
     );
 }
+
+/// Random entries through `add`, then `load`: 256 per dialect.
+const ROUND_TRIP_CASES: u32 = 256;
+
+mod round_trip {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Text with anything but `$` (a reference, expanded at load by design) and NUL (refused).
+    fn text() -> impl Strategy<Value = String> {
+        "[^$\u{0}]{0,16}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(ROUND_TRIP_CASES))]
+
+        #[test]
+        fn any_written_stdio_entry_loads_back_as_the_same_server(
+            name in "[A-Za-z0-9_-]{1,24}",
+            command in "[a-z][a-z/._-]{0,12}",
+            args in proptest::collection::vec(text(), 0..5),
+            env in proptest::collection::vec(("[A-Za-z_][A-Za-z0-9_]{0,8}", text()), 0..4),
+            toml in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join(if toml { "config.toml" } else { ".mcp.json" });
+            std::fs::write(&file, if toml { "# kept\n" } else { "{\"x\": 1}" }).unwrap();
+            let line: Vec<String> = std::iter::once(command.clone()).chain(args.iter().cloned()).collect();
+            let pairs: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let server = NewServer::stdio(&name, &line, &pairs, &[]).unwrap();
+            add(&file, &server, false).unwrap();
+            let servers = loaded(&file);
+            prop_assert_eq!(servers.len(), 1);
+            let expected_env: BTreeMap<String, String> = env.into_iter().collect();
+            let expected = TransportSpec::Stdio { command, args, env: expected_env, cwd: None };
+            prop_assert_eq!(&servers[0].name, &name);
+            prop_assert_eq!(&servers[0].transport, &expected);
+            prop_assert!(remove(&file, &name).unwrap());
+            let text = std::fs::read_to_string(&file).unwrap();
+            prop_assert!(if toml { text.starts_with("# kept\n") } else { text.contains("\"x\": 1") }, "{}", text);
+        }
+    }
+}
