@@ -74,8 +74,10 @@ fn read_value(name: &str) -> anyhow::Result<String> {
     let terminal = stdin.is_terminal();
     let mut bytes = Vec::new();
     if terminal {
-        eprint!("value of secret `{name}` (not shown; Enter ends it): ");
+        // Echo goes off before the prompt: whatever is typed once the prompt shows is hidden.
         let _echo = EchoOff::new();
+        eprint!("value of secret `{name}` (not shown; Enter ends it): ");
+        let _ = std::io::Write::flush(&mut std::io::stderr());
         let mut line = String::new();
         stdin
             .read_line(&mut line)
@@ -125,7 +127,6 @@ impl EchoOff {
             }
             let saved = term;
             term.c_lflag &= !libc::ECHO;
-            term.c_lflag |= libc::ECHONL;
             if libc::tcsetattr(0, libc::TCSANOW, &term) != 0 {
                 return EchoOff { saved: None };
             }

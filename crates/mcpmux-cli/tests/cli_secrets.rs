@@ -213,3 +213,73 @@ fn a_project_entry_reads_no_secret_until_approved_and_trust_names_the_secrets_it
     let run = sandbox.run(&["call", "mcp__p__echo", r#"{"text":"approved"}"#]);
     assert_eq!(run.stdout, "approved\n", "{run:#?}");
 }
+
+#[test]
+fn a_value_typed_at_a_terminal_is_not_echoed() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    let sandbox = Sandbox::new();
+    let line = format!("'{}' secret set gh", env!("CARGO_BIN_EXE_mcpmux"));
+    // util-linux `script` runs it on a real pseudo-terminal and forwards our stdin to it.
+    let mut cmd = Command::new("script");
+    cmd.args(["-q", "-e", "-c", &line, "/dev/null"]);
+    sandbox
+        .hermetic(&mut cmd)
+        .env("TERM", "xterm")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("util-linux `script` runs");
+    let screen = Arc::new(Mutex::new(String::new()));
+    let mut stdout = child.stdout.take().unwrap();
+    let shown = Arc::clone(&screen);
+    let reader = std::thread::spawn(move || {
+        let mut buffer = [0u8; 1024];
+        while let Ok(n) = stdout.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            shown
+                .lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    });
+    let prompted =
+        support::eventually_blocking(Duration::from_secs(20), Duration::from_millis(10), || {
+            screen
+                .lock()
+                .unwrap()
+                .contains("value of secret")
+                .then_some(())
+        });
+    assert!(
+        prompted.is_some(),
+        "no prompt: {:?}",
+        screen.lock().unwrap()
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{VALUE}\n").as_bytes()).unwrap();
+    let status =
+        support::eventually_blocking(Duration::from_secs(20), Duration::from_millis(10), || {
+            child.try_wait().unwrap()
+        });
+    drop(stdin);
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    reader.join().unwrap();
+    let screen = screen.lock().unwrap().clone();
+    assert!(status.is_some_and(|s| s.success()), "{screen:?}");
+    assert!(
+        !screen.contains(VALUE),
+        "the typed value was echoed: {screen:?}"
+    );
+    assert!(screen.contains("stored secret `gh`"), "{screen:?}");
+    let stored = std::fs::read_to_string(secrets_file(&sandbox)).unwrap();
+    assert!(stored.contains(&format!("gh = \"{VALUE}\"")), "{stored}");
+}
