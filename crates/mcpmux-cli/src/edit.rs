@@ -74,7 +74,31 @@ pub fn add(args: &AddArgs, options: &LoadOptions) -> anyhow::Result<()> {
     if args.scope == EditScope::Project {
         approve_own_entry(&server.name, options)?;
     }
+    if let Some(other) = defined_in(&server.name, options).filter(|other| *other != file) {
+        eprintln!(
+            "mcpmux: note: {} also defines `{}` and is read later, so its entry is the one used",
+            other.display(),
+            server.name
+        );
+    }
     Ok(())
+}
+
+/// The file whose entry for `name` is used after merging (a server, or the problem of an
+/// entry that is not usable yet, such as an unapproved project entry), when it is a file.
+fn defined_in(name: &str, options: &LoadOptions) -> Option<std::path::PathBuf> {
+    let set = config::load(options);
+    if let Some(spec) = set.servers.iter().find(|spec| spec.name == name) {
+        return match &spec.origin {
+            config::Origin::File { path, .. } => Some(path.clone()),
+            _ => None,
+        };
+    }
+    set.problems
+        .iter()
+        .rev()
+        .find(|problem| problem.server.as_deref() == Some(name))
+        .map(|problem| problem.file.clone())
 }
 
 /// The entry just written to `.mcp.json` is the person's own decision: store its approval, so
@@ -104,7 +128,22 @@ fn approve_own_entry(name: &str, options: &LoadOptions) -> anyhow::Result<()> {
 
 /// Removes the server and says from where.
 pub fn remove(args: &RemoveArgs, options: &LoadOptions) -> anyhow::Result<()> {
-    let file = config::remove_in_scope(options, args.scope, &args.name)?;
+    let file = match config::remove_in_scope(options, args.scope, &args.name) {
+        Ok(file) => file,
+        Err(error @ config::EditError::NotFound { .. }) => {
+            // Say where it does come from: another tool's file is edited with that tool.
+            return Err(match defined_in(&args.name, options) {
+                Some(other) => anyhow::anyhow!(
+                    "{error}; `{}` is defined in {}: edit that file (for Claude Code's own files, `claude mcp remove {}`)",
+                    args.name,
+                    other.display(),
+                    args.name
+                ),
+                None => error.into(),
+            });
+        }
+        Err(error) => return Err(error.into()),
+    };
     println!("removed server `{}` from {}", args.name, file.display());
     Ok(())
 }

@@ -199,3 +199,28 @@ fn removing_a_name_that_is_not_there_names_the_files_looked_in() {
         "{run:#?}"
     );
 }
+
+#[test]
+fn a_name_another_file_defines_is_pointed_out_on_add_and_on_remove() {
+    let sandbox = Sandbox::new();
+    sandbox.write_file(
+        &sandbox.project.join(".mcp.json"),
+        r#"{"mcpServers": {"shared": {"command": "x"}}}"#,
+    );
+    sandbox.write_file(
+        &sandbox.home.join(".claude.json"),
+        r#"{"mcpServers": {"claudes": {"command": "y"}}}"#,
+    );
+    let run = sandbox.run(&["add", "shared", "--", "z"]);
+    assert_code(&run, 0);
+    assert!(
+        run.stderr.contains(".mcp.json also defines `shared`") && run.stderr.contains("read later"),
+        "{run:#?}"
+    );
+    let run = sandbox.run(&["remove", "claudes"]);
+    assert_code(&run, 2);
+    assert!(
+        run.stderr.contains(".claude.json") && run.stderr.contains("claude mcp remove claudes"),
+        "{run:#?}"
+    );
+}
