@@ -13,6 +13,7 @@ mod dedup;
 mod discover;
 mod duration;
 mod edit;
+mod edit_args;
 mod entry;
 mod expand;
 mod fields;
@@ -36,10 +37,8 @@ pub use spec::{
 
 pub use dedup::deduplicate;
 pub use discover::secrets_file;
-pub use edit::{
-    Added, EditError, EditScope, NewServer, NewTransport, add, remove, remove_in_scope, scope_file,
-    scope_file_with_env, valid_name,
-};
+pub use edit::{Added, EditScope, add, remove, remove_in_scope, scope_file, scope_file_with_env};
+pub use edit_args::{EditError, NewServer, NewTransport, valid_name};
 pub use expand::valid_secret_name;
 pub use secrets::{
     SECRETS_FILE, SecretValue, SecretsError, read_secrets, remove_secret, secret_names, set_secret,
