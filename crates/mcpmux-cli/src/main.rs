@@ -2,7 +2,9 @@
 //! prints; every behaviour a harness could want lives in the library.
 
 mod auth;
+mod edit;
 mod output;
+mod secret;
 mod spinner;
 mod trust;
 
@@ -140,6 +142,17 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
+    /// Add a server to your config (or the project's .mcp.json):
+    /// `mcpmux add fs -- npx -y @modelcontextprotocol/server-filesystem ~/notes`,
+    /// `mcpmux add api --url https://api.example.com/mcp --header "Authorization: Bearer ${secret:api}"`.
+    Add(edit::AddArgs),
+    /// Remove a server from your config or the project's .mcp.json.
+    Remove(edit::RemoveArgs),
+    /// Store, list and remove the secrets `${secret:NAME}` reads (values from stdin only).
+    Secret {
+        #[command(subcommand)]
+        command: secret::SecretCommand,
+    },
     /// Read a resource: `mcpmux read file:///notes/todo.md`.
     Read {
         /// The resource's URI (see `mcpmux resources`).
@@ -206,6 +219,19 @@ async fn run(cli: Cli) -> ExitCode {
             .flat_map(|i| i.0.iter().copied())
             .collect(),
     );
+    // Edit a file and start nothing.
+    match &cli.command {
+        Command::Add(args) => {
+            return exit_code(edit::add(args, &load_options).map_err(Failure::Other));
+        }
+        Command::Remove(args) => {
+            return exit_code(edit::remove(args, &load_options).map_err(Failure::Other));
+        }
+        Command::Secret { command } => {
+            return exit_code(secret::run(command, &load_options).map_err(Failure::Other));
+        }
+        _ => {}
+    }
     if let Command::Trust { revoke } = &cli.command {
         // Lists the project's entries as they are; starts and expands nothing.
         let config = mcpmux::config::load(&load_options);
@@ -400,7 +426,11 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             resource_command(hub, command).await
         }
         // Run in `run` before any hub is built.
-        Command::Auth { .. } | Command::Trust { .. } => Ok(()),
+        Command::Auth { .. }
+        | Command::Trust { .. }
+        | Command::Add(_)
+        | Command::Remove(_)
+        | Command::Secret { .. } => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();

@@ -188,6 +188,23 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
         ]);
     }
     let mut text = table(&rows);
+    // Where each plugin server comes from (the library marks their source `plugin …`): a
+    // duplicate's row already names the server that kept it.
+    let from_plugins: Vec<&ServerStatus> = servers
+        .iter()
+        .filter(|s| {
+            s.source
+                .as_deref()
+                .is_some_and(|source| source.starts_with("plugin "))
+        })
+        .collect();
+    if !from_plugins.is_empty() {
+        text.push_str("\nfrom plugins:\n");
+        for s in from_plugins {
+            let source = s.source.as_deref().unwrap_or_default();
+            text.push_str(&format!("  {}: {}\n", s.name, one_line(source, 200)));
+        }
+    }
     for s in servers {
         for warning in &s.warnings {
             text.push_str(&format!("warning: {}\n", one_line(warning, 400)));

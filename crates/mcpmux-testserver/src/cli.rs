@@ -96,6 +96,18 @@ pub struct Cli {
     pub call_log: Option<PathBuf>,
 
     // ----- process faults -----
+    /// Exit with code 4 at startup unless the environment variable NAME holds exactly VALUE
+    /// (writing `testserver: NAME does not hold the expected value` to stderr, never a value).
+    /// Proves a configured env value, such as a secret, reached the process.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_env_requirement, help_heading = "Process faults")]
+    pub require_env: Option<(String, String)>,
+
+    /// Exit with code 4 at startup unless the environment variables A and B are both set and
+    /// equal (`testserver: A does not hold the expected value`). Lets a test check a secret
+    /// without writing the secret on the command line.
+    #[arg(long, value_name = "A=B", value_parser = parse_env_requirement, help_heading = "Process faults")]
+    pub require_env_equal: Option<(String, String)>,
+
     /// Write `testserver: exiting at startup with code CODE` to stderr and exit with CODE before
     /// reading any input.
     #[arg(long, value_name = "CODE", help_heading = "Process faults")]
@@ -351,6 +363,13 @@ fn parse_preset_client(value: &str) -> Result<PresetClient, String> {
         }),
         _ => Err(format!("`{value}` is not ID:SECRET")),
     }
+}
+
+/// `NAME=VALUE` of `--require-env`.
+fn parse_env_requirement(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .ok_or_else(|| "expected NAME=VALUE".to_owned())
 }
 
 #[cfg(test)]

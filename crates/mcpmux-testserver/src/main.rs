@@ -80,6 +80,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(text) = &cli.stderr_text {
         eprintln!("{text}");
     }
+    if let Some((name, value)) = &cli.require_env
+        && std::env::var(name).ok().as_deref() != Some(value.as_str())
+    {
+        eprintln!("testserver: {name} does not hold the expected value");
+        std::process::exit(4);
+    }
+    if let Some((a, b)) = &cli.require_env_equal {
+        let value = std::env::var(a).ok();
+        if value.is_none() || value != std::env::var(b).ok() {
+            eprintln!("testserver: {a} does not hold the expected value");
+            std::process::exit(4);
+        }
+    }
     faults::run_startup(cli.stderr_lines, cli.startup_delay_ms, cli.exit_at_startup).await;
 
     let call_log = cli.call_log.as_deref().map(CallLog::open).transpose()?;

@@ -214,6 +214,11 @@ pub(crate) fn config_home(
         .or_else(|| home.map(|home| home.join(".config")))
 }
 
+/// The secrets file `${secret:NAME}` reads, for a home and environment (`XDG_CONFIG_HOME`).
+pub fn secrets_file(home: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    config_home(home, env).map(|dir| dir.join("mcpmux").join(super::SECRETS_FILE))
+}
+
 /// `.toml` is mcpmux's dialect; anything else is read as Claude JSON.
 fn dialect_of(path: &Path) -> Dialect {
     match path.extension() {

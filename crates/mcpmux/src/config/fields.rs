@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::dialects::vars::{self, Inputs};
 use super::expand::{self, ExpandError};
+use super::secrets::{Lookup, SecretSource};
 use super::trust::Gate;
 use super::value::kind_name;
 use super::{ConfigError, Dialect, TransportSpec};
@@ -40,6 +41,8 @@ pub(crate) struct Context<'a> {
     pub workspace: &'a Path,
     /// The file's `inputs` (VS Code) and how to answer them; none elsewhere.
     pub inputs: Option<&'a Inputs<'a>>,
+    /// Answers `${secret:NAME}`.
+    pub secrets: &'a SecretSource,
 }
 
 impl Context<'_> {
@@ -268,6 +271,8 @@ impl<'a> Fields<'a> {
 
     fn expand(&self, field: &str, text: &str) -> Result<String, ConfigError> {
         match self.cx.dialect {
+            // `${secret:NAME}` is mcpmux's own: it expands in the files mcpmux and Claude Code
+            // share; the other tools' files keep their owners' syntax.
             Dialect::Claude | Dialect::Mcpmux => {}
             // Codex names variables in fields of their own (`env_vars`, `bearer_token_env_var`)
             // and expands nothing in values.
@@ -285,7 +290,30 @@ impl<'a> Fields<'a> {
                     .map_err(|message| self.invalid(Some(field), message));
             }
         }
-        expand::expand(text, self.cx.env).map_err(|error| match error {
+        let secret = |name: &str| -> Result<Option<String>, String> {
+            if !secret_allowed(field) {
+                return Err(format!(
+                    "secrets may only be used in env, headers and oauth values: \"{field}\" is shown by `mcpmux servers` (and a command line to every user of this machine); pass the secret in env instead"
+                ));
+            }
+            match self.cx.secrets.lookup(name) {
+                Lookup::Found(value) => Ok(Some(value)),
+                Lookup::Missing => Ok(None),
+                Lookup::Unusable(reason) => Err(reason),
+            }
+        };
+        expand::expand_with(text, self.cx.env, &secret).map_err(|error| match error {
+            ExpandError::MissingSecret(secret) => ConfigError::MissingSecret {
+                file: self.cx.file.to_path_buf(),
+                server: self.server.to_owned(),
+                field: field.to_owned(),
+                secret,
+                store: self.cx.secrets.file().map(Path::to_path_buf),
+            },
+            ExpandError::SecretUnavailable { name, reason } => self.invalid(
+                Some(field),
+                format!("uses ${{secret:{name}}}, which cannot be used: {reason}"),
+            ),
             ExpandError::Unset(variable) => ConfigError::UnsetVariable {
                 file: self.cx.file.to_path_buf(),
                 server: self.server.to_owned(),
@@ -554,6 +582,14 @@ impl<'a> Fields<'a> {
         }
         Ok(self.relative_to_file(&path))
     }
+}
+
+/// Fields whose values are never printed: env and header values are redacted wherever a spec
+/// is shown, and OAuth values are credentials already.
+fn secret_allowed(field: &str) -> bool {
+    ["env.", "headers.", "oauth."]
+        .iter()
+        .any(|prefix| field.starts_with(prefix))
 }
 
 /// Whether `url` starts with one of `schemes` followed by `://` (case-insensitive, as URLs are).

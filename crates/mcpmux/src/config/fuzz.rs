@@ -138,6 +138,7 @@ fn env(name: &str) -> Option<String> {
 
 fn parse_both_ways(text: &str, dialect: Dialect, gate: Option<&Gate<'_>>) {
     let file = PathBuf::from("/p/config");
+    let secrets = super::secrets::SecretSource::none();
     let cx = Context {
         file: &file,
         dialect,
@@ -146,6 +147,7 @@ fn parse_both_ways(text: &str, dialect: Dialect, gate: Option<&Gate<'_>>) {
         gate,
         workspace: Path::new("/p"),
         inputs: None,
+        secrets: &secrets,
     };
     let shape = Shape {
         flat: true,

@@ -2,7 +2,8 @@
 //!
 //! Knows nothing of connections or the hub. Every problem is a value naming the file, the
 //! server and the field; one bad entry never stops the others. Files are read in a fixed order
-//! (see `discover.rs`) and merged per server name, the later file winning; `mcpmux.toml` may
+//! (see `discover.rs`), after the servers plugins bring (`plugins.rs`), and merged per server
+//! name, the later file winning; `mcpmux.toml` may
 //! also hold overlays that adjust the options of a server another file defines, and `[policy]`
 //! rules, which add up across files in merge order.
 
@@ -13,15 +14,21 @@ mod dialect;
 mod dialects;
 mod discover;
 mod duration;
+mod edit;
+mod edit_args;
 mod entry;
 mod expand;
 mod fields;
+mod json_doc;
 mod mcpmux_toml;
 mod options;
+mod plugins;
+mod secrets;
 mod size;
 mod spec;
 mod trust;
 mod value;
+mod write;
 
 pub(crate) use auth::secure_endpoint;
 pub use dialect::Dialect;
@@ -33,6 +40,13 @@ pub use spec::{
 
 pub use dedup::deduplicate;
 pub use dialects::vars::{InputFn, InputRequest, input_variable};
+pub use discover::secrets_file;
+pub use edit::{Added, EditScope, add, remove, remove_in_scope, scope_file, scope_file_with_env};
+pub use edit_args::{EditError, NewServer, NewTransport, valid_name};
+pub use expand::valid_secret_name;
+pub use secrets::{
+    SECRETS_FILE, SecretValue, SecretsError, read_secrets, remove_secret, secret_names, set_secret,
+};
 pub use trust::{
     APPROVALS_FILE, ApproveFn, ProjectEntry, TrustFileError, approve, approve_one, revoke,
 };
@@ -241,6 +255,25 @@ pub enum ConfigError {
         variable: String,
     },
 
+    /// A `${secret:NAME}` reference to a secret the secrets file does not hold, with no default.
+    #[error(
+        "{}: field \"{field}\" uses ${{secret:{secret}}}, which is not in {}: run `mcpmux secret set {secret}` (it reads the value from standard input)",
+        place(file, Some(server)),
+        store.as_deref().map_or_else(|| "the secrets file (there is no home folder for one)".to_owned(), |f| f.display().to_string())
+    )]
+    MissingSecret {
+        /// The file.
+        file: PathBuf,
+        /// The server entry.
+        server: String,
+        /// The field holding the reference.
+        field: String,
+        /// The secret's name.
+        secret: String,
+        /// The secrets file looked in.
+        store: Option<PathBuf>,
+    },
+
     /// A key `mcpmux.toml` does not know (other dialects tolerate unknown keys).
     #[error("{}: unknown key \"{key}\": {}", place(file, server.as_deref()), key_advice(suggestion.as_deref(), valid))]
     UnknownKey {
@@ -326,6 +359,7 @@ impl ConfigError {
             | ConfigError::MissingField { file, .. }
             | ConfigError::UnknownType { file, .. }
             | ConfigError::UnsetVariable { file, .. }
+            | ConfigError::MissingSecret { file, .. }
             | ConfigError::UnknownKey { file, .. }
             | ConfigError::InvalidValue { file, .. }
             | ConfigError::Untrusted { file, .. }
@@ -341,6 +375,7 @@ impl ConfigError {
             ConfigError::MissingField { server, .. }
             | ConfigError::UnknownType { server, .. }
             | ConfigError::UnsetVariable { server, .. }
+            | ConfigError::MissingSecret { server, .. }
             | ConfigError::Untrusted { server, .. }
             | ConfigError::Unhonoured { server, .. }
             | ConfigError::NothingToAdjust { server, .. } => Some(server),
@@ -427,6 +462,8 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     set.trust_file = config_home
         .as_ref()
         .map(|dir| dir.join("mcpmux").join(trust::APPROVALS_FILE));
+    // Read at the first `${secret:…}` only: a config without secrets never opens the file.
+    let secrets = secrets::SecretSource::new(discover::secrets_file(options.home.as_deref(), env));
     let claude_user_files: Vec<PathBuf> = options
         .home
         .iter()
@@ -443,6 +480,10 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         &claude_user_files,
         options.approve.as_ref(),
     );
+
+    // Plugins first: the person's own files, read after, replace a plugin's server of the
+    // same name.
+    plugins::load(&mut set, &mut merged, &mut scopes, options, env, &secrets);
 
     let imports = discover::imports(options, config_home.as_deref());
     for candidate in discover::candidates(options, env, &imports) {
@@ -490,6 +531,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             gate: (candidate.scope == Scope::Project).then_some(&gate),
             workspace: &options.project_dir,
             inputs: None,
+            secrets: &secrets,
         };
         let parsed = match candidate.dialect {
             Dialect::Mcpmux => mcpmux_toml::parse(&text, &cx),

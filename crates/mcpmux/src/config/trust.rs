@@ -70,6 +70,8 @@ pub struct ProjectEntry {
     pub target: String,
     /// Its `headersHelper` command, as written, when it has one.
     pub headers_helper: Option<String>,
+    /// The secrets (`${secret:NAME}`) it would receive once approved, by name.
+    pub secrets: Vec<String>,
     /// The hash of the raw entry that an approval names.
     pub hash: String,
     /// Whether it is approved (stored, by a user-level Claude setting, or by the callback).
@@ -82,6 +84,9 @@ impl fmt::Display for ProjectEntry {
         write!(f, "{}: {}", printable(&self.name), self.target)?;
         if let Some(helper) = &self.headers_helper {
             write!(f, " (headersHelper: {helper})")?;
+        }
+        if !self.secrets.is_empty() {
+            write!(f, " (uses secrets: {})", self.secrets.join(", "))?;
         }
         Ok(())
     }
@@ -198,6 +203,7 @@ impl<'a> Gate<'a> {
                 .get("headersHelper")
                 .or_else(|| map.get("headers_helper"))
                 .map(|helper| shown(helper, MAX_TARGET_CHARS)),
+            secrets: secrets_used(map),
             hash: entry_hash(map),
             approved: false,
         };
@@ -282,6 +288,32 @@ fn canonical(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
         other => other.clone(),
     }
+}
+
+/// The names of the secrets the entry's fields refer to, each once, in order; a name shown is
+/// escaped and cut like any text of the entry.
+fn secrets_used(map: &Map<String, Value>) -> Vec<String> {
+    fn walk(value: &Value, names: &mut Vec<String>) {
+        match value {
+            Value::String(text) => {
+                for name in super::expand::secret_references(text) {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(item, names)),
+            Value::Object(map) => map.values().for_each(|item| walk(item, names)),
+            _ => {}
+        }
+    }
+    let mut names = Vec::new();
+    for key in HASHED_KEYS {
+        if let Some(value) = map.get(*key) {
+            walk(value, &mut names);
+        }
+    }
+    names
 }
 
 /// The command line (`command args…`) or URL as written.
@@ -507,6 +539,7 @@ mod tests {
             file: project.join(".mcp.json"),
             target: "run".into(),
             headers_helper: None,
+            secrets: Vec::new(),
             hash: "h".into(),
             approved: false,
         };

@@ -5,7 +5,9 @@
 mod entries;
 mod files;
 mod options;
+mod plugins;
 mod policy_and_auth;
+mod secrets;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,147 @@
+//! `mcpmux secret set|list|rm`: the secrets file `${secret:NAME}` reads. The value is read from
+//! standard input only (an argument would land in shell history and the process list), without
+//! echo on a terminal; only names are ever printed. The file and its checks are the library's.
+
+use std::io::{IsTerminal, Read};
+
+use anyhow::Context;
+use clap::Subcommand;
+use mcpmux::LoadOptions;
+use mcpmux::config;
+
+/// What `mcpmux secret` does.
+#[derive(Subcommand)]
+pub enum SecretCommand {
+    /// Store a secret; the value is read from standard input (typed without echo on a
+    /// terminal, or piped), a trailing newline dropped: `mcpmux secret set github < token.txt`.
+    Set {
+        /// The secret's name, as used in `${secret:NAME}`.
+        name: String,
+    },
+    /// List the names of the stored secrets (never their values).
+    List,
+    /// Remove a secret.
+    #[command(alias = "remove")]
+    Rm {
+        /// The secret's name.
+        name: String,
+    },
+}
+
+/// Longest value read: secrets are tokens and keys, not files.
+const MAX_VALUE: u64 = 64 * 1024;
+
+/// Runs one `secret` command.
+pub fn run(command: &SecretCommand, options: &LoadOptions) -> anyhow::Result<()> {
+    let file = config::secrets_file(options.home.as_deref(), &|name| std::env::var(name).ok())
+        .ok_or(config::SecretsError::NoHome)?;
+    match command {
+        SecretCommand::Set { name } => {
+            if !config::valid_secret_name(name) {
+                // Checked before asking for the value, so nothing typed is wasted.
+                config::set_secret(&file, name, "")?;
+            }
+            let value = read_value(name)?;
+            config::set_secret(&file, name, &value)?;
+            println!(
+                "stored secret `{name}` in {}; use it as ${{secret:{name}}} in env, headers or oauth values",
+                file.display()
+            );
+        }
+        SecretCommand::List => {
+            let names = config::secret_names(&file)?;
+            if names.is_empty() {
+                println!(
+                    "no secrets in {}; `mcpmux secret set NAME` stores one",
+                    file.display()
+                );
+            }
+            for name in names {
+                println!("{name}");
+            }
+        }
+        SecretCommand::Rm { name } => {
+            config::remove_secret(&file, name)?;
+            println!("removed secret `{name}` from {}", file.display());
+        }
+    }
+    Ok(())
+}
+
+/// The value from standard input, one trailing newline (`\n` or `\r\n`) removed.
+fn read_value(name: &str) -> anyhow::Result<String> {
+    let stdin = std::io::stdin();
+    let terminal = stdin.is_terminal();
+    let mut bytes = Vec::new();
+    if terminal {
+        // Echo goes off before the prompt: whatever is typed once the prompt shows is hidden.
+        let _echo = EchoOff::new();
+        eprint!("value of secret `{name}` (not shown; Enter ends it): ");
+        let _ = std::io::Write::flush(&mut std::io::stderr());
+        let mut line = String::new();
+        stdin
+            .read_line(&mut line)
+            .context("cannot read the value")?;
+        eprintln!();
+        bytes = line.into_bytes();
+    } else {
+        stdin
+            .lock()
+            .take(MAX_VALUE + 1)
+            .read_to_end(&mut bytes)
+            .context("cannot read the value from standard input")?;
+        anyhow::ensure!(
+            bytes.len() as u64 <= MAX_VALUE,
+            "the value is longer than {} KiB: a secret is a token or key, not a file",
+            MAX_VALUE / 1024
+        );
+    }
+    let mut value = String::from_utf8(bytes).context("the value is not UTF-8 text")?;
+    if value.ends_with('\n') {
+        value.pop();
+        if value.ends_with('\r') {
+            value.pop();
+        }
+    }
+    anyhow::ensure!(!value.is_empty(), "the value is empty: nothing was stored");
+    anyhow::ensure!(
+        !value.contains('\0'),
+        "the value holds a NUL byte, which no environment variable or header can carry"
+    );
+    Ok(value)
+}
+
+/// Terminal echo off while it lives (restored on drop, also on an error or a panic).
+struct EchoOff {
+    saved: Option<libc::termios>,
+}
+
+impl EchoOff {
+    fn new() -> Self {
+        // SAFETY: termios is plain data; tcgetattr fills it or fails, and only a filled one is
+        // used. fd 0 is our standard input, a terminal (checked by the caller).
+        unsafe {
+            let mut term: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(0, &mut term) != 0 {
+                return EchoOff { saved: None };
+            }
+            let saved = term;
+            term.c_lflag &= !libc::ECHO;
+            if libc::tcsetattr(0, libc::TCSANOW, &term) != 0 {
+                return EchoOff { saved: None };
+            }
+            EchoOff { saved: Some(saved) }
+        }
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        if let Some(saved) = &self.saved {
+            // SAFETY: restores the settings tcgetattr returned for the same descriptor.
+            unsafe {
+                libc::tcsetattr(0, libc::TCSANOW, saved);
+            }
+        }
+    }
+}
