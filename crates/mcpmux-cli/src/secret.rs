@@ -44,7 +44,7 @@ pub fn run(command: &SecretCommand, options: &LoadOptions) -> anyhow::Result<()>
             let value = read_value(name)?;
             config::set_secret(&file, name, &value)?;
             println!(
-                "stored secret `{name}` in {}; use it as ${{secret:{name}}} in env, headers or oauth values",
+                "stored secret `{name}` in {}; use it as ${{secret:{name}}} in env or headers values or an oauth clientSecret",
                 file.display()
             );
         }
