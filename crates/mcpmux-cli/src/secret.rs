@@ -44,7 +44,7 @@ pub fn run(command: &SecretCommand, options: &LoadOptions) -> anyhow::Result<()>
             let value = read_value(name)?;
             config::set_secret(&file, name, &value)?;
             println!(
-                "stored secret `{name}` in {}; use it as ${{secret:{name}}} in env, headers or oauth values",
+                "stored secret `{name}` in {}; use it as ${{secret:{name}}} in env or headers values or an oauth clientSecret",
                 file.display()
             );
         }
@@ -111,21 +111,44 @@ fn read_value(name: &str) -> anyhow::Result<String> {
     Ok(value)
 }
 
-/// Terminal echo off while it lives (restored on drop, also on an error or a panic).
+/// Terminal echo off while it lives (restored on drop, also on an error or a panic, and by
+/// Ctrl-C or SIGTERM, which would otherwise leave the person's terminal without echo).
 struct EchoOff {
     saved: Option<libc::termios>,
+}
+
+/// The settings to restore from a signal handler (set once, before echo goes off).
+static SAVED: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
+
+/// Restores the terminal, then dies of the signal as it would have.
+extern "C" fn restore_and_die(signal: libc::c_int) {
+    // SAFETY: tcsetattr, signal and raise are async-signal-safe; SAVED is only read, and was
+    // written before this handler was installed.
+    unsafe {
+        if let Some(saved) = SAVED.get() {
+            libc::tcsetattr(0, libc::TCSANOW, saved);
+        }
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
 }
 
 impl EchoOff {
     fn new() -> Self {
         // SAFETY: termios is plain data; tcgetattr fills it or fails, and only a filled one is
-        // used. fd 0 is our standard input, a terminal (checked by the caller).
+        // used. fd 0 is our standard input, a terminal (checked by the caller). The handler
+        // only runs async-signal-safe calls.
         unsafe {
             let mut term: libc::termios = std::mem::zeroed();
             if libc::tcgetattr(0, &mut term) != 0 {
                 return EchoOff { saved: None };
             }
             let saved = term;
+            let _ = SAVED.set(saved);
+            let handler = restore_and_die as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::signal(libc::SIGINT, handler);
+            libc::signal(libc::SIGTERM, handler);
+            libc::signal(libc::SIGHUP, handler);
             term.c_lflag &= !libc::ECHO;
             if libc::tcsetattr(0, libc::TCSANOW, &term) != 0 {
                 return EchoOff { saved: None };

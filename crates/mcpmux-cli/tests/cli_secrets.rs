@@ -283,3 +283,80 @@ fn a_value_typed_at_a_terminal_is_not_echoed() {
     let stored = std::fs::read_to_string(secrets_file(&sandbox)).unwrap();
     assert!(stored.contains(&format!("gh = \"{VALUE}\"")), "{stored}");
 }
+
+#[test]
+fn a_signal_at_the_value_prompt_leaves_the_terminal_echoing() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    let sandbox = Sandbox::new();
+    // mcpmux reads the terminal while the shell waits to print the terminal's settings after.
+    let line = format!(
+        "'{}' secret set gh </dev/tty & echo \"pid=$!;\"; wait $!; echo \"exit=$?\"; stty -a",
+        env!("CARGO_BIN_EXE_mcpmux")
+    );
+    let mut cmd = Command::new("script");
+    cmd.args(["-q", "-e", "-c", &line, "/dev/null"]);
+    sandbox
+        .hermetic(&mut cmd)
+        .env("TERM", "xterm")
+        .env("SHELL", "/bin/sh")
+        // Kept open: script ends the terminal's input when its own ends.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("util-linux `script` runs");
+    let screen = Arc::new(Mutex::new(String::new()));
+    let mut stdout = child.stdout.take().unwrap();
+    let shown = Arc::clone(&screen);
+    let reader = std::thread::spawn(move || {
+        let mut buffer = [0u8; 1024];
+        while let Ok(n) = stdout.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            shown
+                .lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    });
+    let pid =
+        support::eventually_blocking(Duration::from_secs(20), Duration::from_millis(10), || {
+            let screen = screen.lock().unwrap();
+            if !screen.contains("value of secret") {
+                return None;
+            }
+            let start = screen.find("pid=")? + 4;
+            let end = start + screen[start..].find(';')?;
+            screen[start..end].parse::<i32>().ok()
+        });
+    let Some(pid) = pid else {
+        panic!("no prompt: {:?}", screen.lock().unwrap());
+    };
+    // SAFETY: a plain kill of the process this test started (through script and sh).
+    assert_eq!(
+        unsafe { libc::kill(pid, libc::SIGTERM) },
+        0,
+        "pid {pid}: {:?}",
+        screen.lock().unwrap()
+    );
+    let done =
+        support::eventually_blocking(Duration::from_secs(20), Duration::from_millis(10), || {
+            screen.lock().unwrap().contains("speed").then_some(())
+        });
+    drop(child.stdin.take());
+    let _ = child.kill();
+    let _ = child.wait();
+    reader.join().unwrap();
+    let screen = screen.lock().unwrap().clone();
+    assert!(done.is_some(), "stty never ran: {screen:?}");
+    assert!(
+        screen.contains("exit=143"),
+        "mcpmux should die of the signal: {screen:?}"
+    );
+    assert!(!screen.contains("-echo "), "echo left off: {screen:?}");
+    assert!(!secrets_file(&sandbox).exists());
+}

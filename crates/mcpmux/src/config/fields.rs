@@ -293,7 +293,7 @@ impl<'a> Fields<'a> {
         let secret = |name: &str| -> Result<Option<String>, String> {
             if !secret_allowed(field) {
                 return Err(format!(
-                    "secrets may only be used in env, headers and oauth values: \"{field}\" is shown by `mcpmux servers` (and a command line to every user of this machine); pass the secret in env instead"
+                    "secrets may only be used in env and headers values and the oauth credentials (clientSecret, privateKey, assertion, idToken): \"{field}\" is shown by `mcpmux servers` or a log (and a command line to every user of this machine); pass the secret in env instead"
                 ));
             }
             match self.cx.secrets.lookup(name) {
@@ -585,11 +585,20 @@ impl<'a> Fields<'a> {
 }
 
 /// Fields whose values are never printed: env and header values are redacted wherever a spec
-/// is shown, and OAuth values are credentials already.
+/// is shown, and so are the OAuth credentials (`clientSecret`, `privateKey`, `assertion`,
+/// `idToken`); OAuth ids, URLs, scopes and file paths are shown, so no secret goes there.
 fn secret_allowed(field: &str) -> bool {
-    ["env.", "headers.", "oauth."]
-        .iter()
-        .any(|prefix| field.starts_with(prefix))
+    if field.starts_with("env.") || field.starts_with("headers.") {
+        return true;
+    }
+    matches!(
+        field,
+        "oauth.clientSecret"
+            | "oauth.privateKey"
+            | "oauth.assertion"
+            | "oauth.idToken"
+            | "oauth.idp.clientSecret"
+    )
 }
 
 /// Whether `url` starts with one of `schemes` followed by `://` (case-insensitive, as URLs are).

@@ -104,8 +104,13 @@ fn mcpmux_plugins(dir: &Path, set: &mut ConfigSet, files: &mut Vec<PluginFile>) 
 
 /// Claude Code's enabled plugins, in the order of their ids.
 fn claude_plugins(home: &Path, set: &mut ConfigSet, files: &mut Vec<PluginFile>) {
+    // The settings file is also read as a config file, which reports its problems once.
     let settings = home.join(".claude").join("settings.json");
-    let Some(Value::Object(settings)) = read_json(&settings, set) else {
+    let settings = match read_capped(&settings, MAX_PLUGIN_FILE) {
+        Ok(Some(text)) => serde_json::from_str::<Value>(&text).ok(),
+        _ => None,
+    };
+    let Some(Value::Object(settings)) = settings else {
         return;
     };
     let Some(Value::Object(enabled)) = settings.get("enabledPlugins") else {
@@ -121,7 +126,9 @@ fn claude_plugins(home: &Path, set: &mut ConfigSet, files: &mut Vec<PluginFile>)
     }
     let plugins_dir = home.join(".claude").join("plugins");
     let registry = plugins_dir.join("installed_plugins.json");
-    let Some(Value::Object(registry_root)) = read_json(&registry, set) else {
+    let Some(Value::Object(registry_root)) =
+        read_json(&registry, set, "none of Claude Code's plugins'")
+    else {
         return;
     };
     let Some(Value::Object(installed)) = registry_root.get("plugins") else {
@@ -168,7 +175,7 @@ fn manifest_files(root: &Path, source: &str, set: &mut ConfigSet, files: &mut Ve
     if !manifest.exists() {
         return;
     }
-    let Some(value) = read_json(&manifest, set) else {
+    let Some(value) = read_json(&manifest, set, "none of the plugin's") else {
         return;
     };
     let paths: Vec<&Value> = match value.get("mcpServers") {
@@ -225,8 +232,9 @@ fn inside(root: &Path, relative: &str) -> Option<PathBuf> {
     (!climbs).then(|| root.join(path))
 }
 
-/// A small JSON file, or a problem; `None` when absent or bad.
-fn read_json(path: &Path, set: &mut ConfigSet) -> Option<Value> {
+/// A small JSON file, or a problem saying `whose` servers are left out; `None` when absent or
+/// bad.
+fn read_json(path: &Path, set: &mut ConfigSet, whose: &str) -> Option<Value> {
     let text = match read_capped(path, MAX_PLUGIN_FILE) {
         Ok(Some(text)) => text,
         Ok(None) => return None,
@@ -246,8 +254,7 @@ fn read_json(path: &Path, set: &mut ConfigSet) -> Option<Value> {
                 format: "JSON",
                 line: Some(error.line()).filter(|line| *line > 0),
                 column: Some(error.column().max(1)),
-                message: "not valid JSON: the plugin's servers are not used until it is fixed"
-                    .to_owned(),
+                message: format!("not valid JSON: {whose} servers are used until it is fixed"),
             });
             None
         }

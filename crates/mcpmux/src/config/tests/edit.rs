@@ -295,7 +295,7 @@ fn remove_without_scope_names_every_file_looked_in() {
     );
 }
 
-/// Random entries through `add`, then `load`: 256 per dialect.
+/// Random entries through `add`, then `load`: 256 cases, each in one of the two dialects.
 const ROUND_TRIP_CASES: u32 = 256;
 
 mod round_trip {

@@ -160,3 +160,29 @@ fn hand_written_servers_win_by_name_and_by_signature() {
         .collect();
     assert_eq!(dropped, [("gh-plugin", "github"), ("second", "first")]);
 }
+
+#[test]
+fn a_broken_plugin_registry_is_one_problem_and_a_broken_settings_file_is_reported_once() {
+    let f = Fixture::new();
+    f.home_file(
+        ".claude/settings.json",
+        r#"{"enabledPlugins": {"a@m": true}"#,
+    );
+    f.home_file(".claude/plugins/installed_plugins.json", "{");
+    let text = only_message(&f.load());
+    assert!(
+        text.contains("settings.json") && text.contains("not valid JSON"),
+        "{text}"
+    );
+
+    f.home_file(
+        ".claude/settings.json",
+        r#"{"enabledPlugins": {"a@m": true}}"#,
+    );
+    let text = only_message(&f.load());
+    assert!(
+        text.contains("installed_plugins.json")
+            && text.contains("none of Claude Code's plugins' servers are used"),
+        "{text}"
+    );
+}

@@ -86,7 +86,9 @@ fn a_secret_is_refused_in_fields_that_are_printed() {
     assert_eq!(all.len(), 2, "{all:#?}");
     for text in all {
         assert!(
-            text.contains("secrets may only be used in env, headers and oauth"),
+            text.contains(
+                "secrets may only be used in env and headers values and the oauth credentials"
+            ),
             "{text}"
         );
         assert!(!text.contains("tok-7781"));
@@ -118,4 +120,25 @@ fn an_unapproved_project_entry_reads_no_secret_and_its_record_names_the_secrets(
     let approved = options.with_approver(|_| true);
     let text = only_message(&load_with_env(&approved, &|_| None));
     assert!(text.contains("file mode 0644"), "{text}");
+}
+
+#[test]
+fn an_oauth_client_secret_may_come_from_a_secret_but_a_client_id_may_not() {
+    let f = Fixture::new();
+    f.secret("cs", "tok-7781");
+    f.home_file(
+        ".claude.json",
+        r#"{"mcpServers": {
+            "ok": {"url": "https://ok.test/mcp", "oauth": {"clientId": "app", "clientSecret": "${secret:cs}"}},
+            "shown": {"url": "https://shown.test/mcp", "oauth": {"clientId": "${secret:cs}"}}
+        }}"#,
+    );
+    let set = f.load();
+    assert_eq!(names(&set), ["ok"]);
+    assert!(!format!("{set:?}").contains("tok-7781"));
+    let text = only_message(&set);
+    assert!(
+        text.contains("oauth.clientId") && text.contains("secrets may only be used"),
+        "{text}"
+    );
 }
