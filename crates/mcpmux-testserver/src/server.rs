@@ -66,12 +66,21 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 static COUNTER: Counter = Counter {
     value: AtomicU64::new(0),
     watchers: Mutex::new(Vec::new()),
+    pending_listens: AtomicU64::new(0),
 };
+
+/// Longest a `bump` waits for acknowledged listens to start watching.
+const PENDING_LISTEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What `bump` changes and notifies.
 pub struct Counter {
     value: AtomicU64,
     watchers: Mutex<Vec<Watcher>>,
+    /// Listens of the counter acknowledged but not yet watching: rmcp sends the
+    /// acknowledgment before it runs the handler's `listen`, so a client told "subscribed" may
+    /// bump before the watcher exists. A server handles one client's requests in the order
+    /// they came; `bump` waits for these first.
+    pending_listens: AtomicU64,
 }
 
 /// Someone to tell that a resource changed.
@@ -147,6 +156,12 @@ impl Counter {
     /// it; a watcher that cannot be reached (session gone, listen cancelled) is forgotten.
     /// Returns the new value.
     pub async fn bump(&self) -> u64 {
+        let waiting_since = std::time::Instant::now();
+        while self.pending_listens.load(Ordering::SeqCst) > 0
+            && waiting_since.elapsed() < PENDING_LISTEN_WAIT
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
         let value = self.value.fetch_add(1, Ordering::SeqCst) + 1;
         let watching: Vec<Watcher> = self
             .watchers()
@@ -462,6 +477,9 @@ impl ServerHandler for TestServer {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         let uris = requested.resource_subscriptions.as_ref()?;
+        if uris.iter().any(|uri| uri == COUNTER_URI) {
+            COUNTER.pending_listens.fetch_add(1, Ordering::SeqCst);
+        }
         Some(
             SubscriptionFilter::builder()
                 .resource_subscriptions(uris.iter().filter(|uri| known_resource(uri)).cloned())
@@ -474,7 +492,13 @@ impl ServerHandler for TestServer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             sink: context.sink().clone(),
         };
+        let counted = watcher.watches(COUNTER_URI);
         Counter::get().watch(watcher.clone());
+        if counted {
+            let _ = COUNTER
+                .pending_listens
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        }
         context.cancelled().await;
         Counter::get().forget(&watcher);
         Ok(())
