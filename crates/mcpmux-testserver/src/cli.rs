@@ -89,6 +89,14 @@ pub struct Cli {
     #[arg(long, requires = "page_size", help_heading = "Tools")]
     pub repeat_cursor: bool,
 
+    /// Also list N tools of a realistic catalog (issues and pull requests, calendar, email,
+    /// databases, storage, tickets, CRM, payments, web search, weather, translation, maps, chat,
+    /// CI, monitoring, notes …), for tool-search tests and benches. Deterministic; past the
+    /// catalog's size it repeats per workspace (`acme_github_create_issue`). Each answers with its
+    /// name and arguments.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100_000), help_heading = "Tools")]
+    pub many_tools: Option<u32>,
+
     /// Append one JSON line per `tools/call` received, before handling it:
     /// `{"tool": NAME, "arguments": {...}}` (arguments is null when the client sent none);
     /// and `{"cancelled": TOOL}` when the client cancels a running `hang` or `slow`.

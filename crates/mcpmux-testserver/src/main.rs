@@ -11,6 +11,7 @@ mod faults;
 mod gate;
 mod hostile;
 mod http;
+mod many;
 mod oauth;
 mod server;
 mod stdio;
@@ -107,6 +108,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         router: {
             let mut router = TestServer::tool_router();
             hostile::add_tools(&mut router, &cli.tool_schema, cli.deep_result);
+            many::add_tools(&mut router, cli.many_tools.unwrap_or(0) as usize);
             tools::describe(router, &cli.descriptions)
         },
     });
