@@ -189,7 +189,7 @@ fn requested(path: &Path) -> Vec<Dialect> {
         return Vec::new();
     };
     root.get("import")
-        .map(|value| super::mcpmux_toml::to_json(value.clone()))
+        .map(|value| super::toml_json::to_json(value.clone()))
         .and_then(|value| super::dialects::import_list(&value).ok())
         .unwrap_or_default()
 }

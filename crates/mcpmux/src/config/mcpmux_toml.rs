@@ -12,6 +12,7 @@ use super::auth::RawAuth;
 use super::entry::{Entry, FileEntries, Overlay};
 use super::fields::{Context, Fields, RawTransport};
 use super::options::{self, RawOptions};
+use super::toml_json::{parse_error, table_to_json, to_json};
 use super::value::nearest;
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
@@ -51,7 +52,7 @@ const SERVER_KEYS: &[&str] = &[
 pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigError> {
     let mut root: toml::Table = text
         .parse()
-        .map_err(|error: toml::de::Error| parse_error(cx, text, &error))?;
+        .map_err(|error: toml::de::Error| parse_error(cx.file, text, &error))?;
 
     let mut file = FileEntries::default();
     for key in root.keys() {
@@ -129,24 +130,6 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
 fn article(type_name: &str) -> String {
     let vowel = type_name.starts_with(['a', 'e', 'i', 'o', 'u']);
     format!("{} {type_name}", if vowel { "an" } else { "a" })
-}
-
-/// A parse error with the line and column of toml's span.
-pub(crate) fn parse_error(cx: &Context<'_>, text: &str, error: &toml::de::Error) -> ConfigError {
-    let (line, column) = match error.span() {
-        Some(span) => {
-            let (line, column) = super::line_column(text.as_bytes(), span.start);
-            (Some(line), Some(column))
-        }
-        None => (None, None),
-    };
-    ConfigError::Parse {
-        file: cx.file.to_path_buf(),
-        format: "TOML",
-        line,
-        column,
-        message: error.message().trim_end().to_owned(),
-    }
 }
 
 fn unknown_key(
@@ -278,29 +261,6 @@ impl RawServer {
             probe_timeout,
             options,
         }
-    }
-}
-
-/// A TOML table as JSON, so both dialects share one set of field checks. Datetimes become their
-/// text; non-finite floats become null (absent), as JSON has no such numbers.
-pub(crate) fn table_to_json(table: toml::Table) -> Map<String, Value> {
-    table
-        .into_iter()
-        .map(|(key, value)| (key, to_json(value)))
-        .collect()
-}
-
-pub(crate) fn to_json(value: toml::Value) -> Value {
-    match value {
-        toml::Value::String(text) => Value::String(text),
-        toml::Value::Integer(number) => Value::from(number),
-        toml::Value::Float(number) => {
-            serde_json::Number::from_f64(number).map_or(Value::Null, Value::Number)
-        }
-        toml::Value::Boolean(flag) => Value::Bool(flag),
-        toml::Value::Datetime(datetime) => Value::String(datetime.to_string()),
-        toml::Value::Array(items) => Value::Array(items.into_iter().map(to_json).collect()),
-        toml::Value::Table(table) => Value::Object(table_to_json(table)),
     }
 }
 

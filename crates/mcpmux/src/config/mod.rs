@@ -26,6 +26,7 @@ mod plugins;
 mod secrets;
 mod size;
 mod spec;
+mod toml_json;
 mod trust;
 mod value;
 mod write;

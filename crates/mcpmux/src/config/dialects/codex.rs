@@ -43,9 +43,9 @@ const KEYS: Keys = Keys {
 /// Reads the `mcp_servers` of one Codex `config.toml`.
 pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigError> {
     let root: toml::Table = text.parse().map_err(|error: toml::de::Error| {
-        crate::config::mcpmux_toml::parse_error(cx, text, &error)
+        crate::config::toml_json::parse_error(cx.file, text, &error)
     })?;
-    let mut root = crate::config::mcpmux_toml::table_to_json(root);
+    let mut root = crate::config::toml_json::table_to_json(root);
     let mut file = FileEntries::default();
     each_server(
         root.remove("mcp_servers"),
