@@ -38,6 +38,7 @@ pub use spec::{
     OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource, ToolFilter,
     TransportSpec,
 };
+pub(crate) use write::write_atomic;
 
 pub use dedup::deduplicate;
 pub use dialects::vars::{InputFn, InputRequest, input_variable};

@@ -324,7 +324,6 @@ impl Supervisor {
                 flights: flights.clone(),
             })
         };
-        self.remember(&peer, &tools);
         let mut tools_version: u64 = 1;
         let mut tools = Arc::new(tools);
         // An open breaker (the last session crashed under calls) was held through its
@@ -351,6 +350,8 @@ impl Supervisor {
             tools_version,
         };
         self.publish(connected(tools.len(), tools_version));
+        // After the server is announced: the write is for the next run, not on this startup.
+        self.remember(&peer, &tools);
         if let Some(cached) = from_cache
             && *cached != *tools
         {

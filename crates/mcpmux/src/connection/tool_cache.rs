@@ -8,7 +8,6 @@
 //! file holds no command, URL, env or header value. A cache file is someone else's bytes too
 //! (a server wrote most of it): it is read with a size bound, and a bad one is ignored.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -148,7 +147,10 @@ impl ToolCache {
                 return;
             }
         };
-        if let Err(e) = write_private(&path, &bytes) {
+        // Write-then-rename in a folder only the user can enter: two processes never see a
+        // torn file, and tool descriptions (which may say what a private server does) stay
+        // private.
+        if let Err(e) = crate::config::write_atomic(&path, &bytes, 0o600, 0o700) {
             tracing::debug!(server = %spec.name, path = %path.display(), "cannot write the tool cache: {e}");
         }
     }
@@ -224,39 +226,6 @@ fn read_bounded(path: &Path) -> Option<Vec<u8>> {
         }
     }
 }
-
-/// Write-then-rename, in a folder only the user can enter: two processes never see a torn
-/// file, and tool descriptions (which may say what a private server does) stay private.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("the cache path has no folder"))?;
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)?;
-    let tmp = path.with_extension(format!(
-        "tmp.{}.{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options
-        .open(&tmp)
-        .and_then(|mut file| file.write_all(bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// Tells apart the temporary files of two connections of one process writing at once.
-static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
