@@ -1,6 +1,7 @@
 //! `mcpmux`: the command line over the library. It parses arguments, calls the library and
 //! prints; every behaviour a harness could want lives in the library.
 
+mod agent;
 mod auth;
 mod edit;
 mod output;
@@ -153,6 +154,10 @@ enum Command {
         #[command(subcommand)]
         command: secret::SecretCommand,
     },
+    /// Ask a model, with every server's tools: `mcpmux run "PROMPT" --model openai:MODEL`
+    /// (or anthropic:MODEL). The answer streams to stdout, tool calls show on stderr; exits
+    /// 0 on a final answer, 3 when a limit or a refusal stopped the run, 2 on errors.
+    Run(agent::RunArgs),
     /// Read a resource: `mcpmux read file:///notes/todo.md`.
     Read {
         /// The resource's URI (see `mcpmux resources`).
@@ -260,6 +265,17 @@ async fn run(cli: Cli) -> ExitCode {
         };
         return exit_code(outcome);
     }
+    // A model that cannot be reached is said before any server starts.
+    let model = match &cli.command {
+        Command::Run(args) => match agent::provider(args) {
+            Ok(provider) => Some(provider),
+            Err(e) => {
+                output::say!("mcpmux: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
+    };
     let used_demo = config.servers.is_empty() && config.problems.is_empty();
     let config = if used_demo {
         mcpmux::ConfigSet {
@@ -302,6 +318,12 @@ async fn run(cli: Cli) -> ExitCode {
         );
     }
 
+    if let (Command::Run(args), Some(model)) = (&cli.command, model) {
+        let outcome = run_agent(&hub, model, args).await;
+        let _ = std::io::stdout().flush();
+        hub.shutdown().await;
+        return outcome;
+    }
     // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
     let outcome = tokio::select! {
         outcome = command(&hub, &cli.command) => outcome,
@@ -313,6 +335,47 @@ async fn run(cli: Cli) -> ExitCode {
     let _ = std::io::stdout().flush();
     hub.shutdown().await;
     exit_code(outcome)
+}
+
+/// `mcpmux run`: Ctrl-C cancels the run (its transcript is still written); the exit code says
+/// how it stopped.
+async fn run_agent(
+    hub: &Hub,
+    model: std::sync::Arc<dyn mcpmux_agent::Provider>,
+    args: &agent::RunArgs,
+) -> ExitCode {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_interrupt = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            interrupted().await;
+            cancel.cancel();
+        })
+    };
+    let outcome = tokio::select! {
+        started = startup(hub) => match started {
+            Ok(()) => agent::run(hub, model, args, &cancel).await.map_err(Failure::Other),
+            Err(e) => Err(e),
+        },
+        () = cancel.cancelled() => Ok(mcpmux_agent::StopReason::Cancelled),
+    };
+    on_interrupt.abort();
+    match outcome {
+        Ok(mcpmux_agent::StopReason::Final) => ExitCode::SUCCESS,
+        Ok(mcpmux_agent::StopReason::Cancelled) => {
+            output::say!("mcpmux: interrupted; closing servers");
+            ExitCode::from(130)
+        }
+        Ok(stop @ mcpmux_agent::StopReason::Provider(_)) => {
+            output::say!("mcpmux: {stop}");
+            ExitCode::from(2)
+        }
+        Ok(stop) => {
+            output::say!("mcpmux: stopped without a final answer: {stop}");
+            ExitCode::from(3)
+        }
+        Err(failure) => exit_code(Err(failure)),
+    }
 }
 
 /// 0 on success, 1 for a tool's own error, 130 when interrupted, 2 for everything else
@@ -367,9 +430,13 @@ fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
             request.tool.name, request.effects, request.rule, request.arguments
         );
         let answer = tokio::task::spawn_blocking(move || {
+            output::set_prompting(true);
+            output::eprint_control("\r\x1b[2K");
             output::eprint_text(&question);
             let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map(|_| line)
+            let answer = std::io::stdin().read_line(&mut line).map(|_| line);
+            output::set_prompting(false);
+            answer
         })
         .await;
         match answer {
@@ -430,7 +497,8 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         | Command::Trust { .. }
         | Command::Add(_)
         | Command::Remove(_)
-        | Command::Secret { .. } => Ok(()),
+        | Command::Secret { .. }
+        | Command::Run(_) => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();

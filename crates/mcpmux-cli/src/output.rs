@@ -53,6 +53,13 @@ pub fn eprint_text(text: &str) {
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }
 
+/// Writes our own terminal control (`\r\x1b[2K` clears the line) to stderr, unescaped: never
+/// for anyone else's text.
+pub fn eprint_control(control: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(control.as_bytes()).and_then(|()| err.flush());
+}
+
 /// `eprintln!` for text that may carry a server's words: escaped when stderr is a terminal.
 macro_rules! say {
     ($($arg:tt)*) => {
@@ -71,6 +78,24 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     } else {
         emit_raw(&text)
     }
+}
+
+/// Prints a piece of streamed text on stdout, as it comes (no newline added).
+pub fn print_delta(text: &str) -> anyhow::Result<()> {
+    emit(text)
+}
+
+/// Set while a question waits for an answer at the terminal: nothing redraws over it.
+static PROMPTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks the start or end of a question at the terminal.
+pub fn set_prompting(on: bool) {
+    PROMPTING.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether a question waits for an answer at the terminal.
+pub fn prompting() -> bool {
+    PROMPTING.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Prints text and a newline on stdout.
