@@ -321,6 +321,12 @@ fn check_tools(tools: Option<&Value>, out: &mut Vec<String>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for (index, tool) in tools.iter().enumerate() {
         let at = format!("tools[{index}]");
+        if tool.get("type").and_then(Value::as_str) == Some("function") {
+            out.push(format!(
+                "{at} is in OpenAI's shape (type function); Anthropic wants name, description, input_schema"
+            ));
+            continue;
+        }
         // A server tool (`"type": "web_search_20250305"`, …) has no input_schema of ours.
         let custom = matches!(
             tool.get("type").and_then(Value::as_str),
