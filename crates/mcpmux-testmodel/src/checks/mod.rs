@@ -4,6 +4,8 @@
 //! none of them panics on any JSON. Knows nothing of the script or of the answers.
 
 mod anthropic;
+#[cfg(test)]
+mod fuzz;
 mod openai;
 
 use serde_json::Value;
