@@ -21,14 +21,25 @@ const PAUSE_BEFORE_CUT: Duration = Duration::from_millis(50);
 
 /// Streams `frames` as `text/event-stream`; when `cut`, the connection is then aborted
 /// instead of ended (the client sees the body fail).
+///
+/// Each frame goes out in two writes split at its middle byte — wherever that falls, even
+/// inside a UTF-8 character — as a network may deliver it: a client must buffer until the
+/// blank line that ends an event, and decode text only after joining the pieces.
 pub(crate) fn sse(frames: Vec<String>, cut: bool) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         for frame in frames {
-            if sender.send(Ok(Bytes::from(frame))).await.is_err() {
-                return;
+            let mut first = Bytes::from(frame);
+            let second = first.split_off(first.len() / 2);
+            for half in [first, second] {
+                if half.is_empty() {
+                    continue;
+                }
+                if sender.send(Ok(half)).await.is_err() {
+                    return;
+                }
+                tokio::task::yield_now().await;
             }
-            tokio::task::yield_now().await;
         }
         if cut {
             tokio::time::sleep(PAUSE_BEFORE_CUT).await;
