@@ -192,6 +192,8 @@ fn stream_frames(turn: &Turn, text: Option<&str>, calls: &[ScriptedCall], end: E
     let refusing = end == End::Refusal;
     let first = if refusing {
         json!({"role": "assistant", "content": null, "refusal": ""})
+    } else if text.is_none() {
+        json!({"role": "assistant", "content": null, "refusal": null})
     } else {
         json!({"role": "assistant", "content": "", "refusal": null})
     };

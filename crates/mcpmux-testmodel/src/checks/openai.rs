@@ -195,6 +195,12 @@ fn assistant_call_ids(message: &Value, number: usize, out: &mut Vec<String>) -> 
             }
             return Vec::new();
         }
+        Some(Value::Array(calls)) if calls.is_empty() => {
+            out.push(format!(
+                "message {number} has an empty \"tool_calls\" array (omit it instead)"
+            ));
+            return Vec::new();
+        }
         Some(Value::Array(calls)) => calls,
         Some(other) => {
             out.push(format!(
