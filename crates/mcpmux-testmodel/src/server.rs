@@ -133,18 +133,21 @@ async fn read(request: Request) -> (Method, String, Vec<(String, String)>, Intak
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let wire = shared.wire;
     let (method, path, headers, intake) = read(request).await;
-    let (body, refusal) = match intake {
+    let mut problems = Vec::new();
+    if method != Method::POST {
+        problems.push(format!("method {method} (the API takes POST)"));
+    }
+    let (body, status) = match intake {
         Intake::Json(body) => {
-            let mut problems = Vec::new();
-            if method != Method::POST {
-                problems.push(format!("method {method} (the API takes POST)"));
-            }
             problems.extend(checks::check(wire, &path, &headers, &body));
-            let refusal = (!problems.is_empty()).then_some((StatusCode::BAD_REQUEST, problems));
-            (body, refusal)
+            (body, StatusCode::BAD_REQUEST)
         }
-        Intake::Refused(body, status, why) => (body, Some((status, vec![why]))),
+        Intake::Refused(body, status, why) => {
+            problems.push(why);
+            (body, status)
+        }
     };
+    let refusal = (!problems.is_empty()).then_some((status, problems));
 
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let include_usage = body
