@@ -218,16 +218,37 @@ fn unknown_tool(turn: &Turn<'_>, name: &str) -> String {
     message
 }
 
-/// Names that differ only in case or separators, or one inside the other.
+/// Names that differ only in case or separators, by a typo or two, or one ending the other.
 fn similar(candidate: &str, name: &str) -> bool {
-    let norm = |s: &str| -> String {
-        s.chars()
-            .filter(char::is_ascii_alphanumeric)
+    let norm = |s: &str| -> Vec<u8> {
+        s.bytes()
+            .filter(u8::is_ascii_alphanumeric)
             .map(|c| c.to_ascii_lowercase())
+            .take(128)
             .collect()
     };
     let (a, b) = (norm(candidate), norm(name));
-    !b.is_empty() && (a == b || (b.len() >= 4 && (a.ends_with(&b) || b.ends_with(&a))))
+    if b.len() < 3 {
+        return false;
+    }
+    a.ends_with(&b) || b.ends_with(&a) || edit_distance(&a, &b) <= 2
+}
+
+/// Levenshtein distance (inputs are at most 128 bytes).
+fn edit_distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, y) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(x != y));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
@@ -250,6 +271,8 @@ mod tests {
     fn a_misspelt_tool_name_finds_its_neighbour() {
         assert!(similar("mcp__fs__read_file", "read_file"));
         assert!(similar("mcp__fs__read_file", "MCP__FS__READ-FILE"));
+        assert!(similar("mcp__t__add", "mcp__t__ad"));
+        assert!(similar("mcp__t__add", "mcp__t__adds"));
         assert!(!similar("mcp__fs__read_file", "write"));
     }
 }
