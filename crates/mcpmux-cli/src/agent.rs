@@ -103,18 +103,22 @@ pub async fn run(
         spinner.abort();
         output::eprint_control("\r\x1b[2K");
     }
-    if !outcome.answer.is_empty() && !outcome.answer.ends_with('\n') {
-        output::print_delta("\n")?;
+    match status.lock() {
+        Ok(mut status) => end_text_line(&mut status),
+        Err(poisoned) => end_text_line(&mut poisoned.into_inner()),
     }
-    output::say!(
-        "mcpmux: {} turn{}, {} tool call{}, {} tokens in, {} out",
-        outcome.iterations,
-        plural(outcome.iterations),
-        outcome.tool_calls,
-        plural(outcome.tool_calls),
-        outcome.usage.input_tokens,
-        outcome.usage.output_tokens
-    );
+    // A request that never reached a model has nothing to count.
+    if outcome.iterations > 0 || outcome.tool_calls > 0 {
+        output::say!(
+            "mcpmux: {} turn{}, {} tool call{}, {} tokens in, {} out",
+            outcome.iterations,
+            plural(outcome.iterations),
+            outcome.tool_calls,
+            plural(outcome.tool_calls),
+            outcome.usage.input_tokens,
+            outcome.usage.output_tokens
+        );
+    }
     if let Some(path) = &args.transcript {
         write_transcript(path, &transcript)?;
     }

@@ -355,7 +355,6 @@ impl Agent {
                     return outcome;
                 }
             };
-            outcome.iterations += 1;
             let mut turn = match turn {
                 Ok(turn) => turn,
                 Err(error) => {
@@ -363,6 +362,7 @@ impl Agent {
                     return outcome;
                 }
             };
+            outcome.iterations += 1;
             outcome.usage.add(turn.usage);
             transcript.usage.add(turn.usage);
             events(AgentEvent::Turn {

@@ -195,7 +195,7 @@ impl Endpoint<'_> {
             Ok(Err(e)) if e.is_connect() => {
                 return Err(Failure::fatal(ProviderError::Unreachable {
                     url: self.url.to_string(),
-                    message: error_chain(&e),
+                    message: root_cause(&e),
                     variable: self.variable,
                 }));
             }
@@ -412,6 +412,15 @@ pub(super) fn short(text: &str) -> String {
         out.push('…');
     }
     mcpmux::terminal::escape_controls(&out).into_owned()
+}
+
+/// The innermost source of `e`: for a refused connection, "Connection refused (os error 111)".
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    short(&cause.to_string())
 }
 
 /// `e` with its sources: reqwest's own message alone says little ("error sending request").
