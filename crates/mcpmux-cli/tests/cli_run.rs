@@ -207,7 +207,8 @@ async fn a_model_that_cannot_be_used_is_one_line_naming_what_to_set() {
         .local_addr()
         .unwrap()
         .port();
-    let cases: [(&str, Vec<(&str, String)>, &str); 4] = [
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a str);
+    let cases: [Case; 4] = [
         ("gpt-4o", vec![], "openai:MODEL"),
         ("openai:gpt-4o", vec![], "OPENAI_API_KEY"),
         ("anthropic:claude-sonnet-4-5", vec![], "ANTHROPIC_API_KEY"),
