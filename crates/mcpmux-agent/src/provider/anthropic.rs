@@ -444,6 +444,12 @@ async fn read_stream(
     })
 }
 
+/// [`read_message`] for the property tests of `provider`.
+#[cfg(test)]
+pub(super) fn read_message_for_tests(value: &Value) -> Result<ModelTurn, String> {
+    read_message(value)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

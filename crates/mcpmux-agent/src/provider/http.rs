@@ -15,6 +15,9 @@ use super::{EventSink, ProviderError, StreamEvent};
 
 /// Most bytes one answer may have: far beyond any real turn, small enough for any machine.
 pub(super) const MAX_ANSWER_BYTES: usize = 16 << 20;
+/// Most bytes of one line of server-sent events: a streamed chunk is a small JSON object; a
+/// longer line is refused before the event parser buffers (and rescans) it.
+pub(super) const MAX_LINE_BYTES: usize = 1 << 20;
 /// Most bytes of an error answer read for its message.
 const MAX_ERROR_BYTES: usize = 64 << 10;
 /// Most characters of a provider's error message repeated in ours.
@@ -275,15 +278,31 @@ impl Endpoint<'_> {
 
     /// The answer as server-sent events.
     pub fn events(&self, response: reqwest::Response, attempts: u32) -> SseReader {
+        // Only whole lines go to the event parser, which rescans what it holds on every
+        // chunk: a line held back here is bounded, and the parser's work stays linear.
         let mut seen = 0usize;
+        let mut partial: Vec<u8> = Vec::new();
         let bytes = response.bytes_stream().map(move |chunk| match chunk {
             Ok(chunk) => {
                 seen = seen.saturating_add(chunk.len());
                 if seen > MAX_ANSWER_BYTES {
-                    Err(ReadError::TooLarge)
-                } else {
-                    Ok(chunk)
+                    return Err(ReadError::TooLarge);
                 }
+                let Some(last) = chunk.iter().rposition(|b| matches!(b, b'\n' | b'\r')) else {
+                    partial.extend_from_slice(&chunk);
+                    return if partial.len() > MAX_LINE_BYTES {
+                        Err(ReadError::LineTooLong)
+                    } else {
+                        Ok(bytes::Bytes::new())
+                    };
+                };
+                let mut lines = std::mem::take(&mut partial);
+                lines.extend_from_slice(&chunk[..=last]);
+                partial.extend_from_slice(&chunk[last + 1..]);
+                if partial.len() > MAX_LINE_BYTES {
+                    return Err(ReadError::LineTooLong);
+                }
+                Ok(bytes::Bytes::from(lines))
             }
             Err(e) => Err(ReadError::Http(error_chain(&e))),
         });
@@ -332,6 +351,13 @@ impl Endpoint<'_> {
             Ok(Some(Err(eventsource_stream::EventStreamError::Transport(ReadError::TooLarge)))) => {
                 Err(Failure::fatal(self.too_large(MAX_ANSWER_BYTES)))
             }
+            Ok(Some(Err(eventsource_stream::EventStreamError::Transport(
+                ReadError::LineTooLong,
+            )))) => Err(Failure::fatal(ProviderError::Malformed {
+                url: self.url.to_string(),
+                provider: "server-sent events",
+                message: format!("a line is longer than {} MiB", MAX_LINE_BYTES >> 20),
+            })),
             Ok(Some(Err(eventsource_stream::EventStreamError::Transport(ReadError::Http(
                 message,
             ))))) => Err(Failure::transient(ProviderError::Stream {
@@ -353,6 +379,7 @@ impl Endpoint<'_> {
 pub(super) enum ReadError {
     Http(String),
     TooLarge,
+    LineTooLong,
 }
 
 impl std::fmt::Display for ReadError {
@@ -360,6 +387,7 @@ impl std::fmt::Display for ReadError {
         match self {
             ReadError::Http(message) => f.write_str(message),
             ReadError::TooLarge => f.write_str("too large"),
+            ReadError::LineTooLong => f.write_str("line too long"),
         }
     }
 }

@@ -396,3 +396,71 @@ mod tests {
         assert!(err.to_string().starts_with("OPENAI_BASE_URL"), "{err}");
     }
 }
+
+/// Whatever JSON an endpoint answers, reading it is an error or a turn, never a panic.
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod hostile {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z_]{0,12}".prop_map(Value::String),
+            prop_oneof![
+                Just("tool_use"),
+                Just("text"),
+                Just("tool_calls"),
+                Just("function"),
+                Just("message"),
+                Just("end_turn"),
+                Just("refusal"),
+                Just("length")
+            ]
+            .prop_map(|s| Value::String(s.into())),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("choices"),
+                            Just("message"),
+                            Just("content"),
+                            Just("tool_calls"),
+                            Just("function"),
+                            Just("name"),
+                            Just("arguments"),
+                            Just("id"),
+                            Just("type"),
+                            Just("input"),
+                            Just("usage"),
+                            Just("stop_reason"),
+                            Just("finish_reason"),
+                            Just("refusal"),
+                            Just("error"),
+                            Just("text")
+                        ],
+                        inner
+                    ),
+                    0..5
+                )
+                .prop_map(|pairs| Value::Object(
+                    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_answer_reads_as_a_turn_or_an_error(value in json_value()) {
+            let _ = super::openai::read_completion_for_tests(&value);
+            let _ = super::anthropic::read_message_for_tests(&value);
+        }
+    }
+}

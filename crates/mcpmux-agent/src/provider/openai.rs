@@ -393,6 +393,12 @@ async fn read_stream(
     })
 }
 
+/// [`read_completion`] for the property tests of `provider`.
+#[cfg(test)]
+pub(super) fn read_completion_for_tests(value: &Value) -> Result<ModelTurn, String> {
+    read_completion(value)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
