@@ -34,6 +34,7 @@ pub use transcript::{Block, Message, Role, Transcript, Usage};
 
 /// The README's embedding example is this crate's documentation example, line for line.
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod readme {
     #[test]
     fn the_readme_shows_the_example_this_crate_compiles() {
