@@ -244,7 +244,9 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
-    /// Reads an MCP `CallToolResult` in its JSON form.
+    /// Reads an MCP `CallToolResult` in its JSON form (the wire's results are read typed, in
+    /// `connection`; this is the reference they are tested against).
+    #[cfg(test)]
     pub(crate) fn from_json(mut value: Value) -> Self {
         let content = match value.get_mut("content").map(Value::take) {
             Some(Value::Array(blocks)) => blocks.into_iter().map(Content::from_json).collect(),

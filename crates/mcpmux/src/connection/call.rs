@@ -180,11 +180,7 @@ impl Connection {
                 .await?;
             let (asked, kept) = match (answer, &kept) {
                 (ServerResult::CallToolResult(result), _) => {
-                    let json = serde_json::to_value(&result).map_err(|e| Error::Protocol {
-                        server: server.clone(),
-                        message: format!("unreadable tools/call result: {e}"),
-                    })?;
-                    return Ok(ToolResult::from_json(json));
+                    return Ok(super::tool_result::from_rmcp(result));
                 }
                 (ServerResult::InputRequiredResult(asked), Some(kept)) => (asked, kept),
                 (other, _) => {

@@ -18,6 +18,7 @@ mod session_repair;
 mod subscriptions;
 mod supervisor;
 pub(crate) mod tool_cache;
+mod tool_result;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
