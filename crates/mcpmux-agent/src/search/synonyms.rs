@@ -35,7 +35,7 @@ const GROUPS: &[&[&str]] = &[
     &["rename", "move"],
     &["copy", "duplicate"],
     &["compress", "zip", "gzip"],
-    &["deploy", "release", "ship", "roll out", "publish"],
+    &["deploy", "release", "ship", "publish"],
     // Things: what to do it to.
     &["directory", "folder", "dir"],
     &["image", "picture", "photo", "pic", "screenshot"],
@@ -51,7 +51,7 @@ const GROUPS: &[&[&str]] = &[
     &["information", "info", "metadata", "details"],
     &["permission", "access", "rights"],
     &["environment", "env"],
-    &["coordinates", "latitude", "longitude", "gps"],
+    &["coordinates", "latitude", "longitude"],
     &["timezone", "time zone", "tz"],
     &["directions", "route", "navigate"],
     &["money", "payment", "funds", "cash"],
