@@ -39,7 +39,7 @@ fn the_labelled_set_has_50_queries_over_every_server_naming_only_listed_tools() 
     let queries = set.all();
     assert!(queries.len() >= 50, "{} queries", queries.len());
     let mut servers = HashSet::new();
-    for query in queries {
+    for query in &queries {
         assert!(!query.expected.is_empty(), "{query:?}");
         for name in &query.expected {
             assert!(
@@ -56,6 +56,29 @@ fn the_labelled_set_has_50_queries_over_every_server_naming_only_listed_tools() 
     }
     for server in support::SERVERS {
         assert!(servers.contains(server), "no query for {server}");
+    }
+    // Every service of the many-tools catalog (`github_…`, `calendar_…`: a prefix four or
+    // more of the test server's tools share) has a query.
+    let service = |raw: &str| raw.split('_').next().unwrap_or_default().to_string();
+    let mut sizes: std::collections::HashMap<String, usize> = Default::default();
+    for tool in catalog.iter().filter(|t| t.server == "apps") {
+        *sizes.entry(service(&tool.raw_name)).or_default() += 1;
+    }
+    let asked: HashSet<String> = queries
+        .iter()
+        .flat_map(|q| &q.expected)
+        .filter_map(|name| name.strip_prefix("mcp__apps__"))
+        .map(service)
+        .collect();
+    assert!(
+        sizes.values().filter(|&&n| n >= 4).count() >= 10,
+        "{sizes:?}"
+    );
+    for (name, size) in sizes {
+        assert!(
+            size < 4 || asked.contains(&name),
+            "no query for the {name} service"
+        );
     }
 }
 
