@@ -6,7 +6,8 @@
 //!
 //! `cargo run --release -p mcpmux-bench -- peers` runs the peer clients side by side instead
 //! (see `peers.rs`); `-- cli` times whole `mcpmux` processes with many servers configured
-//! (lazy start and the tool cache, see `cli.rs`).
+//! (lazy start and the tool cache, see `cli.rs`); `-- search` measures tool search on a real
+//! catalog and at 10 000 tools (see `search.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,6 +22,7 @@ use serde_json::json;
 
 mod cli;
 mod peers;
+mod search;
 
 struct Args {
     server: PathBuf,
@@ -252,6 +254,7 @@ fn main() -> anyhow::Result<()> {
         Some("peers") => return peers::main(std::env::args().skip(2)),
         Some("client") => return peers::client_main(std::env::args().skip(2)),
         Some("cli") => return cli::main(std::env::args().skip(2)),
+        Some("search") => return search::main(std::env::args().skip(2)),
         _ => {}
     }
     let args = parse_args()?;

@@ -1,7 +1,8 @@
 //! [`ToolIndex`]: BM25F over a tool set, built once, searched per query. Each term's posting
 //! list holds the term's saturated weight in each tool (fields weighted and length-normalised
-//! at build time), so a query only adds up `idf × weight` along its terms' lists. Knows nothing
-//! of providers, deferral or the hub.
+//! at build time), so a query only adds up `idf × weight` along its terms' lists; the words its
+//! synonyms bring in (`synonyms`) count at a lower weight. Knows nothing of providers, deferral
+//! or the hub.
 //!
 //! Why not a crate: the small BM25 crates score one text per document; tool search needs
 //! fields of different weight (a match in a name counts more than one in a description), which
@@ -12,6 +13,7 @@ use std::collections::HashMap;
 use mcpmux::Tool;
 
 use super::fields::{Field, tool_terms};
+use super::synonyms::expand;
 use super::tokens::terms;
 
 /// BM25's term-frequency saturation (the usual 1.2).
@@ -137,8 +139,8 @@ impl ToolIndex {
         words.dedup();
         let mut scores = vec![0f32; self.names.len()];
         let mut touched: Vec<u32> = Vec::new();
-        for word in &words {
-            let Some(term) = self.terms.get(word) else {
+        for (word, boost) in expand(&words) {
+            let Some(term) = self.terms.get(&word) else {
                 continue;
             };
             for &(tool, weight) in &term.postings {
@@ -146,7 +148,7 @@ impl ToolIndex {
                 if *score == 0.0 {
                     touched.push(tool);
                 }
-                *score += term.idf * weight;
+                *score += boost * term.idf * weight;
             }
         }
         let top = touched
@@ -273,6 +275,22 @@ mod tests {
             first("convert 3pm from Berlin to New York"),
             "mcp__time__convert_time"
         );
+    }
+
+    #[test]
+    fn a_request_in_other_words_finds_the_tool_through_synonyms() {
+        let index = ToolIndex::new(&catalog());
+        let first = |q: &str| index.search(q, 3)[0].name.clone();
+        assert_eq!(first("show the folders"), "mcp__fs__list_directory");
+        assert_eq!(first("combine a PR"), "mcp__gh__merge_pull_request");
+        // The word used outweighs the synonym it brings in: `make` brings in `create`, yet
+        // a tool that says `make` would rank above one that says `create`.
+        let tools = vec![
+            tool("a", "create_thing", "Create a thing.", &[]),
+            tool("b", "make_thing", "Make a thing.", &[]),
+        ];
+        let hits = ToolIndex::new(&tools).search("make a thing", 2);
+        assert_eq!(names(&hits), ["mcp__b__make_thing", "mcp__a__create_thing"]);
     }
 
     #[test]

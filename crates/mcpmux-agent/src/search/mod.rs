@@ -7,6 +7,7 @@
 mod deferral;
 mod fields;
 mod index;
+mod synonyms;
 mod tokens;
 
 pub use deferral::{
