@@ -5,6 +5,7 @@ mod auth;
 mod edit;
 mod output;
 mod secret;
+mod serve;
 mod spinner;
 mod trust;
 
@@ -164,6 +165,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve every configured server's tools as one MCP server: over stdio for a client that
+    /// spawns `mcpmux serve`, or over streamable HTTP with `--http 127.0.0.1:PORT`.
+    Serve(serve::ServeArgs),
 }
 
 /// One `--import` name: the dialects it stands for.
@@ -288,6 +292,7 @@ async fn run(cli: Cli) -> ExitCode {
     if let Err(e) = options.token_store.servers() {
         output::say!("mcpmux: {e}");
     }
+    let required = serve::required(&config);
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
         Err(e) => {
@@ -300,6 +305,13 @@ async fn run(cli: Cli) -> ExitCode {
             "mcpmux: no MCP servers configured (.mcp.json, ~/.claude.json, mcpmux.toml, --config; \
              other tools' files with --import); showing the built-in demo server"
         );
+    }
+
+    if let Command::Serve(args) = &cli.command {
+        // Serving ends on Ctrl-C or SIGTERM by itself, gracefully.
+        let outcome = serve::run(&hub, args, required).await;
+        hub.shutdown().await;
+        return exit_code(outcome.map_err(Failure::Other));
     }
 
     // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
@@ -430,7 +442,8 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         | Command::Trust { .. }
         | Command::Add(_)
         | Command::Remove(_)
-        | Command::Secret { .. } => Ok(()),
+        | Command::Secret { .. }
+        | Command::Serve(_) => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();
