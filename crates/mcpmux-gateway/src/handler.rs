@@ -30,6 +30,9 @@ use crate::{convert, watchers::Watchers};
 /// later lists never wait, and a server that connects later is announced with `list_changed`.
 pub const DEFAULT_LIST_WAIT: Duration = Duration::from_secs(10);
 
+/// How long cancelled calls may take to end (their upstream servers told) at shutdown.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
 /// How the gateway serves the hub.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -124,8 +127,14 @@ impl Gateway {
             let events = hub.subscribe();
             let lister = hub.clone();
             let scope = options.scope.clone();
+            let mut startup = startup.clone();
+            let wait = options.list_wait;
+            let settled = async move {
+                let _ = tokio::time::timeout(wait, startup.wait_for(Option::is_some)).await;
+            };
             tokio::spawn(crate::watchers::forward_changes(
                 events,
+                settled,
                 move || list(&lister, scope.as_ref()),
                 watchers.clone(),
                 stop.clone(),
@@ -189,29 +198,33 @@ impl Gateway {
         self.inner.closing.cancel();
     }
 
-    /// Waits until no call is in flight, or `grace` has passed; then cancels the calls still
-    /// running (their upstream servers are told). Returns how many were cancelled.
+    /// Refuses new calls, waits until no call is in flight or `grace` has passed, then
+    /// cancels the calls still running (their upstream servers are told) and waits for them
+    /// to end. Returns how many were cancelled.
     pub async fn drain(&self, grace: Duration) -> usize {
         self.close();
-        let drained = tokio::time::timeout(grace, async {
-            loop {
-                let idle = self.inner.idle.notified();
-                if self.inner.in_flight.load(Ordering::SeqCst) == 0 {
-                    return;
-                }
-                idle.await;
-            }
-        })
-        .await;
-        let left = self.inner.in_flight.load(Ordering::SeqCst);
-        if drained.is_err() {
-            tracing::warn!(
-                calls = left,
-                "grace period over; cancelling calls in flight"
-            );
+        if tokio::time::timeout(grace, self.idle()).await.is_ok() {
+            return 0;
         }
+        let left = self.inner.in_flight.load(Ordering::SeqCst);
+        tracing::warn!(
+            calls = left,
+            "grace period over; cancelling calls in flight"
+        );
         self.inner.abort.cancel();
+        let _ = tokio::time::timeout(CANCEL_WAIT, self.idle()).await;
         left
+    }
+
+    /// Returns once no call is in flight.
+    async fn idle(&self) {
+        loop {
+            let idle = self.inner.idle.notified();
+            if self.inner.in_flight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
     }
 
     async fn wait_for_startup(&self) {
@@ -380,7 +393,8 @@ impl ServerHandler for Gateway {
         tokio::select! {
             () = context.cancelled() => {}
             () = self.inner.stop.cancelled() => {}
-            () = self.inner.abort.cancelled() => {}
+            // Shutdown begins: a listen would hold the graceful wait to its end.
+            () = self.inner.closing.cancelled() => {}
         }
         self.inner.watchers.remove(id);
         Ok(())

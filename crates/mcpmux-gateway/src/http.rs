@@ -7,20 +7,24 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::{
     Router,
+    body::Body,
     extract::{Request, State},
     http::{HeaderValue, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::get,
 };
+use futures::StreamExt;
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
     streamable_http_server::session::local::LocalSessionManager,
 };
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -97,10 +101,48 @@ pub struct HttpServer {
     local: SocketAddr,
 }
 
-/// What the `/mcp` guard checks.
+/// What the `/mcp` guard checks, and the requests it let in that are still answering.
 struct Door {
     token: Option<Token>,
     allowed_origins: Vec<String>,
+    requests: Arc<Requests>,
+}
+
+/// POSTs to `/mcp` whose answer is still being sent: what a graceful shutdown waits for
+/// (a `tools/call`'s answer travels on its POST's stream after the call itself returned).
+#[derive(Default)]
+struct Requests {
+    open: AtomicUsize,
+    idle: Notify,
+}
+
+/// One open request; counted until dropped.
+struct Open(Arc<Requests>);
+
+impl Requests {
+    fn enter(self: &Arc<Self>) -> Open {
+        self.open.fetch_add(1, Ordering::SeqCst);
+        Open(self.clone())
+    }
+
+    /// Returns once no request is open.
+    async fn idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.open.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if self.0.open.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 impl HttpServer {
@@ -159,9 +201,11 @@ impl HttpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
+        let requests = Arc::new(Requests::default());
         let door = Arc::new(Door {
             token: options.token.clone(),
             allowed_origins: options.allowed_origins.clone(),
+            requests: requests.clone(),
         });
         let mcp = Router::new()
             .route_service("/mcp", service)
@@ -190,9 +234,14 @@ impl HttpServer {
         }
         tracing::info!(addr = %local, "shutting down: no new connections");
         accepting.cancel();
-        let cancelled = gateway.drain(options.grace).await;
-        if cancelled > 0 {
+        gateway.close();
+        if tokio::time::timeout(options.grace, requests.idle())
+            .await
+            .is_err()
+        {
+            let cancelled = gateway.drain(Duration::ZERO).await;
             tracing::warn!(cancelled, "calls cancelled at the end of the grace period");
+            let _ = tokio::time::timeout(CLOSE_WAIT, requests.idle()).await;
         }
         sessions.cancel();
         if tokio::time::timeout(CLOSE_WAIT, &mut server).await.is_err() {
@@ -235,6 +284,16 @@ async fn check_door(State(door): State<Arc<Door>>, request: Request, next: Next)
         }
     }
     let deleting = request.method() == axum::http::Method::DELETE;
+    if request.method() == axum::http::Method::POST {
+        let open = door.requests.enter();
+        let (parts, body) = next.run(request).await.into_parts();
+        // Counted until its answer has been sent (or the client went away).
+        let body = body.into_data_stream().map(move |chunk| {
+            let _counted = &open;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(body));
+    }
     let mut response = next.run(request).await;
     if deleting && response.status() == StatusCode::ACCEPTED {
         // rmcp ends a session with 202; the Python SDK reports anything but 200/204 as a

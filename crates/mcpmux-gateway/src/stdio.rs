@@ -40,6 +40,9 @@ pub async fn serve_stdio(
     tokio::select! {
         ended = running.waiting() => {
             tracing::info!(?ended, "stdio session ended");
+            // The client left: its calls were cancelled with the session; let them tell
+            // their servers before the hub closes.
+            gateway.drain(grace).await;
         }
         () = &mut shutdown => {
             gateway.drain(grace).await;

@@ -116,12 +116,22 @@ pub fn fingerprint(tools: &[mcpmux::Tool]) -> u64 {
 
 /// Watches the hub until `stop`: after each event (or a burst of them), lists the tools and
 /// tells the watchers when the set differs from the last one announced.
+///
+/// The first announcement waits for `settled` (startup over, or the first `tools/list`'s
+/// wait for it given up): a client's first list already waits for startup, so the servers
+/// connecting meanwhile are not a change to announce.
 pub async fn forward_changes(
     mut events: broadcast::Receiver<mcpmux::HubEvent>,
+    settled: impl Future<Output = ()>,
     tools: impl Fn() -> Vec<mcpmux::Tool>,
     watchers: Arc<Watchers>,
     stop: CancellationToken,
 ) {
+    tokio::select! {
+        () = stop.cancelled() => return,
+        () = settled => {}
+    }
+    while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
     let mut announced = fingerprint(&tools());
     loop {
         let event = tokio::select! {
