@@ -1,0 +1,428 @@
+//! `mcpmux serve` driven by the official SDK clients (TypeScript 1.32.2: the handshake era;
+//! Python 2.3.0: 2026-07-28 by default, the handshake with `mode: legacy`), over stdio and
+//! over streamable HTTP, with the test server as the upstream. The client scripts live in
+//! `crates/mcpmux-gateway/tests/clients/`; what they print is what the client was told.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+
+/// Longest an SDK client run may take (node and Python start in about a second).
+const CLIENT_DEADLINE: Duration = Duration::from_secs(60);
+
+fn clients() -> PathBuf {
+    workspace().join("crates/mcpmux-gateway/tests/clients")
+}
+
+/// A sandbox whose one configured server, `t`, is the test server with `args`.
+fn with_testserver(args: &[&str]) -> Sandbox {
+    Sandbox::with_user_servers(json!({
+        "t": { "command": testserver(), "args": args }
+    }))
+}
+
+/// How an SDK client spawns `mcpmux serve ARGS` in the sandbox.
+fn stdio_target(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let mut argv = vec!["serve"];
+    argv.extend_from_slice(args);
+    json!({
+        "command": env!("CARGO_BIN_EXE_mcpmux"),
+        "args": argv,
+        "cwd": sandbox.project,
+        "env": {
+            "HOME": sandbox.home,
+            "XDG_CONFIG_HOME": sandbox.home.join(".config"),
+            "XDG_CACHE_HOME": sandbox.home.join(".cache"),
+            "PATH": std::env::var("PATH").unwrap_or_default(),
+        },
+    })
+}
+
+/// Runs a client script to its end and returns the JSON lines it printed.
+fn run_client(mut cmd: Command, what: &str) -> Vec<Value> {
+    cmd.env_remove("MCPMUX_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let stdout = read_all(child.stdout.take().unwrap());
+    let stderr = read_all(child.stderr.take().unwrap());
+    let status = eventually_blocking(CLIENT_DEADLINE, Duration::from_millis(10), || {
+        child.try_wait().unwrap()
+    });
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "{what} did not finish in {CLIENT_DEADLINE:?}: {}",
+            stderr.join().unwrap()
+        );
+    };
+    let stdout = stdout.join().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(
+        status.success(),
+        "{what} failed ({status}):\n{stdout}\n{stderr}"
+    );
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+fn read_all(mut pipe: impl std::io::Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+/// The TypeScript SDK client on `target` (`{"stdio": …}` or `{"url": …}`) doing `actions`.
+fn ts_client(target: Value, actions: Value) -> Vec<Value> {
+    let mut scenario = target;
+    scenario["actions"] = actions;
+    let mut cmd = Command::new("node");
+    cmd.arg(clients().join("ts-client.mjs"))
+        .arg(workspace().join("test-deps/node_modules"))
+        .arg(scenario.to_string());
+    run_client(cmd, "the TypeScript SDK client")
+}
+
+/// The Python SDK client on `target` in `mode` (`auto`: 2026-07-28 here; `legacy`) doing
+/// `actions`.
+fn py_client(target: Value, mode: &str, actions: Value) -> Vec<Value> {
+    let mut scenario = target;
+    scenario["actions"] = actions;
+    scenario["mode"] = json!(mode);
+    let mut cmd = Command::new(venv_bin("python"));
+    cmd.arg(clients().join("py-client.py"))
+        .arg(scenario.to_string());
+    run_client(cmd, "the Python SDK client")
+}
+
+/// `mcpmux serve --http 127.0.0.1:0 ARGS` running in the sandbox; SIGKILLed when dropped.
+struct Served {
+    child: Child,
+    url: String,
+    _stdout: BufReader<ChildStdout>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Served {
+    fn start(sandbox: &Sandbox, args: &[&str]) -> Self {
+        let mut argv = vec!["serve", "--http", "127.0.0.1:0"];
+        argv.extend_from_slice(args);
+        let mut cmd = sandbox.command(&argv);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = read_all(child.stderr.take().unwrap());
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let Some(url) = line.trim().strip_prefix("listening on ") else {
+            let _ = child.kill();
+            panic!(
+                "no `listening on` line: {line:?}; stderr: {}",
+                stderr.join().unwrap()
+            );
+        };
+        Served {
+            url: url.to_string(),
+            child,
+            _stdout: stdout,
+            stderr: Some(stderr),
+        }
+    }
+
+    fn target(&self) -> Value {
+        json!({ "url": self.url })
+    }
+
+    /// SIGTERM, then its exit status and stderr (failing past `within`).
+    fn terminate(mut self, within: Duration) -> (ExitStatus, String) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let status = eventually_blocking(within, Duration::from_millis(10), || {
+            self.child.try_wait().unwrap()
+        });
+        let status =
+            status.unwrap_or_else(|| panic!("mcpmux serve did not exit within {within:?}"));
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        (status, stderr)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn list_and_echo() -> Value {
+    json!([
+        {"do": "list"},
+        {"do": "call", "name": "mcp__t__echo", "arguments": {"text": "through the gateway"}},
+    ])
+}
+
+/// The listed names hold the test server's tools under the hub's names, and the echo came back.
+#[track_caller]
+fn assert_listed_and_echoed(lines: &[Value], who: &str) {
+    let tools = lines
+        .iter()
+        .find_map(|l| l["tools"].as_array())
+        .unwrap_or_else(|| panic!("{who} listed nothing: {lines:?}"));
+    assert!(
+        tools.iter().any(|t| t == "mcp__t__echo"),
+        "{who}: {tools:?}"
+    );
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.as_str().unwrap().starts_with("mcp__t__")),
+        "{who}: {tools:?}"
+    );
+    let result = lines
+        .iter()
+        .find_map(|l| l.get("result"))
+        .unwrap_or_else(|| panic!("{who} got no result: {lines:?}"));
+    assert_eq!(text_of(result), "through the gateway", "{who}: {result}");
+    assert_eq!(result["isError"], false, "{who}: {result}");
+}
+
+#[test]
+fn sdk_clients_list_and_call_through_serve_over_stdio_in_both_eras() {
+    let sandbox = with_testserver(&[]);
+    let target = json!({ "stdio": stdio_target(&sandbox, &[]) });
+
+    let ts = ts_client(target.clone(), list_and_echo());
+    assert_listed_and_echoed(&ts, "TypeScript client (handshake)");
+
+    let mut actions = json!([{"do": "version"}]);
+    actions
+        .as_array_mut()
+        .unwrap()
+        .extend(list_and_echo().as_array().unwrap().clone());
+    let modern = py_client(target.clone(), "auto", actions.clone());
+    assert_eq!(modern[0]["protocol"], "2026-07-28", "{modern:?}");
+    assert_listed_and_echoed(&modern, "Python client (2026-07-28)");
+
+    let legacy = py_client(target, "legacy", actions);
+    assert_eq!(legacy[0]["protocol"], "2025-11-25", "{legacy:?}");
+    assert_listed_and_echoed(&legacy, "Python client (handshake)");
+}
+
+#[test]
+fn sdk_clients_list_and_call_through_serve_over_http_in_both_eras() {
+    let sandbox = with_testserver(&[]);
+    let served = Served::start(&sandbox, &[]);
+
+    let ts = ts_client(served.target(), list_and_echo());
+    assert_listed_and_echoed(&ts, "TypeScript client over HTTP (session)");
+
+    let mut actions = json!([{"do": "version"}]);
+    actions
+        .as_array_mut()
+        .unwrap()
+        .extend(list_and_echo().as_array().unwrap().clone());
+    let modern = py_client(served.target(), "auto", actions.clone());
+    assert_eq!(modern[0]["protocol"], "2026-07-28", "{modern:?}");
+    assert_listed_and_echoed(&modern, "Python client over HTTP (stateless 2026-07-28)");
+
+    let legacy = py_client(served.target(), "legacy", actions);
+    assert_eq!(legacy[0]["protocol"], "2025-11-25", "{legacy:?}");
+    assert_listed_and_echoed(&legacy, "Python client over HTTP (session)");
+
+    let (status, stderr) = served.terminate(Duration::from_secs(10));
+    assert!(status.success(), "{status}: {stderr}");
+}
+
+#[test]
+fn progress_comes_back_to_the_client_in_both_eras() {
+    let sandbox = with_testserver(&[]);
+    let served = Served::start(&sandbox, &[]);
+    let slow = json!([{"do": "call", "name": "mcp__t__slow", "arguments": {"ms": 60, "steps": 3}}]);
+    for (mode, target) in [
+        ("auto", json!({ "stdio": stdio_target(&sandbox, &[]) })),
+        ("legacy", json!({ "stdio": stdio_target(&sandbox, &[]) })),
+        ("auto", served.target()),
+    ] {
+        let lines = py_client(target, mode, slow.clone());
+        assert_eq!(
+            text_of(&lines[0]["result"]),
+            "done after 3 steps",
+            "{lines:?}"
+        );
+        assert_eq!(lines[0]["progress"], 3, "{mode}: {lines:?}");
+    }
+}
+
+#[test]
+fn a_downstream_cancel_reaches_the_upstream_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let sandbox = with_testserver(&["--call-log", log.to_str().unwrap()]);
+    // Twenty seconds of work with progress every 200 ms: the client aborts at the first, then
+    // calls once more (so it is still there when the server logs the cancellation).
+    let cancel = json!([
+        {"do": "progress_then_cancel", "name": "mcp__t__slow",
+         "arguments": {"ms": 20000, "steps": 100}},
+        {"do": "call", "name": "mcp__t__echo", "arguments": {"text": "after"}},
+    ]);
+    let started = Instant::now();
+    let lines = ts_client(
+        json!({ "stdio": stdio_target(&sandbox, &[]) }),
+        cancel.clone(),
+    );
+    assert_eq!(lines[0]["cancelled"], true, "{lines:?}");
+    assert!(lines[0]["progress"].as_u64().unwrap() >= 1, "{lines:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    wait_log_blocking(&log, |l| l.iter().any(|e| e["cancelled"] == "slow"));
+
+    // And over HTTP in a session.
+    std::fs::remove_file(&log).unwrap();
+    let served = Served::start(&sandbox, &[]);
+    let lines = ts_client(served.target(), cancel);
+    assert_eq!(lines[0]["cancelled"], true, "{lines:?}");
+    wait_log_blocking(&log, |l| l.iter().any(|e| e["cancelled"] == "slow"));
+}
+
+fn wait_log_blocking(log: &Path, pred: impl Fn(&[Value]) -> bool) {
+    let seen = eventually_blocking(Duration::from_secs(10), Duration::from_millis(10), || {
+        pred(&call_log(log)).then_some(())
+    });
+    assert!(
+        seen.is_some(),
+        "the call log never showed it: {:?}",
+        call_log(log)
+    );
+}
+
+#[test]
+fn an_upstream_tool_list_change_reaches_the_client_in_both_eras() {
+    let sandbox = with_testserver(&[]);
+    let change = json!([{"do": "call_expecting_list_changed", "name": "mcp__t__change_tools"}]);
+    let lines = ts_client(json!({ "stdio": stdio_target(&sandbox, &[]) }), change);
+    assert_eq!(lines[0]["listChanged"], true, "{lines:?}");
+    assert!(
+        lines[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__t__extra"),
+        "{lines:?}"
+    );
+
+    let served = Served::start(&sandbox, &[]);
+    let listen = json!([{"do": "listen_then_call", "name": "mcp__t__change_tools"}]);
+    let lines = py_client(served.target(), "auto", listen);
+    assert_eq!(lines[0]["listChanged"], true, "{lines:?}");
+}
+
+#[test]
+fn an_upstream_crash_during_a_call_is_an_error_naming_the_server() {
+    let sandbox = Sandbox::with_user_servers(json!({
+        "t": { "command": testserver(), "args": ["--crash-on", "echo"] },
+        "down": { "command": testserver(), "args": ["--exit-at-startup", "1"] },
+    }));
+    let started = Instant::now();
+    let lines = ts_client(
+        json!({ "stdio": stdio_target(&sandbox, &[]) }),
+        json!([
+            {"do": "call", "name": "mcp__t__echo", "arguments": {"text": "boom"}},
+            {"do": "call", "name": "mcp__down__echo", "arguments": {"text": "hi"}},
+        ]),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    let crashed = &lines[0]["result"];
+    assert_eq!(crashed["isError"], true, "{lines:?}");
+    let text = text_of(crashed);
+    assert!(text.contains("server `t`"), "{text}");
+    assert!(
+        text.contains("connection lost during tools/call `echo`"),
+        "{text}"
+    );
+    let down = &lines[1]["result"];
+    assert_eq!(down["isError"], true, "{lines:?}");
+    assert!(
+        text_of(down).contains("server `down` is failed"),
+        "{}",
+        text_of(down)
+    );
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_a_token() {
+    let sandbox = with_testserver(&[]);
+    let run = sandbox.run_within(&["serve", "--http", "0.0.0.0:0"], Duration::from_secs(20));
+    assert_code(&run, 2);
+    assert!(
+        run.stderr
+            .contains("refusing to serve 0.0.0.0:0 without authentication"),
+        "{run:#?}"
+    );
+    assert!(run.stderr.contains("--token-file"), "{run:#?}");
+    assert!(run.stdout.is_empty(), "{run:#?}");
+}
+
+#[test]
+fn sigterm_lets_the_call_in_flight_finish_then_reaps_every_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let sandbox = with_testserver(&["--call-log", log.to_str().unwrap()]);
+    let served = Served::start(&sandbox, &[]);
+    let target = served.target();
+    let client = std::thread::spawn(move || {
+        ts_client(
+            target,
+            json!([{"do": "call", "name": "mcp__t__slow", "arguments": {"ms": 800, "steps": 2}}]),
+        )
+    });
+    wait_log_blocking(&log, |l| l.iter().any(|e| e["tool"] == "slow"));
+    let servers = descendants(served.child.id() as i32);
+    assert!(!servers.is_empty(), "no upstream server process found");
+    let (status, stderr) = served.terminate(Duration::from_secs(15));
+    assert!(status.success(), "{status}: {stderr}");
+    let lines = client.join().unwrap();
+    assert_eq!(
+        text_of(&lines[0]["result"]),
+        "done after 2 steps",
+        "{lines:?}"
+    );
+    let pids = servers.iter().map(|p| p.pid).collect();
+    assert!(
+        wait_gone(&pids, Duration::from_secs(5)).is_empty(),
+        "servers left behind"
+    );
+}
