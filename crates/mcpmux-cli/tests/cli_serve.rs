@@ -426,3 +426,37 @@ fn sigterm_lets_the_call_in_flight_finish_then_reaps_every_server() {
         "servers left behind"
     );
 }
+
+#[test]
+fn a_server_cut_off_by_its_breaker_has_its_tools_withheld_then_back_with_list_changed() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.home.join("gateway.toml");
+    sandbox.write_file(
+        &config,
+        &format!(
+            "[servers.t]\ncommand = {:?}\nargs = [\"--crash-on\", \"echo\"]\n\
+             breaker = {{ threshold = 1, cool_down = \"300ms\" }}\n\
+             backoff = {{ initial = \"20ms\", max = \"200ms\" }}\n",
+            testserver().to_str().unwrap()
+        ),
+    );
+    let serve = stdio_target(&sandbox, &["--config", config.to_str().unwrap()]);
+    let lines = ts_client(
+        json!({ "stdio": serve }),
+        json!([
+            {"do": "list"},
+            {"do": "call", "name": "mcp__t__echo", "arguments": {"text": "boom"}},
+            {"do": "until_listed", "absent": "mcp__t__echo"},
+            {"do": "until_listed", "present": "mcp__t__echo"},
+            {"do": "call", "name": "mcp__t__add", "arguments": {"a": 2, "b": 3}},
+        ]),
+    );
+    assert_eq!(lines[1]["result"]["isError"], true, "{lines:?}");
+    assert!(
+        text_of(&lines[1]["result"]).contains("server `t`"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2]["ok"], true, "tools never withheld: {lines:?}");
+    assert_eq!(lines[3]["ok"], true, "tools never came back: {lines:?}");
+    assert_eq!(text_of(&lines[4]["result"]), "5", "{lines:?}");
+}

@@ -8,6 +8,9 @@
 //        calls with a progress token, aborts at the first progress -> {"progress":n,"cancelled":bool}
 //   {"do":"call_expecting_list_changed","name":N,"arguments":{...}}
 //        calls, then waits (10 s at most) for notifications/tools/list_changed -> {"listChanged":bool,"tools":[names]}
+//   {"do":"until_listed","present":NAME}|{"do":"until_listed","absent":NAME}
+//        lists, and again after each list_changed (10 s at most), until NAME is (not) listed
+//        -> {"ok":bool,"tools":[names]}
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -73,6 +76,21 @@ for (const action of scenario.actions) {
       clearTimeout(timer);
     }
     print({ listChanged: listChanged > before, tools: await names() });
+  } else if (action.do === "until_listed") {
+    // Lists, then again after each list_changed (10 s at most), until `present` is listed or
+    // `absent` is not.
+    const wanted = (tools) =>
+      action.present ? tools.includes(action.present) : !tools.includes(action.absent);
+    const deadline = Date.now() + 10000;
+    let tools = await names();
+    while (!wanted(tools) && Date.now() < deadline) {
+      let timer;
+      const changed = new Promise((resolve) => listChangedWaiters.push(resolve));
+      await Promise.race([changed, new Promise((resolve) => (timer = setTimeout(resolve, deadline - Date.now())))]);
+      clearTimeout(timer);
+      tools = await names();
+    }
+    print({ ok: wanted(tools), tools });
   } else {
     throw new Error(`unknown action ${action.do}`);
   }
