@@ -265,7 +265,7 @@ async fn run(cli: Cli) -> ExitCode {
         return exit_code(outcome);
     }
     let used_demo = config.servers.is_empty() && config.problems.is_empty();
-    let config = if used_demo {
+    let mut config = if used_demo {
         mcpmux::ConfigSet {
             servers: vec![mcpmux_demo::demo_spec()],
             ..config
@@ -292,7 +292,10 @@ async fn run(cli: Cli) -> ExitCode {
     if let Err(e) = options.token_store.servers() {
         output::say!("mcpmux: {e}");
     }
-    let required = serve::required(&config);
+    let required = match cli.command {
+        Command::Serve(_) => serve::prepare(&mut config),
+        _ => Vec::new(),
+    };
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
         Err(e) => {

@@ -41,14 +41,39 @@ pub struct ServeArgs {
     scope: Option<mcpmux::Scope>,
 }
 
-/// The servers `/readyz` waits for: the config's `required` ones.
-pub fn required(config: &mcpmux::ConfigSet) -> Vec<String> {
+/// Readies the config for serving and returns the servers `/readyz` waits for (the
+/// `required` ones). An entry that runs `mcpmux serve` itself is dropped, with a word on
+/// stderr: the client's own config (`~/.claude.json`, `.mcp.json`) that lists the gateway is
+/// read by the gateway too, and would start it again, and again.
+pub fn prepare(config: &mut mcpmux::ConfigSet) -> Vec<String> {
+    let me = std::env::current_exe().ok();
+    config.servers.retain(|spec| {
+        let itself = runs_the_gateway(spec, me.as_deref());
+        if itself {
+            crate::output::say!(
+                "mcpmux: not serving `{}`: it runs `mcpmux serve` itself",
+                spec.name
+            );
+        }
+        !itself
+    });
     config
         .servers
         .iter()
         .filter(|spec| spec.required)
         .map(|spec| spec.name.clone())
         .collect()
+}
+
+/// Whether `spec` starts `mcpmux … serve` (by name or as this very executable).
+fn runs_the_gateway(spec: &mcpmux::ServerSpec, me: Option<&std::path::Path>) -> bool {
+    let mcpmux::TransportSpec::Stdio { command, args, .. } = &spec.transport else {
+        return false;
+    };
+    let program = std::path::Path::new(command);
+    let is_mcpmux = program.file_name().is_some_and(|name| name == "mcpmux")
+        || me.is_some_and(|me| program == me);
+    is_mcpmux && args.iter().any(|arg| arg == "serve")
 }
 
 /// Serves `hub` until the client leaves (stdio), or Ctrl-C / SIGTERM.

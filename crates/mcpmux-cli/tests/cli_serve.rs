@@ -492,3 +492,23 @@ fn in_stdio_mode_only_mcp_reaches_stdout_even_with_debug_logs() {
         "the logs went somewhere else: {run:#?}"
     );
 }
+
+#[test]
+fn an_entry_that_runs_mcpmux_serve_is_not_served_by_it() {
+    // The client's config lists the gateway; the gateway reads that config too.
+    let sandbox = Sandbox::with_user_servers(json!({
+        "t": { "command": testserver(), "args": [] },
+        "mcpmux": { "command": env!("CARGO_BIN_EXE_mcpmux"), "args": ["serve"] },
+    }));
+    let started = Instant::now();
+    let lines = ts_client(
+        json!({ "stdio": stdio_target(&sandbox, &[]) }),
+        list_and_echo(),
+    );
+    assert_listed_and_echoed(&lines, "TypeScript client");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+}
