@@ -124,7 +124,11 @@ impl Served {
     fn start(sandbox: &Sandbox, args: &[&str]) -> Self {
         let mut argv = vec!["serve", "--http", "127.0.0.1:0"];
         argv.extend_from_slice(args);
-        let mut cmd = sandbox.command(&argv);
+        Self::spawn(sandbox.command(&argv))
+    }
+
+    /// Starts `cmd` (an `mcpmux serve --http …`) and reads the address it listens on.
+    fn spawn(mut cmd: Command) -> Self {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let stderr = read_all(child.stderr.take().unwrap());
@@ -511,4 +515,129 @@ fn an_entry_that_runs_mcpmux_serve_is_not_served_by_it() {
         "took {:?}",
         started.elapsed()
     );
+}
+
+/// A raw HTTP/1.1 POST of an `initialize` to `url` with `headers`: the status and the whole
+/// answer as text.
+fn post_initialize(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}
+    })
+    .to_string();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    // An SSE answer may stay open after the result: read what comes until the result is in.
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+        }
+        let text = String::from_utf8_lossy(&answer);
+        if !text.starts_with("HTTP/1.1 200") || text.contains("\"result\"") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    (status, text)
+}
+
+#[test]
+fn with_a_token_file_or_variable_serve_wants_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = with_testserver(&[]);
+    let file = sandbox.home.join("gateway-token");
+    sandbox.write_file(&file, "file-token-123\n");
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let loose = sandbox.run_within(
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--token-file",
+            file.to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_code(&loose, 2);
+    assert!(loose.stderr.contains("chmod 600"), "{loose:#?}");
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let served = Served::start(&sandbox, &["--token-file", file.to_str().unwrap()]);
+    let (status, answer) = post_initialize(&served.url, &[]);
+    assert_eq!(status, 401, "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{answer}"
+    );
+    let (status, _) = post_initialize(&served.url, &[("Authorization", "Bearer file-token-12")]);
+    assert_eq!(status, 401);
+    let (status, answer) =
+        post_initialize(&served.url, &[("Authorization", "Bearer file-token-123")]);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("\"serverInfo\""), "{answer}");
+    drop(served);
+
+    let mut cmd = sandbox.command(&["serve", "--http", "127.0.0.1:0"]);
+    cmd.env("MCPMUX_GATEWAY_TOKEN", "env-token-456");
+    let served = Served::spawn(cmd);
+    let (status, _) = post_initialize(&served.url, &[]);
+    assert_eq!(status, 401);
+    let (status, _) = post_initialize(&served.url, &[("Authorization", "Bearer env-token-456")]);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn past_the_grace_period_a_call_in_flight_is_cancelled_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let sandbox = with_testserver(&["--call-log", log.to_str().unwrap()]);
+    let served = Served::start(&sandbox, &["--grace", "0"]);
+    let target = served.target();
+    let client = std::thread::spawn(move || {
+        ts_client(
+            target,
+            json!([{"do": "call", "name": "mcp__t__slow", "arguments": {"ms": 20000, "steps": 2}}]),
+        )
+    });
+    wait_log_blocking(&log, |l| l.iter().any(|e| e["tool"] == "slow"));
+    let started = Instant::now();
+    let (status, stderr) = served.terminate(Duration::from_secs(15));
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    wait_log_blocking(&log, |l| l.iter().any(|e| e["cancelled"] == "slow"));
+    let lines = client.join().unwrap();
+    let told = lines[0].to_string();
+    assert!(told.contains("cancel"), "the client was told: {told}");
 }
