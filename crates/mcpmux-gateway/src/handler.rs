@@ -160,26 +160,31 @@ impl Gateway {
         &self.inner.hub
     }
 
-    /// Whether the servers' first attempts have settled and every required server is
-    /// connected; otherwise why not.
+    /// Whether the gateway is ready, else why not: every required server connected (in the
+    /// state it is in now, so one that failed and came back is ready again); with none
+    /// required, once the servers' first connection attempts have settled.
     pub fn readiness(&self) -> Result<(), String> {
-        match &*self.inner.startup.borrow() {
-            None => return Err("servers are still starting".into()),
-            Some(Err(error)) => return Err(error.clone()),
-            Some(Ok(())) => {}
+        let required = &self.inner.options.required;
+        if required.is_empty() {
+            return match &*self.inner.startup.borrow() {
+                None => Err("servers are still starting".into()),
+                Some(_) => Ok(()),
+            };
         }
         let servers = self.inner.hub.servers();
-        let missing: Vec<String> = self
-            .inner
-            .options
-            .required
+        let missing: Vec<String> = required
             .iter()
-            .filter(|name| {
-                !servers.iter().any(|s| {
-                    &s.name == *name && matches!(s.state, mcpmux::ServerState::Connected { .. })
-                })
+            .filter_map(|name| match servers.iter().find(|s| &s.name == name) {
+                None => Some(format!("required server `{name}` is not configured")),
+                Some(status) if matches!(status.state, mcpmux::ServerState::Connected { .. }) => {
+                    None
+                }
+                Some(status) => Some(format!(
+                    "required server `{name}` is {}{}",
+                    status.state.label(),
+                    status.error().map(|e| format!(": {e}")).unwrap_or_default()
+                )),
             })
-            .map(|name| format!("required server `{name}` is not connected"))
             .collect();
         if missing.is_empty() {
             Ok(())
