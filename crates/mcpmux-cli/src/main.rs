@@ -278,7 +278,10 @@ async fn run(cli: Cli) -> ExitCode {
     // A call starts only the server it goes to; a listing answers from the tool cache where
     // it can. `servers` and the resource commands start everything: they report on it all.
     let mut options = HubOptions::default()
-        .with_approver(approver(cli.yes))
+        .with_approver(match &cli.command {
+            Command::Serve(_) => serve::approver(cli.yes),
+            _ => approver(cli.yes),
+        })
         .with_keep_spills(matches!(cli.command, Command::Call { .. }))
         .with_lazy(matches!(
             cli.command,

@@ -41,6 +41,18 @@ pub struct ServeArgs {
     scope: Option<mcpmux::Scope>,
 }
 
+/// Who approves calls a policy `ask` rule matches while serving: everyone with `--yes`,
+/// nobody otherwise. Never the terminal: in stdio mode stdin is the client's, and over HTTP
+/// no one is there to answer for a remote client.
+pub fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
+    use mcpmux::policy::{ApproveAll, DenyAll};
+    if yes {
+        std::sync::Arc::new(ApproveAll)
+    } else {
+        std::sync::Arc::new(DenyAll)
+    }
+}
+
 /// Readies the config for serving and returns the servers `/readyz` waits for (the
 /// `required` ones). An entry that runs `mcpmux serve` itself is dropped, with a word on
 /// stderr: the client's own config (`~/.claude.json`, `.mcp.json`) that lists the gateway is

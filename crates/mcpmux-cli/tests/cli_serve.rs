@@ -641,3 +641,41 @@ fn past_the_grace_period_a_call_in_flight_is_cancelled_upstream() {
     let told = lines[0].to_string();
     assert!(told.contains("cancel"), "the client was told: {told}");
 }
+
+#[test]
+fn a_policy_ask_rule_refuses_the_call_unless_serve_was_told_yes() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.home.join("gateway.toml");
+    sandbox.write_file(
+        &config,
+        &format!(
+            "[servers.t]\ncommand = {:?}\n\n[policy]\nask = [\"mcp__t__echo\"]\ndeny = [\"mcp__t__add\"]\n",
+            testserver().to_str().unwrap()
+        ),
+    );
+    let config = config.to_str().unwrap();
+    let calls = json!([
+        {"do": "call", "name": "mcp__t__echo", "arguments": {"text": "may I"}},
+        {"do": "call", "name": "mcp__t__add", "arguments": {"a": 1, "b": 1}},
+    ]);
+    let asked = ts_client(
+        json!({ "stdio": stdio_target(&sandbox, &["--config", config]) }),
+        calls.clone(),
+    );
+    for line in &asked {
+        assert_eq!(line["result"]["isError"], true, "{asked:?}");
+    }
+    assert!(
+        text_of(&asked[0]["result"]).contains("mcp__t__echo"),
+        "{asked:?}"
+    );
+    let approved = ts_client(
+        json!({ "stdio": stdio_target(&sandbox, &["--config", config, "--yes"]) }),
+        calls,
+    );
+    assert_eq!(text_of(&approved[0]["result"]), "may I", "{approved:?}");
+    assert_eq!(
+        approved[1]["result"]["isError"], true,
+        "deny holds: {approved:?}"
+    );
+}
