@@ -679,3 +679,49 @@ fn a_policy_ask_rule_refuses_the_call_unless_serve_was_told_yes() {
         "deny holds: {approved:?}"
     );
 }
+
+#[test]
+fn the_served_tools_are_filtered_scoped_and_validated_as_the_hub_has_them() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.home.join("gateway.toml");
+    let server = testserver();
+    sandbox.write_file(
+        &config,
+        &format!(
+            "[servers.t]\ncommand = {server:?}\ntools = {{ deny = [\"add\"] }}\n\n\
+             [servers.builder]\ncommand = {server:?}\nargs = [\"--page-size\", \"99\"]\n\
+             stages = [\"build\"]\n",
+        ),
+    );
+    let config = config.to_str().unwrap();
+    let lines = ts_client(
+        json!({ "stdio": stdio_target(&sandbox, &["--config", config, "--scope", "plan/coder"]) }),
+        json!([
+            {"do": "list"},
+            {"do": "call", "name": "mcp__builder__echo", "arguments": {"text": "out of scope"}},
+            {"do": "call", "name": "mcp__t__echo", "arguments": {"text": 5}},
+        ]),
+    );
+    let tools = lines[0]["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t == "mcp__t__echo"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == "mcp__t__add"),
+        "denied tool listed: {tools:?}"
+    );
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("mcp__builder__")),
+        "out-of-scope server listed: {tools:?}"
+    );
+    assert_eq!(lines[1]["result"]["isError"], true, "{lines:?}");
+    assert!(
+        text_of(&lines[1]["result"]).contains("outside scope `plan/coder`"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2]["result"]["isError"], true, "{lines:?}");
+    assert!(
+        text_of(&lines[2]["result"]).contains("invalid arguments"),
+        "{lines:?}"
+    );
+}
