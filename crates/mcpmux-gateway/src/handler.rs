@@ -85,9 +85,9 @@ struct Inner {
     hub: mcpmux::Hub,
     options: GatewayOptions,
     watchers: Arc<Watchers>,
-    /// `None` while the servers' first attempts are running; then `Ok`, or why a required
-    /// server failed.
-    startup: watch::Receiver<Option<Result<(), String>>>,
+    /// Whether the servers' first connection attempts have settled (or a required one
+    /// failed: `Hub::wait_ready` stops there).
+    startup: watch::Receiver<bool>,
     /// Set when shutdown begins: new calls are refused.
     closing: CancellationToken,
     /// Cancelled when the grace period is over: calls still running are cancelled upstream.
@@ -110,15 +110,15 @@ impl Gateway {
     pub fn new(hub: mcpmux::Hub, options: GatewayOptions) -> Self {
         let watchers = Arc::new(Watchers::default());
         let stop = CancellationToken::new();
-        let (settled, startup) = watch::channel(None);
+        let (settled, startup) = watch::channel(false);
         {
             let hub = hub.clone();
             let stop = stop.clone();
             tokio::spawn(async move {
                 tokio::select! {
                     () = stop.cancelled() => {}
-                    outcome = hub.wait_ready() => {
-                        let _ = settled.send(Some(outcome.map_err(|e| e.to_string())));
+                    _ = hub.wait_ready() => {
+                        let _ = settled.send(true);
                     }
                 }
             });
@@ -130,7 +130,7 @@ impl Gateway {
             let mut startup = startup.clone();
             let wait = options.list_wait;
             let settled = async move {
-                let _ = tokio::time::timeout(wait, startup.wait_for(Option::is_some)).await;
+                let _ = tokio::time::timeout(wait, startup.wait_for(|settled| *settled)).await;
             };
             tokio::spawn(crate::watchers::forward_changes(
                 events,
@@ -166,9 +166,10 @@ impl Gateway {
     pub fn readiness(&self) -> Result<(), String> {
         let required = &self.inner.options.required;
         if required.is_empty() {
-            return match &*self.inner.startup.borrow() {
-                None => Err("servers are still starting".into()),
-                Some(_) => Ok(()),
+            return if *self.inner.startup.borrow() {
+                Ok(())
+            } else {
+                Err("servers are still starting".into())
             };
         }
         let servers = self.inner.hub.servers();
@@ -236,7 +237,7 @@ impl Gateway {
         let mut startup = self.inner.startup.clone();
         let _ = tokio::time::timeout(
             self.inner.options.list_wait,
-            startup.wait_for(Option::is_some),
+            startup.wait_for(|settled| *settled),
         )
         .await;
     }
