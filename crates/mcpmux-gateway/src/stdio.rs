@@ -37,8 +37,9 @@ pub async fn serve_stdio(
         () = &mut shutdown => return Ok(()),
     };
     let session = running.cancellation_token();
+    let mut waiting = std::pin::pin!(running.waiting());
     tokio::select! {
-        ended = running.waiting() => {
+        ended = &mut waiting => {
             tracing::info!(?ended, "stdio session ended");
             // The client left: its calls were cancelled with the session; let them tell
             // their servers before the hub closes.
@@ -46,7 +47,10 @@ pub async fn serve_stdio(
         }
         () = &mut shutdown => {
             gateway.drain(grace).await;
+            // rmcp writes the answers still on their way (2 s at most) before it stops.
             session.cancel();
+            let ended = waiting.await;
+            tracing::info!(?ended, "stdio session closed");
         }
     }
     Ok(())
