@@ -15,8 +15,8 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-        ServerConfig, SubscriptionFilter,
+        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+        ServerCapabilities, ServerConfig, SubscriptionFilter,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -273,24 +273,25 @@ impl Gateway {
         let mut cancelled = false;
         let outcome = loop {
             tokio::select! {
-                outcome = &mut call => break outcome,
+                // Progress first: a step sent before the answer is passed on before it.
+                biased;
+                Some(step) = next(&mut progress) => {
+                    forward_progress(&context, token.as_ref(), step).await;
+                }
                 // The downstream client cancelled: cancel upstream, then take the call's answer.
                 () = context.ct.cancelled(), if !cancelled => {
                     cancelled = true;
                     cancel.cancel();
                 }
-                Some(step) = next(&mut progress) => {
-                    if let Some(token) = &token {
-                        let mut param = ProgressNotificationParam::new(token.clone(), step.progress);
-                        param.total = step.total;
-                        param.message = step.message;
-                        if let Err(error) = context.peer.notify_progress(param).await {
-                            tracing::debug!(%error, "progress not passed downstream");
-                        }
-                    }
-                }
+                outcome = &mut call => break outcome,
             }
         };
+        // Steps still queued when the answer came: they happened before it.
+        if let Some(rx) = progress.as_mut() {
+            while let Ok(step) = rx.try_recv() {
+                forward_progress(&context, token.as_ref(), step).await;
+            }
+        }
         match outcome {
             Ok(result) => Ok(convert::result(&result).into()),
             Err(error) => {
@@ -298,6 +299,23 @@ impl Gateway {
                 convert::error(&error).map(Into::into)
             }
         }
+    }
+}
+
+/// Sends one progress step to the downstream client under its progress token.
+async fn forward_progress(
+    context: &RequestContext<RoleServer>,
+    token: Option<&ProgressToken>,
+    step: mcpmux::Progress,
+) {
+    let Some(token) = token else {
+        return;
+    };
+    let mut param = ProgressNotificationParam::new(token.clone(), step.progress);
+    param.total = step.total;
+    param.message = step.message;
+    if let Err(error) = context.peer.notify_progress(param).await {
+        tracing::debug!(%error, "progress not passed downstream");
     }
 }
 
