@@ -344,7 +344,12 @@ fn an_upstream_tool_list_change_reaches_the_client_in_both_eras() {
         "{lines:?}"
     );
 
+    // Over HTTP: a handshake session hears it on its GET stream...
     let served = Served::start(&sandbox, &[]);
+    let change = json!([{"do": "call_expecting_list_changed", "name": "mcp__t__change_tools"}]);
+    let lines = ts_client(served.target(), change);
+    assert_eq!(lines[0]["listChanged"], true, "{lines:?}");
+    // ... and a 2026-07-28 client on its subscriptions/listen stream.
     let listen = json!([{"do": "listen_then_call", "name": "mcp__t__change_tools"}]);
     let lines = py_client(served.target(), "auto", listen);
     assert_eq!(lines[0]["listChanged"], true, "{lines:?}");
