@@ -75,3 +75,35 @@ fn sigterm_in_stdio_mode_answers_the_call_in_flight_then_reaps_every_server() {
     );
     drop(stdin);
 }
+
+#[test]
+fn in_stdio_mode_only_mcp_reaches_stdout_even_with_debug_logs() {
+    let sandbox = with_testserver(&[]);
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "by-hand", "version": "1"}}
+    });
+    let input = format!(
+        "{initialize}\n{}\n",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    );
+    let mut cmd = sandbox.command(&["serve", "-v", "debug"]);
+    cmd.stdin(Stdio::piped());
+    let run = run_command(cmd, Some(&input));
+    assert_code(&run, 0);
+    assert!(!run.stdout.is_empty(), "{run:#?}");
+    for line in run.stdout.lines() {
+        let message: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON-RPC line on stdout ({e}): {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+    assert!(
+        run.stdout.contains("\"serverInfo\":{\"name\":\"mcpmux\""),
+        "{run:#?}"
+    );
+    assert!(
+        run.stderr.contains("DEBUG"),
+        "the logs went somewhere else: {run:#?}"
+    );
+}

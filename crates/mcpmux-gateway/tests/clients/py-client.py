@@ -6,6 +6,8 @@ Usage:
     {"do":"version"}                              -> {"protocol": negotiated version}
     {"do":"list"}                                 -> {"tools":[names]}
     {"do":"call","name":N,"arguments":{...}}      -> {"result":{...},"progress":n} or {"error":message}
+    {"do":"progress_then_cancel","name":N,"arguments":{...}}
+        cancels the call at its first progress step -> {"progress":n,"cancelled":bool}
     {"do":"listen_then_call","name":N,"arguments":{...}}
         (2026-07-28) opens a tools list-changed listen, calls, waits (10 s at most) for the event
         -> {"listChanged":bool}
@@ -57,6 +59,17 @@ async def main() -> None:
                     emit({"result": result.model_dump(mode="json", by_alias=True), "progress": len(steps)})
                 except Exception as error:  # the test reads what the client was told
                     emit({"error": str(error)})
+            elif kind == "progress_then_cancel":
+                # Cancels the call at its first progress step, then makes one more round trip.
+                steps = []
+                with anyio.CancelScope() as scope:
+
+                    async def progress(value, total, message):
+                        steps.append(value)
+                        scope.cancel()
+
+                    await client.call_tool(action["name"], action.get("arguments", {}), progress_callback=progress)
+                emit({"progress": len(steps), "cancelled": scope.cancelled_caught})
             elif kind == "listen_then_call":
                 changed = False
                 async with client.listen(tools_list_changed=True) as subscription:
