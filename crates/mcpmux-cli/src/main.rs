@@ -6,6 +6,7 @@ mod auth;
 mod edit;
 mod output;
 mod secret;
+mod serve;
 mod spinner;
 mod trust;
 
@@ -169,6 +170,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve every configured server's tools as one MCP server: over stdio for a client that
+    /// spawns `mcpmux serve`, or over streamable HTTP with `--http 127.0.0.1:PORT`.
+    Serve(serve::ServeArgs),
 }
 
 /// One `--import` name: the dialects it stands for.
@@ -277,7 +281,7 @@ async fn run(cli: Cli) -> ExitCode {
         _ => None,
     };
     let used_demo = config.servers.is_empty() && config.problems.is_empty();
-    let config = if used_demo {
+    let mut config = if used_demo {
         mcpmux::ConfigSet {
             servers: vec![mcpmux_demo::demo_spec()],
             ..config
@@ -290,7 +294,10 @@ async fn run(cli: Cli) -> ExitCode {
     // A call starts only the server it goes to; a listing answers from the tool cache where
     // it can. `servers` and the resource commands start everything: they report on it all.
     let mut options = HubOptions::default()
-        .with_approver(approver(cli.yes))
+        .with_approver(match &cli.command {
+            Command::Serve(_) => serve::approver(cli.yes),
+            _ => approver(cli.yes),
+        })
         .with_keep_spills(matches!(cli.command, Command::Call { .. }))
         .with_lazy(matches!(
             cli.command,
@@ -304,6 +311,10 @@ async fn run(cli: Cli) -> ExitCode {
     if let Err(e) = options.token_store.servers() {
         output::say!("mcpmux: {e}");
     }
+    let required = match cli.command {
+        Command::Serve(_) => serve::prepare(&mut config),
+        _ => Vec::new(),
+    };
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
         Err(e) => {
@@ -324,6 +335,14 @@ async fn run(cli: Cli) -> ExitCode {
         hub.shutdown().await;
         return outcome;
     }
+
+    if let Command::Serve(args) = &cli.command {
+        // Serving ends on Ctrl-C or SIGTERM by itself, gracefully.
+        let outcome = serve::run(&hub, args, required).await;
+        hub.shutdown().await;
+        return exit_code(outcome.map_err(Failure::Other));
+    }
+
     // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
     let outcome = tokio::select! {
         outcome = command(&hub, &cli.command) => outcome,
@@ -498,7 +517,8 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         | Command::Add(_)
         | Command::Remove(_)
         | Command::Secret { .. }
-        | Command::Run(_) => Ok(()),
+        | Command::Run(_)
+        | Command::Serve(_) => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();

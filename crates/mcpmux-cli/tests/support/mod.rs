@@ -11,12 +11,14 @@ mod call_log;
 mod poll;
 #[path = "../../../mcpmux/tests/support/procs.rs"]
 mod procs;
+mod sdk;
 #[path = "../../../mcpmux/tests/support/servers.rs"]
 mod servers;
 
 pub use call_log::*;
 pub use poll::*;
 pub use procs::*;
+pub use sdk::*;
 pub use servers::*;
 
 use std::io::{Read, Write};

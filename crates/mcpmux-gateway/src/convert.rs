@@ -1,0 +1,137 @@
+//! The hub's records in MCP's words: a [`mcpmux::Tool`] as an rmcp `Tool` (named as the hub
+//! exposes it), a [`mcpmux::ToolResult`] as a `CallToolResult`, and a [`mcpmux::Error`] as what
+//! the downstream client is told — an `isError` result naming the server and its state, or a
+//! JSON-RPC error when the request itself cannot be routed. Knows nothing of sessions or
+//! transports.
+
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
+use serde_json::{Map, Value, json};
+
+/// The hub's tool as a downstream client lists it: its exposed (namespaced) name, the
+/// server's title, description, schemas and annotations.
+pub fn tool(tool: &mcpmux::Tool) -> Option<rmcp::model::Tool> {
+    let mut value = json!({
+        "name": tool.name,
+        "inputSchema": object_schema(&tool.input_schema),
+    });
+    let fields = value.as_object_mut()?;
+    if let Some(title) = &tool.title {
+        fields.insert("title".into(), json!(title));
+    }
+    if let Some(description) = &tool.description {
+        fields.insert("description".into(), json!(description));
+    }
+    if let Some(schema) = tool.output_schema.as_ref().filter(|s| s.is_object()) {
+        fields.insert("outputSchema".into(), schema.clone());
+    }
+    let hints = &tool.annotations;
+    let mut annotations = Map::new();
+    for (key, hint) in [
+        ("readOnlyHint", hints.read_only_hint),
+        ("destructiveHint", hints.destructive_hint),
+        ("idempotentHint", hints.idempotent_hint),
+        ("openWorldHint", hints.open_world_hint),
+    ] {
+        if let Some(hint) = hint {
+            annotations.insert(key.into(), json!(hint));
+        }
+    }
+    if !annotations.is_empty() {
+        fields.insert("annotations".into(), Value::Object(annotations));
+    }
+    match serde_json::from_value(value) {
+        Ok(tool) => Some(tool),
+        Err(error) => {
+            tracing::warn!(tool = %tool.name, %error, "tool not listed downstream");
+            None
+        }
+    }
+}
+
+/// An input schema is an object; anything else a server sent becomes the empty object schema.
+fn object_schema(schema: &Value) -> Value {
+    if schema.is_object() {
+        schema.clone()
+    } else {
+        json!({"type": "object"})
+    }
+}
+
+/// The hub's result as the downstream client gets it: the same blocks, structured content and
+/// `isError`. A block rmcp cannot carry is given as its text rendering.
+pub fn result(result: &mcpmux::ToolResult) -> CallToolResult {
+    let content = result
+        .content
+        .iter()
+        .map(|block| {
+            serde_json::to_value(block)
+                .ok()
+                .and_then(|value| serde_json::from_value::<ContentBlock>(value).ok())
+                .unwrap_or_else(|| ContentBlock::text(block.to_text()))
+        })
+        .collect();
+    let mut out = if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    out.structured_content = result.structured_content.clone();
+    out
+}
+
+/// How a failed call reaches the downstream client.
+///
+/// A name the hub does not know is a JSON-RPC error (-32602, as the spec answers an unknown
+/// tool); every other failure is a tool result with `isError: true` whose text names the
+/// server and what became of it (down, breaker open, crashed mid-call, timed out, refused by
+/// policy), so the model reads it and the client never waits.
+pub fn error(error: &mcpmux::Error) -> Result<CallToolResult, ErrorData> {
+    match error {
+        mcpmux::Error::UnknownTool { .. } => {
+            Err(ErrorData::invalid_params(error.to_string(), None))
+        }
+        _ => Ok(CallToolResult::error(vec![ContentBlock::text(
+            error.to_string(),
+        )])),
+    }
+}
+
+/// The result a downstream client gets when the gateway itself refuses a call.
+pub fn refusal(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn an_unknown_tool_is_a_protocol_error_and_a_down_server_is_an_error_result() {
+        let unknown = mcpmux::Error::UnknownTool {
+            name: "mcp__x__y".into(),
+            suggestion: None,
+        };
+        assert!(error(&unknown).is_err());
+        let down = mcpmux::Error::Unavailable {
+            server: "files".into(),
+            state: mcpmux::ServerState::Stopped,
+            reason: "shut down".into(),
+        };
+        let result = error(&down).unwrap();
+        assert_eq!(result.is_error, Some(true));
+        let text = serde_json::to_string(&result).unwrap();
+        assert!(text.contains("server `files` is stopped"), "{text}");
+    }
+
+    #[test]
+    fn results_keep_their_blocks_and_structured_content() {
+        let mut hub_result = mcpmux::ToolResult::text("hello");
+        hub_result.structured_content = Some(json!({"n": 1}));
+        let out = serde_json::to_value(result(&hub_result)).unwrap();
+        assert_eq!(out["content"][0]["text"], "hello");
+        assert_eq!(out["structuredContent"]["n"], 1);
+        assert_eq!(out["isError"], false);
+    }
+}

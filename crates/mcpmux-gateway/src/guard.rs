@@ -1,0 +1,259 @@
+//! The HTTP door's rules, as plain functions: which addresses may be bound without a token,
+//! which `Origin` values are let in (DNS rebinding), the bearer token and its comparison in
+//! constant time, and reading a token from a file others cannot read. Knows nothing of MCP.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// Why the gateway will not serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardError {
+    /// A non-loopback address without a token.
+    #[error(
+        "refusing to serve {addr} without authentication: an address other than loopback \
+         needs a bearer token (--token-file FILE or MCPMUX_GATEWAY_TOKEN)"
+    )]
+    NeedsToken {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The token file cannot be used.
+    #[error("token file {path}: {message}")]
+    TokenFile {
+        /// The file.
+        path: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// The token is empty or not one line of visible ASCII.
+    #[error("the bearer token {0}")]
+    BadToken(&'static str),
+}
+
+/// Longest token accepted (a token file is read at most this far).
+const MAX_TOKEN_BYTES: usize = 4096;
+
+/// A bearer token, kept only as its digest.
+#[derive(Clone)]
+pub struct Token {
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl Token {
+    /// A token from its text (one trailing newline and surrounding whitespace dropped).
+    pub fn new(text: &str) -> Result<Self, GuardError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(GuardError::BadToken("is empty"));
+        }
+        if text.len() > MAX_TOKEN_BYTES {
+            return Err(GuardError::BadToken("is longer than 4096 bytes"));
+        }
+        if !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(GuardError::BadToken(
+                "must be one line of visible ASCII (no spaces or control characters)",
+            ));
+        }
+        Ok(Token {
+            digest: Sha256::digest(text.as_bytes()).into(),
+        })
+    }
+
+    /// Reads a token file, refusing one that group or others may read.
+    pub fn from_file(path: &Path) -> Result<Self, GuardError> {
+        let fail = |message: String| GuardError::TokenFile {
+            path: path.display().to_string(),
+            message,
+        };
+        let metadata = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = metadata.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(fail(format!(
+                    "group or others may read it (mode {mode:o}): run `chmod 600 {}`",
+                    path.display()
+                )));
+            }
+        }
+        if metadata.len() > MAX_TOKEN_BYTES as u64 + 2 {
+            return Err(fail("is larger than a token".into()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        Token::new(&text)
+    }
+
+    /// Whether an `Authorization` header value carries this token, compared in constant time
+    /// (as digests, so the length of the token is not revealed either).
+    pub fn admits(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(value) = authorization else {
+            return false;
+        };
+        let Some(presented) = strip_bearer(value) else {
+            return false;
+        };
+        let digest: [u8; 32] = Sha256::digest(presented).into();
+        digest
+            .iter()
+            .zip(self.digest.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
+
+/// The credentials of `Bearer <credentials>` (scheme case-insensitive).
+fn strip_bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return None;
+    }
+    let rest = rest.trim_ascii();
+    (!rest.is_empty()).then_some(rest)
+}
+
+/// Whether `addr` may be served without a token: only loopback.
+pub fn check_bind(addr: SocketAddr, token: Option<&Token>) -> Result<(), GuardError> {
+    if addr.ip().is_loopback() || token.is_some() {
+        Ok(())
+    } else {
+        Err(GuardError::NeedsToken { addr })
+    }
+}
+
+/// Whether a request with this `Origin` header may reach `/mcp`. No header (not a browser) is
+/// let in; a loopback origin (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`,
+/// https too) is let in; anything else only when it is in `allowed` (`scheme://host[:port]`,
+/// compared without case and without a trailing `/`; `null` for `Origin: null`).
+pub fn origin_allowed(origin: Option<&[u8]>, allowed: &[String]) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    let Ok(origin) = std::str::from_utf8(origin) else {
+        return false;
+    };
+    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    if allowed
+        .iter()
+        .any(|a| a.trim().trim_end_matches('/').eq_ignore_ascii_case(&origin))
+    {
+        return true;
+    }
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = if let Some(bracketed) = rest.strip_prefix('[') {
+        match bracketed.split_once(']') {
+            Some((host, port)) if port.is_empty() || valid_port(port) => host,
+            _ => return false,
+        }
+    } else {
+        match rest.split_once(':') {
+            Some((host, port)) if valid_port(port) => host,
+            Some(_) => return false,
+            None => rest,
+        }
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "::1")
+}
+
+fn valid_port(port: &str) -> bool {
+    port.strip_prefix(':')
+        .unwrap_or(port)
+        .parse::<u16>()
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn loopback_origins_pass_and_others_need_the_list() {
+        let none: Vec<String> = Vec::new();
+        assert!(origin_allowed(None, &none));
+        for ok in [
+            "http://localhost:3000",
+            "http://127.0.0.1:8080",
+            "https://localhost",
+            "http://[::1]:9",
+            "HTTP://LOCALHOST:1/",
+        ] {
+            assert!(origin_allowed(Some(ok.as_bytes()), &none), "{ok}");
+        }
+        for bad in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.nip.io:80",
+            "null",
+            "http://localhost:notaport",
+            "file://",
+            "\u{ff}",
+        ] {
+            assert!(!origin_allowed(Some(bad.as_bytes()), &none), "{bad}");
+        }
+        let allowed = vec!["https://app.example.com/".to_string(), "null".to_string()];
+        assert!(origin_allowed(Some(b"https://App.example.com"), &allowed));
+        assert!(origin_allowed(Some(b"null"), &allowed));
+        assert!(!origin_allowed(
+            Some(b"https://app.example.com:8443"),
+            &allowed
+        ));
+    }
+
+    #[test]
+    fn only_the_exact_bearer_token_is_admitted() {
+        let token = Token::new("s3cret-token\n").unwrap();
+        assert!(token.admits(Some(b"Bearer s3cret-token")));
+        assert!(token.admits(Some(b"bearer s3cret-token")));
+        assert!(!token.admits(Some(b"Bearer s3cret-toke")));
+        assert!(!token.admits(Some(b"Bearer s3cret-token2")));
+        assert!(!token.admits(Some(b"Basic s3cret-token")));
+        assert!(!token.admits(Some(b"Bearer ")));
+        assert!(!token.admits(Some(b"Bear")));
+        assert!(!token.admits(None));
+        assert!(Token::new("  ").is_err());
+        assert!(Token::new("two words").is_err());
+        assert_eq!(format!("{token:?}"), "Token(<redacted>)");
+    }
+
+    #[test]
+    fn a_non_loopback_bind_needs_a_token() {
+        let token = Token::new("t").unwrap();
+        let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert!(check_bind(local, None).is_ok());
+        assert!(matches!(
+            check_bind(public, None),
+            Err(GuardError::NeedsToken { .. })
+        ));
+        assert!(check_bind(public, Some(&token)).is_ok());
+    }
+
+    #[test]
+    fn a_token_file_others_may_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "abc\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let error = Token::from_file(&path).unwrap_err().to_string();
+        assert!(error.contains("chmod 600"), "{error}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(Token::from_file(&path).unwrap().admits(Some(b"Bearer abc")));
+    }
+}

@@ -1,0 +1,57 @@
+//! The gateway over stdio, for a client that spawns `mcpmux serve`: one session on this
+//! process's stdin and stdout (rmcp's transport; the handshake era and 2026-07-28 requests
+//! alike), until the client closes stdin or shutdown is asked for. Nothing but MCP frames
+//! is written to stdout. Closing the hub is the caller's.
+
+use std::time::Duration;
+
+use rmcp::{ServiceExt, service::ServerInitializeError};
+
+use crate::Gateway;
+
+/// Why stdio serving failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StdioError {
+    /// The session could not start.
+    #[error("the MCP session on stdio could not start: {0}")]
+    Start(String),
+}
+
+/// Serves one session on stdin/stdout until the client leaves or `shutdown` completes; then
+/// lets calls in flight finish within `grace` and cancels the rest.
+pub async fn serve_stdio(
+    gateway: Gateway,
+    shutdown: impl Future<Output = ()> + Send,
+    grace: Duration,
+) -> Result<(), StdioError> {
+    let transport = rmcp::transport::stdio_pipes();
+    let mut shutdown = std::pin::pin!(shutdown);
+    let running = tokio::select! {
+        started = gateway.clone().serve(transport) => match started {
+            Ok(running) => running,
+            // The client went away before choosing a lifecycle: nothing to serve.
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(error) => return Err(StdioError::Start(error.to_string())),
+        },
+        () = &mut shutdown => return Ok(()),
+    };
+    let session = running.cancellation_token();
+    let mut waiting = std::pin::pin!(running.waiting());
+    tokio::select! {
+        ended = &mut waiting => {
+            tracing::info!(?ended, "stdio session ended");
+            // The client left: its calls were cancelled with the session; let them tell
+            // their servers before the hub closes.
+            gateway.drain(grace).await;
+        }
+        () = &mut shutdown => {
+            gateway.drain(grace).await;
+            // rmcp writes the answers still on their way (2 s at most) before it stops.
+            session.cancel();
+            let ended = waiting.await;
+            tracing::info!(?ended, "stdio session closed");
+        }
+    }
+    Ok(())
+}
