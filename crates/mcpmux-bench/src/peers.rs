@@ -43,17 +43,35 @@ struct Figures {
     peak_rss_mb: f64,
 }
 
-const CLIENTS: [&str; 4] = ["Python SDK", "TypeScript SDK", "rmcp raw", "mcpmux hub"];
+/// The clients, in table order. The Rust clients run twice: on a two-worker runtime (what a
+/// harness on tokio's default runtime gets, and what `mcpmux` uses) and on a current-thread
+/// runtime (every task on the caller's thread: no wake-up crosses threads, as in the SDKs'
+/// single-threaded event loops).
+const CLIENTS: [&str; 6] = [
+    "Python SDK",
+    "TypeScript SDK",
+    "rmcp raw",
+    "mcpmux hub",
+    "rmcp raw, 1 thread",
+    "mcpmux hub, 1 thread",
+];
 
-/// `mcpmux-bench client rmcp|hub LOAD_JSON`: one Rust client's run, figures on stdout.
+/// `mcpmux-bench client rmcp|hub LOAD_JSON [current-thread]`: one Rust client's run, figures
+/// on stdout.
 pub(crate) fn client_main(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let kind = args.next().context("client needs a kind: rmcp or hub")?;
     let load: Load = serde_json::from_str(&args.next().context("client needs the load JSON")?)?;
     let (program, server_args) = load.server.split_first().context("empty server command")?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = match args.next().as_deref() {
+        Some("current-thread") => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        None => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?,
+        Some(other) => bail!("unknown runtime {other}: current-thread, or none for two workers"),
+    };
     let figures = runtime.block_on(async {
         match kind.as_str() {
             "rmcp" => run(&load, || raw_connect(program, server_args), ten_raw(&load)).await,
@@ -232,10 +250,17 @@ impl Peers {
                     .arg(&self.modules)
                     .arg(load);
             }
-            "rmcp raw" | "mcpmux hub" => {
+            "rmcp raw" | "mcpmux hub" | "rmcp raw, 1 thread" | "mcpmux hub, 1 thread" => {
                 command = Command::new(std::env::current_exe()?);
-                let kind = if client == "rmcp raw" { "rmcp" } else { "hub" };
+                let kind = if client.starts_with("rmcp") {
+                    "rmcp"
+                } else {
+                    "hub"
+                };
                 command.args(["client", kind, load]);
+                if client.ends_with("1 thread") {
+                    command.arg("current-thread");
+                }
             }
             other => bail!("no such client {other}"),
         }

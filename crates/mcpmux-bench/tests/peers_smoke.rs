@@ -20,7 +20,14 @@ fn every_peer_client_completes_a_quick_run_and_reports_its_figures() {
         String::from_utf8_lossy(&output.stderr)
     );
     let table: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
-    for client in ["Python SDK", "TypeScript SDK", "rmcp raw", "mcpmux hub"] {
+    for client in [
+        "Python SDK",
+        "TypeScript SDK",
+        "rmcp raw",
+        "mcpmux hub",
+        "rmcp raw, 1 thread",
+        "mcpmux hub, 1 thread",
+    ] {
         let figures = &table[client];
         for metric in [
             "cold_ms",

@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// Send every tool definition, never deferring them behind `search_tools`.
     #[arg(long)]
     pub all_tools: bool,
+    /// Always send the tools matching this pattern (exposed or raw name, `*` and `?`), or
+    /// every tool of a server with `SERVER:*`, when the others are deferred (repeatable).
+    #[arg(long, value_name = "PATTERN")]
+    pub pin: Vec<String>,
 }
 
 /// The provider `args` names, from the environment: fails before any server starts.
@@ -83,6 +87,15 @@ pub async fn run(
     }
     if args.all_tools {
         options = options.with_deferral(None);
+    } else if !args.pin.is_empty() {
+        let mut deferral = mcpmux_agent::DeferralOptions::default();
+        for pattern in &args.pin {
+            deferral = match pattern.strip_suffix(":*") {
+                Some(server) => deferral.with_always_load(server),
+                None => deferral.with_pinned(pattern),
+            };
+        }
+        options = options.with_deferral(Some(deferral));
     }
     let agent = Agent::new(hub.clone(), provider, options);
     let status = Arc::new(Mutex::new(Status {

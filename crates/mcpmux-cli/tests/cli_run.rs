@@ -231,3 +231,38 @@ async fn a_model_that_cannot_be_used_is_one_line_naming_what_to_set() {
         assert_eq!(run.stdout, "", "{spec}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_catalog_is_deferred_behind_search_tools_with_pinned_tools_sent() {
+    let sandbox = Sandbox::with_user_servers(serde_json::json!({
+        "t": {
+            "command": support::testserver().to_string_lossy(),
+            "args": ["--many-tools", "300"]
+        }
+    }));
+    let model = ScriptedModel::start(Wire::OpenAi, vec![Step::text("ok")])
+        .await
+        .unwrap();
+    let run = mcpmux(
+        &sandbox,
+        &[
+            "run",
+            "hi",
+            "-m",
+            "openai:m",
+            "--pin",
+            "mcp__t__echo",
+            "--pin",
+            "mcp__t__add",
+        ],
+        &openai_env(&model),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let names: Vec<String> = model.requests()[0]
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(names, ["mcp__t__add", "mcp__t__echo", "search_tools"]);
+}

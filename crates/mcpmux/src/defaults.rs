@@ -32,6 +32,11 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// How long a server gets after SIGTERM before SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_millis(500);
 
+/// How long shutdown waits for processes still being stopped after their connection was
+/// dropped mid-start (stdin closed at once, then SIGTERM and [`TERM_GRACE`], then SIGKILL):
+/// that ladder and a second to spare on a loaded machine.
+pub const REAP_WAIT: Duration = Duration::from_millis(1500);
+
 /// How many stderr lines of a server we keep for error messages.
 pub const STDERR_TAIL_LINES: usize = 40;
 

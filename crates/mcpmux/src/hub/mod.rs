@@ -63,6 +63,8 @@ struct Inner {
     /// The spill folder, with this hub's own record of the files it wrote.
     spill: Spill,
     keep_spills: bool,
+    /// The transports' shared resources: shutdown waits for their process reapers.
+    transports: TransportContext,
 }
 
 impl Drop for Inner {
@@ -150,6 +152,7 @@ impl Hub {
             host: options.host.clone(),
             tool_cache: ToolCache::new(options.tool_cache.clone(), options.tool_cache_max_age),
         };
+        let transports = shared.ctx.clone();
         let servers = specs
             .into_iter()
             .map(|spec| {
@@ -194,6 +197,7 @@ impl Hub {
                 validators: ValidatorCache::default(),
                 spill,
                 keep_spills: options.keep_spills,
+                transports,
             }),
         })
     }
@@ -242,6 +246,12 @@ impl Hub {
     /// Closes every server concurrently and reaps every child process.
     pub async fn shutdown(&self) {
         futures::future::join_all(self.connections().map(|c| c.shutdown())).await;
+        // A server still starting when shutdown came was dropped with its handshake; its
+        // process is being stopped by its reaper: no child outlives this call.
+        self.inner
+            .transports
+            .reaped(crate::defaults::REAP_WAIT)
+            .await;
         if !self.inner.keep_spills {
             self.inner.spill.remove_written();
         }

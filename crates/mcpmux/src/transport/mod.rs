@@ -33,6 +33,10 @@ pub(crate) struct TransportContext {
     http: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
     /// Token store, authorizer and each server's OAuth state.
     auth: crate::auth::AuthContext,
+    /// The tasks that reap child processes: a process whose connection was dropped mid-start
+    /// (the hub shutting down during a handshake) is still being stopped by one of them, and
+    /// shutdown waits for it.
+    reapers: tokio_util::task::TaskTracker,
 }
 
 impl TransportContext {
@@ -41,7 +45,23 @@ impl TransportContext {
         Self {
             http: Default::default(),
             auth,
+            reapers: tokio_util::task::TaskTracker::new(),
         }
+    }
+
+    /// Waits, at most `within`, until every child process this context started is reaped.
+    pub async fn reaped(&self, within: std::time::Duration) {
+        self.reapers.close();
+        if tokio::time::timeout(within, self.reapers.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "{} server process(es) still being stopped after {within:?}",
+                self.reapers.len()
+            );
+        }
+        self.reapers.reopen();
     }
 
     /// Refusals of a server's OAuth credentials that could not be answered.
@@ -132,7 +152,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             cwd,
         } => {
             let (transport, process) =
-                stdio::spawn(&spec.name, command, args, env, cwd.as_deref())?;
+                stdio::spawn(&spec.name, command, args, env, cwd.as_deref(), &ctx.reapers)?;
             Ok(Opened::Stdio { transport, process })
         }
         TransportSpec::Http { url, headers } => {

@@ -168,6 +168,7 @@ pub(crate) fn spawn(
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
+    reapers: &tokio_util::task::TaskTracker,
 ) -> Result<(StdioTransport, ProcessHandle), Error> {
     let mut cmd = Command::new(command);
     cmd.args(args)
@@ -222,7 +223,7 @@ pub(crate) fn spawn(
         pgid: pid as i32,
         armed: true,
     };
-    let reaper = tokio::spawn(reap(server.to_string(), child, guard, exit_tx, stop_rx));
+    let reaper = reapers.spawn(reap(server.to_string(), child, guard, exit_tx, stop_rx));
 
     let transport = AsyncRwTransport::new_client(JsonRpcLines::new(stdout, server), stdin)
         .with_max_line_length(defaults::MAX_STDIO_FRAME);
