@@ -279,6 +279,12 @@ impl Connection {
             token,
         };
         let answer = self.within(live, tool, options, clock, handle.rx).await;
+        if options.progress.is_some() && matches!(answer, Ok(Ok(Ok(_)))) {
+            // rmcp hands each notification to a task of its own, so a progress step the server
+            // sent just before its answer may not be delivered yet when the answer is: let
+            // those tasks run before the route goes, or the caller loses the last steps.
+            tokio::task::yield_now().await;
+        }
         if !matches!(answer, Err(Stopped::Waiting(_))) {
             // Answered, or the session is gone: there is nothing left to cancel.
             cancel_guard.peer = None;
