@@ -346,7 +346,10 @@ impl NativeHub {
             Some(scope) => hub.tools_for(&scope),
             None => hub.tools(),
         };
-        convert::serialized(py, &mcpmux::schema::export(&tools, provider))
+        let export = convert::serialized(py, &mcpmux::schema::export(&tools, provider))?;
+        // The name the provider is asked by (`openai-strict`), not serde's spelling.
+        export.set_item("provider", provider.as_str())?;
+        Ok(export)
     }
 
     /// Every configured server's status, as dicts (`mcpmux servers --json`).
