@@ -3,7 +3,8 @@
 //! (with the GIL released) for code that is not async.
 //!
 //! What it owns: the crossing between Python and Rust — one tokio runtime shared with
-//! `pyo3-async-runtimes` (`runtime`), values both ways (`convert`), errors as the package's
+//! `pyo3-async-runtimes` (`runtime`), calls completed on the event loop's own thread
+//! (`awaitable`), values both ways (`convert`), errors as the package's
 //! exception classes (`errors`), Python tool sources, built-ins and approvers (`sources`),
 //! results (`result`), events (`events`) and the hub handle (`hub`). What it knows nothing
 //! of: how the hub works — every behaviour is the library's; the Python-facing API (classes,
@@ -13,6 +14,7 @@
 //!
 //! [`Hub`]: mcpmux::Hub
 
+mod awaitable;
 mod convert;
 mod errors;
 mod events;
@@ -29,6 +31,7 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hub::NativeHub>()?;
     m.add_class::<result::ToolResult>()?;
     m.add_class::<events::EventStream>()?;
+    m.add_class::<awaitable::Completer>()?;
     m.add_function(wrap_pyfunction!(hub::start, m)?)?;
     m.add_function(wrap_pyfunction!(hub::start_blocking, m)?)?;
     m.add_function(wrap_pyfunction!(result::render_untrusted_text, m)?)?;

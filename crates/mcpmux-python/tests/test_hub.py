@@ -296,3 +296,17 @@ async def test_a_hub_not_started_or_shut_down_says_so() -> None:
     await hub.start()
     await hub.shutdown()
     await hub.shutdown()
+
+
+def test_a_hub_started_on_one_loop_is_called_from_another() -> None:
+    import asyncio as aio
+
+    hub = mcpmux.Hub({"t": testserver()}, ephemeral=True)
+    aio.run(hub.start())
+
+    async def second() -> str:
+        text = (await hub.call("mcp__t__echo", {"text": "second loop"})).text
+        await hub.shutdown()
+        return text
+
+    assert aio.run(second()) == "second loop"

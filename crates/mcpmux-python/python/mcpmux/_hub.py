@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import warnings
+import weakref
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 
 from . import _mcpmux
@@ -22,6 +23,21 @@ from .errors import McpmuxError
 __all__ = ["Hub", "BlockingHub"]
 
 Approver = Callable[[ApprovalRequest], Any]
+
+
+# One completer per event loop: finished calls are set on the loop's own thread (see
+# `awaitable.rs`), woken through a socket the loop watches.
+_completers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _mcpmux.Completer]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _completer() -> "_mcpmux.Completer":
+    loop = asyncio.get_running_loop()
+    completer = _completers.get(loop)
+    if completer is None:
+        completer = _completers[loop] = _mcpmux.Completer(loop)
+    return completer
 
 
 class _Base:
@@ -203,7 +219,7 @@ class Hub(_Base):
         """Calls the tool exposed as ``name``. A tool that fails *answers* (``is_error``); a
         call that cannot be made raises a :class:`mcpmux.errors.McpmuxError`. ``timeout`` (s)
         overrides the server's call timeout; ``scope`` refuses tools outside it."""
-        return await self._hub.call(name, arguments, timeout, scope_text(scope))
+        return await self._hub.call(name, arguments, timeout, scope_text(scope), _completer())
 
     async def call_tool(
         self,
@@ -216,7 +232,7 @@ class Hub(_Base):
         """:meth:`call` for what a model sent: a provider-side name from :meth:`export` and
         arguments as a dict or as JSON text."""
         name, arguments = self._tool_call(name, arguments)
-        return await self._hub.call(name, arguments, timeout, scope_text(scope))
+        return await self._hub.call(name, arguments, timeout, scope_text(scope), _completer())
 
     async def call_for_model(
         self,

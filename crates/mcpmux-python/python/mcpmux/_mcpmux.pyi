@@ -41,6 +41,13 @@ class EventStream:
     def next_blocking(self, timeout: float | None = None) -> dict[str, Any] | None:
         """The next event; ``None`` after ``timeout`` s; ``StopIteration`` after shutdown."""
 
+class Completer:
+    """Completes calls on one event loop's own thread (one per loop)."""
+
+    def __init__(self, event_loop: Any) -> None: ...
+    def drain(self) -> None: ...
+    def close(self) -> None: ...
+
 class NativeHub:
     """A running hub."""
 
@@ -55,6 +62,7 @@ class NativeHub:
         arguments: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         scope: str | None = None,
+        completer: Completer | None = None,
     ) -> Awaitable[ToolResult]: ...
     def call_blocking(
         self,
