@@ -12,7 +12,7 @@ import json
 import os
 import warnings
 import weakref
-from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from . import _mcpmux
 from ._bridge import ApproverBridge, BuiltinBridge, Runner, SourceBridge
@@ -23,6 +23,7 @@ from .errors import McpmuxError
 __all__ = ["Hub", "BlockingHub"]
 
 Approver = Callable[[ApprovalRequest], Any]
+H = TypeVar("H", bound="_Base")
 
 
 # One completer per event loop: finished calls are set on the loop's own thread (see
@@ -67,7 +68,7 @@ class _Base:
 
     @classmethod
     def from_config(
-        cls,
+        cls: type[H],
         config_files: Iterable["str | os.PathLike[str]"] = (),
         *,
         project_dir: "str | os.PathLike[str] | None" = None,
@@ -80,7 +81,7 @@ class _Base:
         approver: Approver | None = None,
         lazy: bool = False,
         ephemeral: bool = False,
-    ) -> Any:
+    ) -> H:
         """A hub over the servers of your config files, as the ``mcpmux`` CLI reads them.
 
         User files (``~/.claude.json``, ``~/.config/mcpmux/config.toml`` …), then the project's
@@ -156,9 +157,10 @@ class _Base:
     def _tool_call(self, name: str, arguments: Any) -> tuple[str, Any]:
         """A model's call as the hub takes it: a provider-side name mapped back, arguments given
         as JSON text (as OpenAI sends them) parsed."""
+        parsed: Any = arguments
         if isinstance(arguments, (str, bytes)):
             try:
-                arguments = json.loads(arguments) if arguments else None
+                parsed = json.loads(arguments) if arguments else None
             except ValueError as e:
                 from .errors import InvalidArguments
 
@@ -168,7 +170,7 @@ class _Base:
                     tool=name,
                     reason=f"not JSON: {e}",
                 ) from None
-        return self._provider_names.get(name, name), arguments
+        return self._provider_names.get(name, name), parsed
 
 
 class Hub(_Base):
@@ -231,8 +233,8 @@ class Hub(_Base):
     ) -> "_mcpmux.ToolResult":
         """:meth:`call` for what a model sent: a provider-side name from :meth:`export` and
         arguments as a dict or as JSON text."""
-        name, arguments = self._tool_call(name, arguments)
-        return await self._hub.call(name, arguments, timeout, scope_text(scope), _completer())
+        exposed, parsed = self._tool_call(name, arguments)
+        return await self._hub.call(exposed, parsed, timeout, scope_text(scope), _completer())
 
     async def call_for_model(
         self,
@@ -306,8 +308,8 @@ class BlockingHub(_Base):
         scope: ScopeLike = None,
     ) -> "_mcpmux.ToolResult":
         """:meth:`call` for what a model sent (see :meth:`Hub.call_tool`)."""
-        name, arguments = self._tool_call(name, arguments)
-        return self._hub.call_blocking(name, arguments, timeout, scope_text(scope))
+        exposed, parsed = self._tool_call(name, arguments)
+        return self._hub.call_blocking(exposed, parsed, timeout, scope_text(scope))
 
     def call_for_model(
         self,
