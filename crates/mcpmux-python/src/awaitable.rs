@@ -110,20 +110,17 @@ impl Completer {
             }
         }
         let finished = std::mem::take(&mut *lock(&self.finished.queue));
+        let mut first_error = None;
         for (id, outcome) in finished {
             let Some(future) = lock(&self.pending).remove(&id) else {
                 continue;
             };
-            let future = future.bind(py);
-            if future.call_method0("done")?.is_truthy()? {
-                continue;
+            // One future that cannot be set (cancelled in between) must not strand the others.
+            if let Err(e) = settle(future.bind(py), outcome(py)) {
+                first_error.get_or_insert(e);
             }
-            match outcome(py) {
-                Ok(value) => future.call_method1("set_result", (value,))?,
-                Err(error) => future.call_method1("set_exception", (error.value(py),))?,
-            };
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Unregisters the socket from the loop.
@@ -134,6 +131,19 @@ impl Completer {
         }
         Ok(())
     }
+}
+
+/// Sets `future` to `outcome`, unless it is already done (cancelled by its awaiter).
+fn settle(future: &Bound<'_, PyAny>, outcome: PyResult<Py<PyAny>>) -> PyResult<()> {
+    let py = future.py();
+    if future.call_method0("done")?.is_truthy()? {
+        return Ok(());
+    }
+    match outcome {
+        Ok(value) => future.call_method1("set_result", (value,))?,
+        Err(error) => future.call_method1("set_exception", (error.value(py),))?,
+    };
+    Ok(())
 }
 
 /// Aborts a call's task when its Python future is cancelled, and forgets the future.

@@ -310,3 +310,16 @@ def test_a_hub_started_on_one_loop_is_called_from_another() -> None:
         return text
 
     assert aio.run(second()) == "second loop"
+
+
+async def test_calls_cancelled_among_many_in_flight_leave_the_others_answered() -> None:
+    async with mcpmux.Hub({"t": testserver()}, ephemeral=True) as hub:
+        tasks = [asyncio.create_task(hub.call("mcp__t__slow", {"ms": 100})) for _ in range(40)]
+        await asyncio.sleep(0.05)
+        for task in tasks[::2]:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        cancelled = [r for r in results[::2] if isinstance(r, asyncio.CancelledError)]
+        answered = [r for r in results[1::2] if isinstance(r, mcpmux.ToolResult) and not r.is_error]
+        assert len(cancelled) == 20 and len(answered) == 20
+        assert (await hub.call("mcp__t__echo", {"text": "after"})).text == "after"
