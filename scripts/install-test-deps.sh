@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP servers the tests talk to, pinned, into git-ignored folders of
-# this checkout: test-deps/node_modules (npm) and test-deps/.venv (PyPI). Never globally.
+# this checkout: test-deps/node_modules (npm), test-deps/.venv and test-deps/.venv-py (PyPI).
+# Never globally.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/test-deps"
@@ -15,6 +16,16 @@ if [[ ! -x .venv/bin/mcp-server-time ]] || [[ requirements.txt -nt .venv/.instal
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
   touch .venv/.installed
+fi
+# The Python package's environment (scripts/test-python.sh): maturin, pytest, the adapter
+# libraries (LangChain core, the OpenAI Agents SDK, PydanticAI) and the benchmark's peer clients,
+# pinned in crates/mcpmux-python/requirements-test.txt.
+py_reqs="$root/crates/mcpmux-python/requirements-test.txt"
+if [[ ! -x .venv-py/bin/maturin ]] || [[ "$py_reqs" -nt .venv-py/.installed ]]; then
+  echo "== pip: installing maturin, pytest and the adapter libraries into test-deps/.venv-py"
+  python3 -m venv .venv-py
+  .venv-py/bin/pip install --quiet --disable-pip-version-check -r "$py_reqs"
+  touch .venv-py/.installed
 fi
 # The official MCP conformance suite, pinned (0.1.16 in conformance/, the 0.2.0 alpha line in
 # conformance/alpha/), each with a Node 22 binary from npm (the suite needs Node >= 22; the

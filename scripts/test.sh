@@ -16,5 +16,7 @@ echo "== cargo test"
 # The test server binary is started by the integration tests.
 cargo build --quiet -p mcpmux-testserver
 cargo test --workspace
+echo "== the Python package (maturin develop into test-deps/.venv-py, then pytest)"
+scripts/test-python.sh
 # The official MCP conformance suite against the mcpmux library (known failures listed with reasons).
 conformance/run.sh

@@ -181,6 +181,14 @@ impl Builtin {
         self
     }
 
+    /// Builder-style: list `schema` instead of the one derived from the argument type, for a
+    /// tool whose arguments are described at run time (a function of another language taking
+    /// `serde_json::Value`). The hub validates every call against it before the function runs.
+    pub fn with_input_schema(mut self, schema: Value) -> Self {
+        self.tool.input_schema = schema;
+        self
+    }
+
     /// Calls it: arguments that do not fit the type are `InvalidArguments`; the deadline and
     /// cancellation of `options` apply.
     pub async fn call(&self, arguments: Value, options: &CallOptions) -> Result<ToolResult> {

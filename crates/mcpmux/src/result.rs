@@ -244,10 +244,10 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
-    /// Reads an MCP `CallToolResult` in its JSON form (the wire's results are read typed, in
-    /// `connection`; this is the reference they are tested against).
-    #[cfg(test)]
-    pub(crate) fn from_json(mut value: Value) -> Self {
+    /// Reads an MCP `CallToolResult` in its JSON form (`content`, `structuredContent`,
+    /// `isError`); a block of an unknown type is kept as [`Content::Other`]. (A server's
+    /// answers are read typed, in `connection`, and tested against this.)
+    pub fn from_json(mut value: Value) -> Self {
         let content = match value.get_mut("content").map(Value::take) {
             Some(Value::Array(blocks)) => blocks.into_iter().map(Content::from_json).collect(),
             _ => Vec::new(),

@@ -1,0 +1,103 @@
+"""fastmcp's client in the Python side-by-side benchmark: the same phases as
+crates/mcpmux-bench/peers/py-client.py, one JSON line of figures on stdout.
+Usage: python fastmcp_client.py '{"cold":N,"calls":N,"total":N,"in_flight":N,"servers":N,"server":[CMD, ARGS...]}'
+"""
+
+import asyncio
+import json
+import os
+import resource
+import sys
+import time
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+config = json.loads(sys.argv[1])
+devnull = open(os.devnull, "w")
+
+
+def client() -> Client:
+    transport = StdioTransport(
+        command=config["server"][0], args=config["server"][1:], keep_alive=False, log_file=devnull
+    )
+    return Client(transport)
+
+
+async def echo(session: Client, text: str) -> None:
+    result = await session.call_tool("echo", {"text": text})
+    got = result.content[0].text
+    if got != text:
+        raise RuntimeError(f"asked {text!r}, got {got!r}")
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round((len(values) - 1) * p))]
+
+
+async def main() -> None:
+    cold = []
+    for _ in range(config["cold"]):
+        start = time.perf_counter()
+        async with client() as session:
+            if not await session.list_tools():
+                raise RuntimeError("the server listed no tools")
+            cold.append(time.perf_counter() - start)
+
+    async with client() as session:
+        await session.list_tools()
+        for i in range(200):
+            await echo(session, f"warm {i}")
+        latencies = []
+        for i in range(config["calls"]):
+            start = time.perf_counter()
+            await echo(session, f"call {i}")
+            latencies.append(time.perf_counter() - start)
+        per_worker = config["total"] // config["in_flight"]
+
+        async def worker(w: int) -> None:
+            for i in range(per_worker):
+                await echo(session, f"w{w} c{i}")
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(config["in_flight"])))
+        calls_per_sec = per_worker * config["in_flight"] / (time.perf_counter() - start)
+
+    ready = asyncio.Semaphore(0)
+    done = asyncio.Event()
+
+    async def hold() -> None:
+        try:
+            async with client() as session:
+                await session.list_tools()
+                ready.release()
+                await done.wait()
+        except BaseException:
+            ready.release()
+            raise
+
+    start = time.perf_counter()
+    holders = [asyncio.create_task(hold()) for _ in range(config["servers"])]
+    for _ in holders:
+        await ready.acquire()
+    servers_ms = (time.perf_counter() - start) * 1e3
+    done.set()
+    await asyncio.gather(*holders)
+
+    print(
+        json.dumps(
+            {
+                "cold_ms": percentile(cold, 0.5) * 1e3,
+                "p50_us": percentile(latencies, 0.5) * 1e6,
+                "p99_us": percentile(latencies, 0.99) * 1e6,
+                "calls_per_sec": calls_per_sec,
+                "servers_ms": servers_ms,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        ),
+        flush=True,
+    )
+
+
+asyncio.run(main())

@@ -1,0 +1,219 @@
+//! The library's [`Error`] as the package's exceptions (`mcpmux.errors`): one class per thing
+//! a harness acts on, each carrying the variant's fields as attributes, the message the Rust
+//! error prints, and `for_model` (the error as a model should see it, the server's words
+//! wrapped as untrusted). Knows nothing of how the error arose.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use mcpmux::Error;
+
+/// The Python exception for `error`.
+pub(crate) fn to_pyerr(error: Error) -> PyErr {
+    Python::attach(|py| match build(py, &error) {
+        Ok(err) => err,
+        // The package's module could not be imported or the class refused its fields: the
+        // message still reaches the caller.
+        Err(_) => PyRuntimeError::new_err(error.to_string()),
+    })
+}
+
+/// A hub-level failure that is not an [`Error`] (a bad option, a config problem) as
+/// `McpmuxError` subclass `class`.
+pub(crate) fn new_error(class: &str, kind: &str, message: String) -> PyErr {
+    Python::attach(|py| {
+        let made = (|| -> PyResult<PyErr> {
+            let fields = PyDict::new(py);
+            fields.set_item("kind", kind)?;
+            instantiate(py, class, &message, &fields)
+        })();
+        made.unwrap_or_else(|_| PyRuntimeError::new_err(message))
+    })
+}
+
+fn instantiate(
+    py: Python<'_>,
+    class: &str,
+    message: &str,
+    fields: &Bound<'_, PyDict>,
+) -> PyResult<PyErr> {
+    let module = py.import("mcpmux.errors")?;
+    let instance = module.getattr(class)?.call((message,), Some(fields))?;
+    Ok(PyErr::from_value(instance))
+}
+
+fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
+    let fields = PyDict::new(py);
+    let set = |key: &str, value: Bound<'_, PyAny>| fields.set_item(key, value);
+    let class = match error {
+        Error::Config(e) => {
+            set("kind", "config".into_pyobject(py)?.into_any())?;
+            if let Some(server) = e.server() {
+                set("server", server.into_pyobject(py)?.into_any())?;
+            }
+            "ConfigError"
+        }
+        Error::Policy(_) => {
+            set("kind", "policy".into_pyobject(py)?.into_any())?;
+            "ConfigError"
+        }
+        Error::DuplicateServer { name } => {
+            set("kind", "duplicate_server".into_pyobject(py)?.into_any())?;
+            set("server", name.into_pyobject(py)?.into_any())?;
+            "ConfigError"
+        }
+        Error::Connect {
+            server,
+            message,
+            stderr_tail,
+        } => {
+            set("kind", "connect".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("reason", message.into_pyobject(py)?.into_any())?;
+            set("stderr_tail", stderr_tail.into_pyobject(py)?.into_any())?;
+            "ServerUnavailable"
+        }
+        Error::Auth { server, message } => {
+            set("kind", "auth".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("reason", message.into_pyobject(py)?.into_any())?;
+            "AuthRequired"
+        }
+        Error::Timeout {
+            server,
+            what,
+            after,
+        } => {
+            set("kind", "timeout".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("what", what.into_pyobject(py)?.into_any())?;
+            set("after", after.as_secs_f64().into_pyobject(py)?.into_any())?;
+            "ToolTimeout"
+        }
+        Error::Unavailable {
+            server,
+            state,
+            reason,
+        } => {
+            set("kind", "unavailable".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("state", state.label().into_pyobject(py)?.into_any())?;
+            set("reason", reason.into_pyobject(py)?.into_any())?;
+            "ServerUnavailable"
+        }
+        Error::RequiredServerFailed { server, message } => {
+            set(
+                "kind",
+                "required_server_failed".into_pyobject(py)?.into_any(),
+            )?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("reason", message.into_pyobject(py)?.into_any())?;
+            "ServerUnavailable"
+        }
+        Error::CircuitOpen { server, message } => {
+            set("kind", "circuit_open".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("reason", message.into_pyobject(py)?.into_any())?;
+            "CircuitOpen"
+        }
+        Error::ConnectionLost {
+            server,
+            what,
+            reason,
+            stderr_tail,
+        } => {
+            set("kind", "connection_lost".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("what", what.into_pyobject(py)?.into_any())?;
+            set("reason", reason.into_pyobject(py)?.into_any())?;
+            set("stderr_tail", stderr_tail.into_pyobject(py)?.into_any())?;
+            "ConnectionLost"
+        }
+        Error::UnknownServer { name } => {
+            set("kind", "unknown_server".into_pyobject(py)?.into_any())?;
+            set("server", name.into_pyobject(py)?.into_any())?;
+            "UnknownServer"
+        }
+        Error::UnknownTool { name, suggestion } => {
+            set("kind", "unknown_tool".into_pyobject(py)?.into_any())?;
+            set("tool", name.into_pyobject(py)?.into_any())?;
+            set("suggestion", suggestion.into_pyobject(py)?.into_any())?;
+            "UnknownTool"
+        }
+        Error::Server {
+            server,
+            code,
+            message,
+        } => {
+            set("kind", "server".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("code", code.into_pyobject(py)?.into_any())?;
+            set("reason", message.into_pyobject(py)?.into_any())?;
+            "ServerError"
+        }
+        Error::Protocol { server, message } => {
+            set("kind", "protocol".into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("reason", message.into_pyobject(py)?.into_any())?;
+            "ProtocolError"
+        }
+        Error::Cancelled(reason) => {
+            set("kind", "cancelled".into_pyobject(py)?.into_any())?;
+            set("reason", reason.into_pyobject(py)?.into_any())?;
+            "Cancelled"
+        }
+        Error::InvalidArguments { tool, message } => {
+            set("kind", "invalid_arguments".into_pyobject(py)?.into_any())?;
+            set("tool", tool.into_pyobject(py)?.into_any())?;
+            set("reason", message.into_pyobject(py)?.into_any())?;
+            "InvalidArguments"
+        }
+        Error::Denied(refusal) => {
+            set("kind", "denied".into_pyobject(py)?.into_any())?;
+            set("tool", refusal.tool.as_str().into_pyobject(py)?.into_any())?;
+            set("rule", refusal.rule.as_str().into_pyobject(py)?.into_any())?;
+            set(
+                "asked",
+                refusal.asked.into_pyobject(py)?.to_owned().into_any(),
+            )?;
+            set("reason", refusal.reason.as_deref().into_pyobject(py)?)?;
+            "PolicyRefused"
+        }
+        Error::OutOfScope {
+            tool,
+            server,
+            scope,
+            reason,
+        } => {
+            set("kind", "out_of_scope".into_pyobject(py)?.into_any())?;
+            set("tool", tool.into_pyobject(py)?.into_any())?;
+            set("server", server.into_pyobject(py)?.into_any())?;
+            set("scope", scope.into_pyobject(py)?.into_any())?;
+            set("reason", reason.into_pyobject(py)?.into_any())?;
+            "OutOfScope"
+        }
+        Error::UnusableTool { tool, reason } => {
+            set("kind", "unusable_tool".into_pyobject(py)?.into_any())?;
+            set("tool", tool.into_pyobject(py)?.into_any())?;
+            set("reason", reason.into_pyobject(py)?.into_any())?;
+            "UnusableTool"
+        }
+        Error::NoResourceServer { uri, .. } => {
+            set("kind", "no_resource_server".into_pyobject(py)?.into_any())?;
+            set("reason", uri.into_pyobject(py)?.into_any())?;
+            "McpmuxError"
+        }
+        _ => {
+            set("kind", "other".into_pyobject(py)?.into_any())?;
+            "McpmuxError"
+        }
+    };
+    set(
+        "for_model",
+        mcpmux::render_untrusted_error(error)
+            .into_pyobject(py)?
+            .into_any(),
+    )?;
+    instantiate(py, class, &error.to_string(), &fields)
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The Python package's tests: builds the extension (dev profile, into the workspace's target
+# dir, so the library is not compiled twice) and installs it into test-deps/.venv-py with
+# `maturin develop`, then runs the pytest suite against real servers (the test server, the
+# reference servers of test-deps/). scripts/install-test-deps.sh makes the environment.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/test-deps/.venv-py"
+if [[ ! -x "$venv/bin/maturin" ]]; then
+  "$root/scripts/install-test-deps.sh"
+fi
+cd "$root"
+cargo build --quiet -p mcpmux-testserver
+cd crates/mcpmux-python
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --quiet
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests
