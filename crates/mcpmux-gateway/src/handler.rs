@@ -28,7 +28,7 @@ use rmcp::{
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{convert, resources::Catalog, watchers::Watchers};
+use crate::{convert, metrics::Metrics, resources::Catalog, watchers::Watchers};
 
 /// How long the first `tools/list` waits for the hub's servers to settle (their first
 /// connection attempts), so a client that lists at once sees the servers that start quickly;
@@ -112,6 +112,8 @@ struct Inner {
     idle: Notify,
     /// Resources, templates and prompts, and the prompt routing table.
     catalog: Catalog,
+    /// Calls counted and timed, for `/metrics`.
+    metrics: Metrics,
     /// Whether some upstream server has offered resources (then prompts): declared from then
     /// on, so a session never sees a capability vanish because a server is down.
     offers_resources: AtomicBool,
@@ -166,6 +168,7 @@ impl Gateway {
                 hub,
                 options,
                 catalog,
+                metrics: Metrics::default(),
                 offers_resources: AtomicBool::new(false),
                 offers_prompts: AtomicBool::new(false),
                 watchers,
@@ -216,6 +219,11 @@ impl Gateway {
         } else {
             Err(missing.join("; "))
         }
+    }
+
+    /// The calls counted and timed so far.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     /// How many downstream parties are told about tool-list changes.
@@ -321,6 +329,7 @@ impl Gateway {
             progress = Some(rx);
         }
         let hub = &self.inner.hub;
+        let started = std::time::Instant::now();
         let mut call = pin!(hub.call_with(&request.name, arguments, options));
         let mut cancelled = false;
         let outcome = loop {
@@ -344,6 +353,13 @@ impl Gateway {
                 forward_progress(&context, token.as_ref(), step).await;
             }
         }
+        let tool = hub.tool(&request.name);
+        let failed = outcome.as_ref().map_or(true, |result| result.is_error);
+        self.inner.metrics.record(
+            tool.as_ref().map(|t| (t.server.as_str(), t.name.as_str())),
+            started.elapsed(),
+            failed,
+        );
         match outcome {
             Ok(result) => Ok(convert::result(&result).into()),
             Err(error) => {
