@@ -311,9 +311,9 @@ async fn run(cli: Cli) -> ExitCode {
     if let Err(e) = options.token_store.servers() {
         output::say!("mcpmux: {e}");
     }
-    let required = match cli.command {
-        Command::Serve(_) => serve::prepare(&mut config),
-        _ => Vec::new(),
+    let serving = match &cli.command {
+        Command::Serve(args) => serve::prepare(&mut config, args),
+        _ => serve::Serving::default(),
     };
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
@@ -338,7 +338,7 @@ async fn run(cli: Cli) -> ExitCode {
 
     if let Command::Serve(args) = &cli.command {
         // Serving ends on Ctrl-C or SIGTERM by itself, gracefully.
-        let outcome = serve::run(&hub, args, required).await;
+        let outcome = serve::run(&hub, args, serving).await;
         hub.shutdown().await;
         return exit_code(outcome.map_err(Failure::Other));
     }

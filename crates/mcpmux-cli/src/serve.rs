@@ -53,11 +53,20 @@ pub fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
     }
 }
 
-/// Readies the config for serving and returns the servers `/readyz` waits for (the
-/// `required` ones). An entry that runs `mcpmux serve` itself is dropped, with a word on
-/// stderr: the client's own config (`~/.claude.json`, `.mcp.json`) that lists the gateway is
-/// read by the gateway too, and would start it again, and again.
-pub fn prepare(config: &mut mcpmux::ConfigSet) -> Vec<String> {
+/// What serving needs to know of the config besides the hub.
+#[derive(Debug, Default)]
+pub struct Serving {
+    /// The servers `/readyz` waits for (the `required` ones).
+    required: Vec<String>,
+    /// The servers outside `--scope`: their resources and prompts are not served.
+    hidden: Vec<String>,
+}
+
+/// Readies the config for serving and returns what serving needs of it. An entry that runs
+/// `mcpmux serve` itself is dropped, with a word on stderr: the client's own config
+/// (`~/.claude.json`, `.mcp.json`) that lists the gateway is read by the gateway too, and
+/// would start it again, and again.
+pub fn prepare(config: &mut mcpmux::ConfigSet, args: &ServeArgs) -> Serving {
     let me = std::env::current_exe().ok();
     config.servers.retain(|spec| {
         let itself = runs_the_gateway(spec, me.as_deref());
@@ -69,12 +78,22 @@ pub fn prepare(config: &mut mcpmux::ConfigSet) -> Vec<String> {
         }
         !itself
     });
-    config
-        .servers
-        .iter()
-        .filter(|spec| spec.required)
-        .map(|spec| spec.name.clone())
-        .collect()
+    let names = |keep: &dyn Fn(&mcpmux::ServerSpec) -> bool| -> Vec<String> {
+        config
+            .servers
+            .iter()
+            .filter(|spec| keep(spec))
+            .map(|spec| spec.name.clone())
+            .collect()
+    };
+    Serving {
+        required: names(&|spec| spec.required),
+        hidden: names(&|spec| {
+            args.scope
+                .as_ref()
+                .is_some_and(|scope| !scope.admits_server(&spec.options))
+        }),
+    }
 }
 
 /// Whether `spec` starts `mcpmux … serve` (by name or as this very executable).
@@ -89,7 +108,7 @@ fn runs_the_gateway(spec: &mcpmux::ServerSpec, me: Option<&std::path::Path>) -> 
 }
 
 /// Serves `hub` until the client leaves (stdio), or Ctrl-C / SIGTERM.
-pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, required: Vec<String>) -> anyhow::Result<()> {
+pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyhow::Result<()> {
     let grace = Duration::try_from_secs_f64(args.grace)
         .ok()
         .context("--grace must be a number of seconds, 0 or more")?;
@@ -97,7 +116,8 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, required: Vec<String>) -> 
         hub.clone(),
         GatewayOptions::default()
             .with_scope(args.scope.clone())
-            .with_required(required),
+            .with_required(serving.required)
+            .with_hidden(serving.hidden),
     );
     let Some(addr) = args.http else {
         mcpmux_gateway::serve_stdio(gateway, crate::interrupted(), grace).await?;

@@ -169,6 +169,45 @@ pub fn origin_allowed(origin: Option<&[u8]>, allowed: &[String]) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "::1")
 }
 
+/// Whether a request with this `Host` header may reach what rmcp's own check does not guard
+/// (`/metrics`): any when `allowed` is empty, else its host (and port, when the entry names
+/// one) must be in `allowed` (`localhost`, `127.0.0.1`, `::1`, `mcp.example.com:8080`),
+/// compared without case. A missing or unreadable header is refused.
+pub fn host_allowed(host: Option<&[u8]>, allowed: &[String]) -> bool {
+    if allowed.is_empty() {
+        return true;
+    }
+    let Some(authority) = host.and_then(|h| std::str::from_utf8(h).ok()) else {
+        return false;
+    };
+    let Some((host, port)) = split_authority(authority.trim()) else {
+        return false;
+    };
+    allowed.iter().any(|entry| {
+        let entry = entry.trim();
+        let (want_host, want_port) = split_authority(entry).unwrap_or((entry, None));
+        want_host.eq_ignore_ascii_case(host) && want_port.is_none_or(|p| Some(p) == port)
+    })
+}
+
+/// `host[:port]` or `[v6][:port]` (or a bare `::1`) as its host and port.
+fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
+    if let Some(bracketed) = authority.strip_prefix('[') {
+        let (host, rest) = bracketed.split_once(']')?;
+        return match rest.strip_prefix(':') {
+            Some(port) => Some((host, Some(port.parse().ok()?))),
+            None if rest.is_empty() => Some((host, None)),
+            None => None,
+        };
+    }
+    match authority.split_once(':') {
+        // More than one colon: an IPv6 address without brackets.
+        Some((_, rest)) if rest.contains(':') => Some((authority, None)),
+        Some((host, port)) => Some((host, Some(port.parse().ok()?))),
+        None => Some((authority, None)),
+    }
+}
+
 fn valid_port(port: &str) -> bool {
     port.strip_prefix(':')
         .unwrap_or(port)
@@ -213,6 +252,35 @@ mod tests {
             Some(b"https://app.example.com:8443"),
             &allowed
         ));
+    }
+
+    #[test]
+    fn a_host_must_be_allowed_when_there_is_a_list() {
+        let loopback = ["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+        for ok in [
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]:9",
+            "::1",
+        ] {
+            assert!(host_allowed(Some(ok.as_bytes()), &loopback), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:80",
+            "127.0.0.1.evil:80",
+            "[::1",
+            "a:b",
+        ] {
+            assert!(!host_allowed(Some(bad.as_bytes()), &loopback), "{bad}");
+        }
+        assert!(!host_allowed(None, &loopback));
+        assert!(!host_allowed(Some(b"\xff"), &loopback));
+        assert!(host_allowed(Some(b"anything"), &[]));
+        let pinned = ["mcp.example.com:8080".to_string()];
+        assert!(host_allowed(Some(b"mcp.example.com:8080"), &pinned));
+        assert!(!host_allowed(Some(b"mcp.example.com:9090"), &pinned));
     }
 
     #[test]

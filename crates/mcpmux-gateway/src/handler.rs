@@ -2,20 +2,25 @@
 //! is the hub's tool set (named as the hub exposes it, in the configured scope); `tools/call`
 //! goes through `Hub::call_with`, with the downstream request's cancellation and progress
 //! token passed up and its progress passed down; tool-list changes reach every watcher
-//! (`watchers`). Owns the count of calls in flight that a graceful shutdown waits for. Knows
-//! nothing of HTTP or stdio: a transport hands it sessions.
+//! (`watchers`); resources, templates and prompts are `resources`'s, and their capabilities
+//! are declared once some upstream server offers them. Owns the count of calls in flight that
+//! a graceful shutdown waits for. Knows nothing of HTTP or stdio: a transport hands it
+//! sessions.
 
 use std::borrow::Cow;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+        CallToolRequestParams, CallToolResponse, DiscoverResult, GetPromptRequestParams,
+        GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, PromptsCapability,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
         ServerCapabilities, ServerConfig, SubscriptionFilter,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
@@ -23,7 +28,7 @@ use rmcp::{
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{convert, watchers::Watchers};
+use crate::{convert, metrics::Metrics, resources::Catalog, watchers::Watchers};
 
 /// How long the first `tools/list` waits for the hub's servers to settle (their first
 /// connection attempts), so a client that lists at once sees the servers that start quickly;
@@ -43,6 +48,8 @@ pub struct GatewayOptions {
     pub required: Vec<String>,
     /// How long a `tools/list` waits for startup to settle; see [`DEFAULT_LIST_WAIT`].
     pub list_wait: Duration,
+    /// Servers whose resources and prompts are not served (those outside the scope).
+    pub hidden: Vec<String>,
 }
 
 impl Default for GatewayOptions {
@@ -51,6 +58,7 @@ impl Default for GatewayOptions {
             scope: None,
             required: Vec::new(),
             list_wait: DEFAULT_LIST_WAIT,
+            hidden: Vec::new(),
         }
     }
 }
@@ -65,6 +73,12 @@ impl GatewayOptions {
     /// Builder-style: the servers readiness waits for.
     pub fn with_required(mut self, required: Vec<String>) -> Self {
         self.required = required;
+        self
+    }
+
+    /// Builder-style: servers whose resources and prompts are not served.
+    pub fn with_hidden(mut self, hidden: Vec<String>) -> Self {
+        self.hidden = hidden;
         self
     }
 
@@ -96,6 +110,14 @@ struct Inner {
     stop: CancellationToken,
     in_flight: AtomicUsize,
     idle: Notify,
+    /// Resources, templates and prompts, and the prompt routing table.
+    catalog: Catalog,
+    /// Calls counted and timed, for `/metrics`.
+    metrics: Metrics,
+    /// Whether some upstream server has offered resources (then prompts): declared from then
+    /// on, so a session never sees a capability vanish because a server is down.
+    offers_resources: AtomicBool,
+    offers_prompts: AtomicBool,
 }
 
 impl Drop for Inner {
@@ -140,10 +162,15 @@ impl Gateway {
                 stop.clone(),
             ));
         }
+        let catalog = Catalog::new(options.hidden.clone());
         Gateway {
             inner: Arc::new(Inner {
                 hub,
                 options,
+                catalog,
+                metrics: Metrics::default(),
+                offers_resources: AtomicBool::new(false),
+                offers_prompts: AtomicBool::new(false),
                 watchers,
                 startup,
                 closing: CancellationToken::new(),
@@ -194,6 +221,11 @@ impl Gateway {
         }
     }
 
+    /// The calls counted and timed so far.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
     /// How many downstream parties are told about tool-list changes.
     pub fn watchers(&self) -> usize {
         self.inner.watchers.count()
@@ -233,6 +265,34 @@ impl Gateway {
         }
     }
 
+    /// The capabilities offered now: tools always; resources and prompts once some upstream
+    /// server (in scope) has offered them.
+    fn capabilities(&self) -> ServerCapabilities {
+        let inner = &self.inner;
+        for server in inner.hub.servers() {
+            if inner.options.hidden.contains(&server.name) {
+                continue;
+            }
+            if server.resources {
+                inner.offers_resources.store(true, Ordering::Relaxed);
+            }
+            if server.prompts {
+                inner.offers_prompts.store(true, Ordering::Relaxed);
+            }
+        }
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if inner.offers_resources.load(Ordering::Relaxed) {
+            capabilities.resources = Some(ResourcesCapability::default());
+        }
+        if inner.offers_prompts.load(Ordering::Relaxed) {
+            capabilities.prompts = Some(PromptsCapability::default());
+        }
+        capabilities
+    }
+
     async fn wait_for_startup(&self) {
         let mut startup = self.inner.startup.clone();
         let _ = tokio::time::timeout(
@@ -269,6 +329,7 @@ impl Gateway {
             progress = Some(rx);
         }
         let hub = &self.inner.hub;
+        let started = std::time::Instant::now();
         let mut call = pin!(hub.call_with(&request.name, arguments, options));
         let mut cancelled = false;
         let outcome = loop {
@@ -292,6 +353,13 @@ impl Gateway {
                 forward_progress(&context, token.as_ref(), step).await;
             }
         }
+        let tool = hub.tool(&request.name);
+        let failed = outcome.as_ref().map_or(true, |result| result.is_error);
+        self.inner.metrics.record(
+            tool.as_ref().map(|t| (t.server.as_str(), t.name.as_str())),
+            started.elapsed(),
+            failed,
+        );
         match outcome {
             Ok(result) => Ok(convert::result(&result).into()),
             Err(error) => {
@@ -358,11 +426,7 @@ impl Drop for InFlight<'_> {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .build();
-        ServerConfig::new(capabilities)
+        ServerConfig::new(self.capabilities())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
             .with_server_info(Implementation::new("mcpmux", env!("CARGO_PKG_VERSION")))
             .with_instructions("mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL.")
@@ -370,6 +434,80 @@ impl ServerHandler for Gateway {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    // The capabilities depend on what the upstream servers offer: both openers wait for
+    // startup to settle (as the first `tools/list` does) before answering.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.wait_for_startup().await;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        self.wait_for_startup().await;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.wait_for_startup().await;
+        self.inner.catalog.resources(&self.inner.hub).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.wait_for_startup().await;
+        self.inner.catalog.templates(&self.inner.hub).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.wait_for_startup().await;
+        let read = self.inner.catalog.read(&self.inner.hub, &request.uri);
+        Ok(read.await?.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.wait_for_startup().await;
+        self.inner.catalog.prompts(&self.inner.hub).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.wait_for_startup().await;
+        let arguments = request.arguments.unwrap_or_default();
+        let filled = self
+            .inner
+            .catalog
+            .get_prompt(&self.inner.hub, &request.name, arguments);
+        Ok(filled.await?.into())
     }
 
     async fn list_tools(

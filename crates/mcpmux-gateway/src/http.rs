@@ -1,6 +1,6 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
-//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests), behind the door's
-//! rules (`guard`: `Origin`, bearer token), with `/healthz` and `/readyz` beside it. Owns
+//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests) and `/metrics`, behind
+//! the door's rules (`guard`: `Origin`, bearer token), with `/healthz` and `/readyz` beside it. Owns
 //! binding (loopback unless a token is configured), the `Host` allowlist handed to rmcp, and
 //! the graceful shutdown: stop accepting, let calls in flight finish within the grace period,
 //! cancel the rest, then close every session. Closing the hub is the caller's.
@@ -105,6 +105,8 @@ pub struct HttpServer {
 struct Door {
     token: Option<Token>,
     allowed_origins: Vec<String>,
+    /// The `Host` values `/metrics` answers (rmcp checks `/mcp`'s itself); empty: any.
+    allowed_hosts: Vec<String>,
     requests: Arc<Requests>,
 }
 
@@ -195,20 +197,27 @@ impl HttpServer {
         } else {
             config.with_allowed_hosts(options.allowed_hosts.clone())
         };
+        let allowed_hosts = config.allowed_hosts.clone();
         let factory = gateway.clone();
+        let session_manager = Arc::new(LocalSessionManager::default());
         let service = StreamableHttpService::new(
             move || Ok(factory.clone()),
-            Arc::new(LocalSessionManager::default()),
+            session_manager.clone(),
             config,
         );
         let requests = Arc::new(Requests::default());
         let door = Arc::new(Door {
             token: options.token.clone(),
             allowed_origins: options.allowed_origins.clone(),
+            allowed_hosts,
             requests: requests.clone(),
         });
+        let scraped = Router::new()
+            .route("/metrics", get(metrics))
+            .with_state((gateway.clone(), session_manager));
         let mcp = Router::new()
             .route_service("/mcp", service)
+            .merge(scraped)
             .layer(middleware::from_fn_with_state(door, check_door));
         let app = Router::new()
             .route("/healthz", get(healthz))
@@ -265,6 +274,17 @@ async fn check_door(State(door): State<Arc<Door>>, request: Request, next: Next)
         )
             .into_response();
     }
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(HeaderValue::as_bytes);
+    if request.uri().path() != "/mcp" && !guard::host_allowed(host, &door.allowed_hosts) {
+        return (
+            StatusCode::FORBIDDEN,
+            "Forbidden: this Host is not served (mcpmux serve --allow-host HOST adds one)",
+        )
+            .into_response();
+    }
     if let Some(token) = &door.token {
         let authorization = request
             .headers()
@@ -301,6 +321,20 @@ async fn check_door(State(door): State<Arc<Door>>, request: Request, next: Next)
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
     response
+}
+
+/// `/metrics`: calls, errors and latency per server and tool, server states, open sessions.
+async fn metrics(
+    State((gateway, sessions)): State<(Gateway, Arc<LocalSessionManager>)>,
+) -> Response {
+    let open = sessions.sessions.read().await.len();
+    match gateway.metrics().render(gateway.hub(), open) {
+        Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "metrics not rendered");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
 }
 
 /// `/healthz`: the process answers.

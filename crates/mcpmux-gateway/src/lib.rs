@@ -3,7 +3,8 @@
 //! library's, reached only through its public face); rmcp's server side is the downstream,
 //! over stdio or streamable HTTP.
 //!
-//! `handler` is the MCP server, `convert` the hub's records in MCP's words, `watchers` who
+//! `handler` is the MCP server, `convert` the hub's records in MCP's words, `resources` the
+//! resources, templates and prompts served, `metrics` what `/metrics` shows, `watchers` who
 //! hears of tool-list changes, `guard` the HTTP door's rules, `http` and `stdio` the two
 //! ways in. This file only re-exports.
 
@@ -11,6 +12,8 @@ mod convert;
 mod guard;
 mod handler;
 mod http;
+mod metrics;
+mod resources;
 mod stdio;
 mod watchers;
 

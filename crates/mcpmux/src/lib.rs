@@ -48,6 +48,7 @@ mod untrusted;
 
 pub use call::{CallOptions, Progress};
 pub use catalog::merge::{Dropped, SourceKind, ToolOrigin};
+pub use catalog::naming::assign as exposed_names;
 pub use catalog::scope::{Scope, ScopeParseError};
 pub use catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
 pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};

@@ -57,6 +57,80 @@ pub struct ResourceTemplate {
     pub mime_type: Option<String>,
 }
 
+impl ResourceTemplate {
+    /// Whether `uri` is one of this template's resources: its literal parts in order, each
+    /// `{expression}` standing for at least one character (no `/` for a plain `{var}`).
+    pub fn matches(&self, uri: &str) -> bool {
+        template_matches(&self.uri_template, uri)
+    }
+}
+
+/// Longest template or URI matched: a hostile server's template cannot make matching slow
+/// (it takes pieces × length steps).
+const MAX_MATCH_LEN: usize = 4096;
+
+/// One piece of a URI template.
+enum Piece<'a> {
+    Literal(&'a str),
+    /// An expression: `plain` (`{var}`) stays within one path segment; `{+var}`, `{/var}`,
+    /// `{#var}` … may not.
+    Expression {
+        plain: bool,
+    },
+}
+
+/// [`ResourceTemplate::matches`], over the template's text.
+fn template_matches(template: &str, uri: &str) -> bool {
+    if template.len() > MAX_MATCH_LEN || uri.len() > MAX_MATCH_LEN {
+        return false;
+    }
+    let mut pieces = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|i| open + i) else {
+            return false;
+        };
+        if open > 0 {
+            pieces.push(Piece::Literal(&rest[..open]));
+        }
+        let plain = rest[open + 1..close]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        pieces.push(Piece::Expression { plain });
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Literal(rest));
+    }
+    // From the last piece back: `next[p]` says whether the pieces after this one match
+    // `uri[p..]`.
+    let bytes = uri.as_bytes();
+    let n = bytes.len();
+    let mut next = vec![false; n + 1];
+    next[n] = true;
+    for piece in pieces.iter().rev() {
+        let mut here = vec![false; n + 1];
+        match piece {
+            Piece::Literal(text) => {
+                for (p, slot) in here.iter_mut().enumerate() {
+                    *slot = bytes[p..].starts_with(text.as_bytes()) && next[p + text.len()];
+                }
+            }
+            Piece::Expression { plain } => {
+                // At least one character, ending on a character boundary.
+                for p in (0..n).rev() {
+                    let stops = *plain && matches!(bytes[p], b'/' | b'?' | b'#');
+                    here[p] =
+                        !stops && ((uri.is_char_boundary(p + 1) && next[p + 1]) || here[p + 1]);
+                }
+            }
+        }
+        next = here;
+    }
+    next[0]
+}
+
 /// What reading a resource gave: text or base64 bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -191,6 +265,35 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_template_matches_the_uris_it_makes() {
+        let template = |t: &str| ResourceTemplate {
+            server: String::new(),
+            uri_template: t.into(),
+            name: "n".into(),
+            title: None,
+            description: None,
+            mime_type: None,
+        };
+        let text = template("demo://resource/dynamic/text/{resourceId}");
+        assert!(text.matches("demo://resource/dynamic/text/1"));
+        assert!(!text.matches("demo://resource/dynamic/text/"));
+        assert!(!text.matches("demo://resource/dynamic/text/1/2"));
+        assert!(!text.matches("demo://resource/dynamic/blob/1"));
+        let two = template("gh://{owner}/{repo}/issues");
+        assert!(two.matches("gh://me/mine/issues"));
+        assert!(!two.matches("gh://me/issues"));
+        assert!(template("file:///{+path}").matches("file:///a/b/c"));
+        assert!(template("a://x").matches("a://x"));
+        assert!(!template("a://{x").matches("a://x"));
+        // Many expressions and a URI that almost matches: answered at once, not after
+        // trying every split.
+        let many = template(&"{+a}x".repeat(16));
+        let started = std::time::Instant::now();
+        assert!(!many.matches(&format!("{}y", "x".repeat(1000))));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
 
     #[test]
     fn contents_are_text_or_blob() {

@@ -11,6 +11,12 @@ Usage:
     {"do":"listen_then_call","name":N,"arguments":{...}}
         (2026-07-28) opens a tools list-changed listen, calls, waits (10 s at most) for the event
         -> {"listChanged":bool}
+    {"do":"capabilities"}                         -> {"capabilities":{...}} (the server's)
+    {"do":"resources"}                            -> {"resources":[Resource]}
+    {"do":"templates"}                            -> {"templates":[ResourceTemplate]}
+    {"do":"read","uri":U}                         -> {"contents":[...]} or {"error":message,"code":n}
+    {"do":"prompts"}                              -> {"prompts":[Prompt]}
+    {"do":"get_prompt","name":N,"arguments":{...}} -> {"prompt":GetPromptResult} or {"error":message,"code":n}
 """
 
 import asyncio
@@ -19,7 +25,7 @@ import os
 import sys
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 scenario = json.loads(sys.argv[1])
 
@@ -31,6 +37,10 @@ def target():
     return StdioServerParameters(
         command=stdio["command"], args=stdio.get("args", []), env={**os.environ, **stdio.get("env", {})}
     )
+
+
+def dump(model) -> dict:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def emit(value) -> None:
@@ -79,6 +89,29 @@ async def main() -> None:
                             changed = True
                             break
                 emit({"listChanged": changed})
+            elif kind == "capabilities":
+                emit({"capabilities": client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)})
+            elif kind == "resources":
+                listed = await client.list_resources()
+                emit({"resources": [dump(r) for r in listed.resources]})
+            elif kind == "templates":
+                listed = await client.list_resource_templates()
+                emit({"templates": [dump(t) for t in listed.resource_templates]})
+            elif kind == "read":
+                try:
+                    read = await client.read_resource(action["uri"])
+                    emit({"contents": [dump(c) for c in read.contents]})
+                except MCPError as error:
+                    emit({"error": str(error), "code": error.code})
+            elif kind == "prompts":
+                listed = await client.list_prompts()
+                emit({"prompts": [dump(p) for p in listed.prompts]})
+            elif kind == "get_prompt":
+                try:
+                    prompt = await client.get_prompt(action["name"], action.get("arguments", {}))
+                    emit({"prompt": dump(prompt)})
+                except MCPError as error:
+                    emit({"error": str(error), "code": error.code})
             else:
                 raise ValueError(f"unknown action {kind}")
 

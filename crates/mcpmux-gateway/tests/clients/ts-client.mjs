@@ -11,6 +11,12 @@
 //   {"do":"until_listed","present":NAME}|{"do":"until_listed","absent":NAME}
 //        lists, and again after each list_changed (10 s at most), until NAME is (not) listed
 //        -> {"ok":bool,"tools":[names]}
+//   {"do":"capabilities"}                           -> {"capabilities":{...}} (the server's, from initialize)
+//   {"do":"resources"}                              -> {"resources":[Resource]}
+//   {"do":"templates"}                              -> {"templates":[ResourceTemplate]}
+//   {"do":"read","uri":U}                           -> {"contents":[...]} or {"error":message,"code":n}
+//   {"do":"prompts"}                                -> {"prompts":[Prompt]}
+//   {"do":"get_prompt","name":N,"arguments":{...}}  -> {"prompt":GetPromptResult} or {"error":message,"code":n}
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -91,6 +97,26 @@ for (const action of scenario.actions) {
       tools = await names();
     }
     print({ ok: wanted(tools), tools });
+  } else if (action.do === "capabilities") {
+    print({ capabilities: client.getServerCapabilities() ?? null });
+  } else if (action.do === "resources") {
+    print({ resources: (await client.listResources()).resources });
+  } else if (action.do === "templates") {
+    print({ templates: (await client.listResourceTemplates()).resourceTemplates });
+  } else if (action.do === "read") {
+    try {
+      print({ contents: (await client.readResource({ uri: action.uri })).contents });
+    } catch (error) {
+      print({ error: String(error?.message ?? error), code: error?.code ?? null });
+    }
+  } else if (action.do === "prompts") {
+    print({ prompts: (await client.listPrompts()).prompts });
+  } else if (action.do === "get_prompt") {
+    try {
+      print({ prompt: await client.getPrompt({ name: action.name, arguments: action.arguments ?? {} }) });
+    } catch (error) {
+      print({ error: String(error?.message ?? error), code: error?.code ?? null });
+    }
   } else {
     throw new Error(`unknown action ${action.do}`);
   }

@@ -44,8 +44,8 @@ impl Hub {
         self.list_all(server, ListKind::Prompts).await
     }
 
-    /// Reads `uri` from `server`; without a server, from the one that lists `uri` (or the only
-    /// server offering resources).
+    /// Reads `uri` from `server`; without a server, from the one that lists `uri`, else the one
+    /// whose resource template matches it, else the only server offering resources.
     pub async fn read_resource(
         &self,
         server: Option<&str>,
@@ -115,11 +115,23 @@ impl Hub {
         Ok(listing)
     }
 
-    /// The server to read `uri` from: the one that lists it, else the only one with resources.
+    /// The server to read `uri` from: the one that lists it, else the one (only) whose
+    /// template matches it, else the only one with resources.
     async fn owner_of(&self, uri: &str) -> Result<&Arc<Connection>> {
         let listing: Listing<Resource> = self.list_all(None, ListKind::Resources).await?;
         if let Some(resource) = listing.items.iter().find(|r| r.uri == uri) {
             return self.connection_named(&resource.server);
+        }
+        let templates: Listing<ResourceTemplate> = self.list_all(None, ListKind::Templates).await?;
+        let mut matching: Vec<&str> = templates
+            .items
+            .iter()
+            .filter(|t| t.matches(uri))
+            .map(|t| t.server.as_str())
+            .collect();
+        matching.dedup();
+        if let [server] = matching.as_slice() {
+            return self.connection_named(server);
         }
         let offering: Vec<&Arc<Connection>> = self
             .connections()

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::Hub;
 use crate::config::{ConfigError, Origin};
+use crate::connection::ListKind;
 use crate::state::{Era, ServerState};
 
 /// What `mcpmux servers` shows about one server.
@@ -35,6 +36,10 @@ pub struct ServerStatus {
     pub dialect: Option<String>,
     /// Fields of its entry that could not be honoured; the server is used without them.
     pub warnings: Vec<String>,
+    /// Whether its live session offers resources (and resource templates).
+    pub resources: bool,
+    /// Whether its live session offers prompts.
+    pub prompts: bool,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -144,6 +149,8 @@ impl Hub {
                     cached: c.cached_at(),
                     dialect: dialect_of(&c.spec.origin),
                     warnings: self.warnings_for(&c.spec),
+                    resources: c.offers(ListKind::Resources),
+                    prompts: c.offers(ListKind::Prompts),
                 }
             })
             .collect();
@@ -168,6 +175,8 @@ impl Hub {
                 },
                 dialect: dialect_of(&spec.origin),
                 warnings: self.warnings_for(spec),
+                resources: false,
+                prompts: false,
             });
         }
         for problem in &self.inner.problems {
@@ -202,6 +211,8 @@ impl Hub {
                 source: Some(problem.file.display().to_string()),
                 dialect: None,
                 warnings: Vec::new(),
+                resources: false,
+                prompts: false,
             });
         }
         out

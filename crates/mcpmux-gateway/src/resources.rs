@@ -1,0 +1,273 @@
+//! Resources, resource templates and prompts, served from the hub's listings over every
+//! server: URIs are kept as the servers give them (a read goes to the server that lists the
+//! URI), prompts are named `mcp__SERVER__PROMPT` as tools are (one naming function, the
+//! library's), and a `prompts/get` is routed by the table of the last listing. Servers
+//! outside the scope are left out. Knows nothing of sessions or transports.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use rmcp::model::{
+    ErrorData, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ReadResourceResult,
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// The hub's resources and prompts as one server serves them.
+pub struct Catalog {
+    /// Servers whose resources and prompts are not served (outside the scope).
+    hidden: Vec<String>,
+    /// Exposed prompt name → (server, the server's own name), from the last listing.
+    prompts: Mutex<HashMap<String, (String, String)>>,
+}
+
+impl Catalog {
+    /// Serves every server's resources and prompts but those of `hidden`.
+    pub fn new(hidden: Vec<String>) -> Self {
+        Self {
+            hidden,
+            prompts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn routes(&self) -> MutexGuard<'_, HashMap<String, (String, String)>> {
+        match self.prompts.lock() {
+            Ok(routes) => routes,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn shown(&self, server: &str) -> bool {
+        !self.hidden.iter().any(|h| h == server)
+    }
+
+    /// `resources/list`: every server's resources (a server that cannot list is logged and
+    /// left out).
+    pub async fn resources(&self, hub: &mcpmux::Hub) -> Result<ListResourcesResult, ErrorData> {
+        let listing = hub.resources(None).await.map_err(|e| failure(&e))?;
+        log_errors("resources/list", &listing.errors);
+        let items = listing
+            .items
+            .iter()
+            .filter(|r| self.shown(&r.server))
+            .filter_map(|r| record(r, &r.uri))
+            .collect();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    /// `resources/templates/list`: every server's templates.
+    pub async fn templates(
+        &self,
+        hub: &mcpmux::Hub,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let listing = hub
+            .resource_templates(None)
+            .await
+            .map_err(|e| failure(&e))?;
+        log_errors("resources/templates/list", &listing.errors);
+        let items = listing
+            .items
+            .iter()
+            .filter(|t| self.shown(&t.server))
+            .filter_map(|t| record(t, &t.uri_template))
+            .collect();
+        Ok(ListResourceTemplatesResult::with_all_items(items))
+    }
+
+    /// `resources/read`: from the server that lists `uri` (or the only one with resources).
+    pub async fn read(
+        &self,
+        hub: &mcpmux::Hub,
+        uri: &str,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        let contents = hub
+            .read_resource(None, uri)
+            .await
+            .map_err(|e| failure(&e))?;
+        let contents = contents
+            .iter()
+            .map(|part| convert(part, uri))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ReadResourceResult::new(contents))
+    }
+
+    /// `prompts/list`: every server's prompts under their exposed names; the routing table
+    /// `prompts/get` uses is this listing's.
+    pub async fn prompts(&self, hub: &mcpmux::Hub) -> Result<ListPromptsResult, ErrorData> {
+        let items = self.list_prompts(hub).await?;
+        Ok(ListPromptsResult::with_all_items(items))
+    }
+
+    async fn list_prompts(&self, hub: &mcpmux::Hub) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
+        let listing = hub.prompts(None).await.map_err(|e| failure(&e))?;
+        log_errors("prompts/list", &listing.errors);
+        let prompts: Vec<&mcpmux::Prompt> = listing
+            .items
+            .iter()
+            .filter(|p| self.shown(&p.server))
+            .collect();
+        let keys: Vec<(&str, &str)> = prompts
+            .iter()
+            .map(|p| (p.server.as_str(), p.name.as_str()))
+            .collect();
+        let names = mcpmux::exposed_names(&keys);
+        let mut routes = HashMap::new();
+        let mut items = Vec::new();
+        for (prompt, name) in prompts.iter().zip(names) {
+            let mut value = serde_json::to_value(prompt).unwrap_or(Value::Null);
+            if let Some(fields) = value.as_object_mut() {
+                fields.remove("server");
+                fields.insert("name".into(), Value::String(name.clone()));
+            }
+            match serde_json::from_value(value) {
+                Ok(item) => {
+                    items.push(item);
+                    routes.insert(name, (prompt.server.clone(), prompt.name.clone()));
+                }
+                Err(error) => {
+                    tracing::warn!(server = %prompt.server, prompt = %prompt.name, %error, "prompt not listed downstream");
+                }
+            }
+        }
+        *self.routes() = routes;
+        Ok(items)
+    }
+
+    /// `prompts/get`: the prompt listed as `name`, filled in by its server. A name not in the
+    /// last listing is looked up in a fresh one (a client may get without listing first).
+    pub async fn get_prompt(
+        &self,
+        hub: &mcpmux::Hub,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let mut route = self.routes().get(name).cloned();
+        if route.is_none() {
+            self.list_prompts(hub).await?;
+            route = self.routes().get(name).cloned();
+        }
+        let Some((server, prompt)) = route else {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt named `{name}` (prompts/list names them mcp__SERVER__PROMPT)"),
+                None,
+            ));
+        };
+        let filled = hub
+            .get_prompt(&server, &prompt, arguments)
+            .await
+            .map_err(|e| failure(&e))?;
+        let messages = serde_json::to_value(&filled.messages)
+            .and_then(serde_json::from_value)
+            .map_err(|e| invalid_answer(&server, &e))?;
+        // Built by rmcp's constructor: it carries the `resultType` 2026-07-28 requires.
+        let mut result = GetPromptResult::new(messages);
+        result.description = filled.description;
+        Ok(result)
+    }
+}
+
+/// A hub record as rmcp's: its JSON without the `server` field the hub adds.
+fn record<T: DeserializeOwned>(item: &impl serde::Serialize, what: &str) -> Option<T> {
+    let mut value = serde_json::to_value(item).ok()?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("server");
+    }
+    match serde_json::from_value(value) {
+        Ok(record) => Some(record),
+        Err(error) => {
+            tracing::warn!(%what, %error, "not listed downstream");
+            None
+        }
+    }
+}
+
+/// One part of a read as rmcp's.
+fn convert(
+    part: &mcpmux::ResourceContents,
+    uri: &str,
+) -> Result<rmcp::model::ResourceContents, ErrorData> {
+    serde_json::to_value(part)
+        .and_then(serde_json::from_value)
+        .map_err(|e| {
+            ErrorData::internal_error(
+                format!("reading `{uri}` gave contents that are not MCP: {e}"),
+                None,
+            )
+        })
+}
+
+fn invalid_answer(server: &str, error: &serde_json::Error) -> ErrorData {
+    ErrorData::internal_error(
+        format!("server `{server}` answered prompts/get with something that is not MCP: {error}"),
+        None,
+    )
+}
+
+fn log_errors(what: &str, errors: &[mcpmux::Error]) {
+    for error in errors {
+        tracing::warn!(%error, "{what}: a server could not answer; its items are left out");
+    }
+}
+
+/// A failed read, get or listing as the downstream client is told: what the upstream server
+/// answered keeps its code (a missing resource, bad prompt arguments); a URI no server lists
+/// is -32002 (resource not found); anything else (a server down, a timeout) is an internal
+/// error whose text names the server and what became of it.
+pub fn failure(error: &mcpmux::Error) -> ErrorData {
+    match error {
+        mcpmux::Error::Server { code, message, .. } => ErrorData::new(
+            rmcp::model::ErrorCode(*code),
+            format!("{error}"),
+            Some(Value::String(message.clone())),
+        ),
+        mcpmux::Error::NoResourceServer { .. } | mcpmux::Error::UnknownServer { .. } => {
+            ErrorData::resource_not_found(error.to_string(), None)
+        }
+        _ => ErrorData::internal_error(error.to_string(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn an_upstream_error_keeps_its_code_and_a_down_server_is_named() {
+        let missing = mcpmux::Error::Server {
+            server: "e".into(),
+            code: -32002,
+            message: "Resource not found".into(),
+        };
+        let told = failure(&missing);
+        assert_eq!(told.code.0, -32002);
+        assert!(told.message.contains("server `e`"), "{}", told.message);
+        let down = mcpmux::Error::Unavailable {
+            server: "files".into(),
+            state: mcpmux::ServerState::Stopped,
+            reason: "shut down".into(),
+        };
+        let told = failure(&down);
+        assert_eq!(told.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert!(
+            told.message.contains("server `files` is stopped"),
+            "{}",
+            told.message
+        );
+    }
+
+    #[test]
+    fn records_lose_the_hub_s_server_field() {
+        let resource: mcpmux::Resource = serde_json::from_value(serde_json::json!({
+            "server": "e", "uri": "demo://1", "name": "one", "mimeType": "text/plain"
+        }))
+        .unwrap();
+        let served: rmcp::model::Resource = record(&resource, "demo://1").unwrap();
+        let json = serde_json::to_value(&served).unwrap();
+        assert_eq!(json["uri"], "demo://1");
+        assert_eq!(json["mimeType"], "text/plain");
+        assert!(json.get("server").is_none(), "{json}");
+    }
+}
