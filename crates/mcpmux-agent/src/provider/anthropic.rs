@@ -94,16 +94,7 @@ impl Anthropic {
         }
         let value = endpoint.read_json(response, WIRE, attempts).await?;
         let turn = read_message(&value).map_err(|m| Failure::fatal(malformed(endpoint, m)))?;
-        for block in &turn.content {
-            match block {
-                Block::Text { text } => events(StreamEvent::TextDelta(text.clone())),
-                Block::ToolCall { id, name, .. } => events(StreamEvent::ToolCallStarted {
-                    id: id.clone(),
-                    name: name.clone(),
-                }),
-                Block::ToolResult { .. } => {}
-            }
-        }
+        turn.announce(events);
         Ok(turn)
     }
 }

@@ -60,6 +60,22 @@ pub struct ModelTurn {
     pub usage: Usage,
 }
 
+impl ModelTurn {
+    /// Reports a turn read whole (not streamed) as the events a stream would have sent.
+    fn announce(&self, events: EventSink<'_>) {
+        for block in &self.content {
+            match block {
+                Block::Text { text } => events(StreamEvent::TextDelta(text.clone())),
+                Block::ToolCall { id, name, .. } => events(StreamEvent::ToolCallStarted {
+                    id: id.clone(),
+                    name: name.clone(),
+                }),
+                Block::ToolResult { .. } => {}
+            }
+        }
+    }
+}
+
 /// What a provider reports while a turn streams in.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
