@@ -61,7 +61,7 @@ pub(crate) fn error(
     retry_after: Option<u64>,
 ) -> Response {
     let (kind, default_message) = error_kind(status);
-    let request_id = format!("req_{}", crate::server::next_id_suffix());
+    let request_id = format!("req_{}", crate::ids::next_id_suffix());
     let body = error_body(kind, message.unwrap_or(default_message), &request_id);
     let mut response = (status, Json(body)).into_response();
     add_request_id(&mut response, &request_id);

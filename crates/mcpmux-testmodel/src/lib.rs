@@ -31,6 +31,7 @@
 
 mod anthropic;
 mod checks;
+mod ids;
 mod openai;
 mod script;
 mod server;

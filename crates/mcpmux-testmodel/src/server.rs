@@ -1,14 +1,12 @@
 //! The HTTP side: one handler for every path and method that reads the body (bounded),
 //! records the request, runs the wire's checks, takes the next script step and hands it to
-//! the wire's rendering. Owns the shared state (script, requests, violations) and the ids.
+//! the wire's rendering. Owns the shared state (script, requests, violations); ids come from
+//! `ids`.
 //! Knows nothing of the providers' shapes beyond dispatching to `openai`/`anthropic`/`checks`.
 
 use std::{
     collections::VecDeque,
-    sync::{
-        Arc, Mutex, MutexGuard,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, Mutex, MutexGuard},
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -20,6 +18,7 @@ use axum::{
 };
 use serde_json::Value;
 
+use crate::ids::next_id_suffix;
 use crate::{
     Received, Wire, anthropic, checks, openai,
     script::{Step, Turn},
@@ -28,15 +27,6 @@ use crate::{
 /// The largest request body read: far above any real conversation a test sends, small enough
 /// that a runaway client cannot exhaust memory.
 pub(crate) const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
-
-/// The counter behind every generated id, process-wide so ids are unique across servers too.
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// A fresh id suffix: 24 characters, unique in this process.
-pub(crate) fn next_id_suffix() -> String {
-    let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    format!("{:0>24}", format!("mx{n:x}"))
-}
 
 /// What the server and the test share.
 pub(crate) struct Shared {
