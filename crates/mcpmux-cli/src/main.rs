@@ -648,7 +648,7 @@ async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                         ]
                     })
                     .collect::<Vec<_>>();
-                print_rows(["SERVER", "URI", "TYPE", "NAME"], &rows, "no resources")?;
+                output::print_rows(["SERVER", "URI", "TYPE", "NAME"], &rows, "no resources")?;
             }
             warn_listing_errors(hub, &listing.errors);
         }
@@ -674,7 +674,7 @@ async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                     ]
                 })
                 .collect::<Vec<_>>();
-            print_rows(
+            output::print_rows(
                 ["SERVER", "URI TEMPLATE", "TYPE", "NAME"],
                 &rows,
                 "no resource templates",
@@ -717,7 +717,7 @@ async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
                         ]
                     })
                     .collect::<Vec<_>>();
-                print_rows(
+                output::print_rows(
                     ["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"],
                     &rows,
                     "no prompts",
@@ -751,40 +751,6 @@ async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         _ => {}
     }
     Ok(())
-}
-
-/// A plain aligned table on stdout (the last column is cut to one line), or `empty` on
-/// stderr when there are no rows.
-fn print_rows<const N: usize>(
-    header: [&str; N],
-    rows: &[[&str; N]],
-    empty: &str,
-) -> anyhow::Result<()> {
-    if rows.is_empty() {
-        output::say!("mcpmux: {empty}");
-        return Ok(());
-    }
-    let cell = |text: &str| text.lines().next().unwrap_or("").trim().to_string();
-    let all: Vec<Vec<String>> = std::iter::once(header.map(str::to_string).to_vec())
-        .chain(rows.iter().map(|row| row.map(cell).to_vec()))
-        .collect();
-    let widths: Vec<usize> = (0..N)
-        .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut text = String::new();
-    for row in &all {
-        let mut line = String::new();
-        for (i, value) in row.iter().enumerate() {
-            if i + 1 == N {
-                line.push_str(value);
-            } else {
-                line.push_str(&format!("{value:<width$}  ", width = widths[i]));
-            }
-        }
-        text.push_str(line.trim_end());
-        text.push('\n');
-    }
-    output::print_text(text.trim_end())
 }
 
 /// Says on stderr which servers could not list, and which are not connected.

@@ -350,6 +350,40 @@ pub fn warn_unavailable_besides(servers: &[ServerStatus], already: &str) {
     }
 }
 
+/// A plain aligned table on stdout (the last column is cut to one line), or `empty` on
+/// stderr when there are no rows.
+pub fn print_rows<const N: usize>(
+    header: [&str; N],
+    rows: &[[&str; N]],
+    empty: &str,
+) -> anyhow::Result<()> {
+    if rows.is_empty() {
+        say!("mcpmux: {empty}");
+        return Ok(());
+    }
+    let cell = |text: &str| text.lines().next().unwrap_or("").trim().to_string();
+    let all: Vec<Vec<String>> = std::iter::once(header.map(str::to_string).to_vec())
+        .chain(rows.iter().map(|row| row.map(cell).to_vec()))
+        .collect();
+    let widths: Vec<usize> = (0..N)
+        .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for row in &all {
+        let mut line = String::new();
+        for (i, value) in row.iter().enumerate() {
+            if i + 1 == N {
+                line.push_str(value);
+            } else {
+                line.push_str(&format!("{value:<width$}  ", width = widths[i]));
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    print_text(text.trim_end())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
