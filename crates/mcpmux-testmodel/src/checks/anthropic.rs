@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::{kind, root_is_object, valid_tool_name};
+use super::{kind, object_with_model, root_is_object, valid_tool_name};
 
 const PATH: &str = "/v1/messages";
 
@@ -35,18 +35,9 @@ pub(super) fn check(path: &str, headers: &[(String, String)], body: &Value) -> V
     if !json_body {
         out.push("header content-type is not application/json".to_owned());
     }
-    let Some(map) = body.as_object() else {
-        out.push(format!("body is {} (expected an object)", kind(body)));
+    let Some(map) = object_with_model(body, &mut out) else {
         return out;
     };
-    match map.get("model") {
-        Some(Value::String(model)) if !model.is_empty() => {}
-        Some(other) => out.push(format!(
-            "\"model\" is {} (expected a model name)",
-            kind(other)
-        )),
-        None => out.push("\"model\" is missing".to_owned()),
-    }
     match map.get("max_tokens") {
         Some(value) if value.as_u64().is_some_and(|n| n > 0) => {}
         Some(value) => out.push(format!(

@@ -29,6 +29,27 @@ pub(crate) fn check(
 }
 
 /// A tool name both providers accept: `^[a-zA-Z0-9_-]{1,64}$`.
+/// The request body as an object with a non-empty `model`, as both APIs require; each problem
+/// is added to `out`, and `None` when the body is not an object at all.
+fn object_with_model<'a>(
+    body: &'a Value,
+    out: &mut Vec<String>,
+) -> Option<&'a serde_json::Map<String, Value>> {
+    let Some(map) = body.as_object() else {
+        out.push(format!("body is {} (expected an object)", kind(body)));
+        return None;
+    };
+    match map.get("model") {
+        Some(Value::String(model)) if !model.is_empty() => {}
+        Some(other) => out.push(format!(
+            "\"model\" is {} (expected a model name)",
+            kind(other)
+        )),
+        None => out.push("\"model\" is missing".to_owned()),
+    }
+    Some(map)
+}
+
 fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::{kind, root_is_object, strict_problems, valid_tool_name};
+use super::{kind, object_with_model, root_is_object, strict_problems, valid_tool_name};
 
 const PATH: &str = "/v1/chat/completions";
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
@@ -18,18 +18,9 @@ pub(super) fn check(path: &str, body: &Value) -> Vec<String> {
     if path != PATH {
         out.push(format!("path {path} (the client must POST {PATH})"));
     }
-    let Some(map) = body.as_object() else {
-        out.push(format!("body is {} (expected an object)", kind(body)));
+    let Some(map) = object_with_model(body, &mut out) else {
         return out;
     };
-    match map.get("model") {
-        Some(Value::String(model)) if !model.is_empty() => {}
-        Some(other) => out.push(format!(
-            "\"model\" is {} (expected a model name)",
-            kind(other)
-        )),
-        None => out.push("\"model\" is missing".to_owned()),
-    }
     match map.get("messages") {
         Some(Value::Array(messages)) if !messages.is_empty() => check_messages(messages, &mut out),
         Some(Value::Array(_)) => out.push("\"messages\" is empty".to_owned()),
