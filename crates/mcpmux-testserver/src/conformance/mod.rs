@@ -3,7 +3,8 @@
 //! the `test_*` tools (`tools`), the `test://` resources and template, the `test_*` prompts
 //! and completions (`catalog`), the 2026-07-28 multi round-trip tools and prompt (`input`),
 //! the diagnostic tools of the 2026-07-28 stateless scenario (`stateless`) and who hears of
-//! list changes (`changes`), `logging/setLevel`, and resource subscriptions in both eras.
+//! list changes (`changes`), the SEP-2663 Tasks extension's fixture tools and `tasks/*`
+//! (`tasks`), `logging/setLevel`, and resource subscriptions in both eras.
 //!
 //! Owns what this server says about itself and the routing of each request to `tools` or
 //! `catalog`. Knows nothing of HTTP (`http` serves it) nor of the fault knobs of the default
@@ -15,6 +16,7 @@ mod catalog;
 mod changes;
 mod input;
 mod stateless;
+mod tasks;
 mod tools;
 
 use std::{
@@ -26,13 +28,14 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+        CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams,
+        CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+        GetTaskParams, GetTaskResult, Implementation, JsonObject, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
         LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
         ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-        UnsubscribeRequestParams,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, TASKS_EXTENSION_ID,
+        Tool, UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -114,6 +117,12 @@ impl ServerHandler for ConformanceServer {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        let mut capabilities = capabilities;
+        capabilities.extensions = Some(
+            [(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())]
+                .into_iter()
+                .collect(),
+        );
         ServerConfig::new(capabilities)
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
             .with_server_info(Implementation::new(
@@ -243,6 +252,33 @@ impl ServerHandler for ConformanceServer {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         changes::add_session(context.peer);
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        tasks::gate(&context)?;
+        tasks::get(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::gate(&context)?;
+        tasks::update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::gate(&context)?;
+        tasks::cancel(&request.task_id)
     }
 
     async fn list_prompts(

@@ -18,7 +18,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use super::{input, log, stateless};
+use super::{input, log, stateless, tasks};
 
 /// A 1x1 red PNG, base64: the reference server's test image.
 pub const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -83,6 +83,7 @@ pub fn list() -> Vec<Tool> {
         Vec::new()
     });
     tools.extend(stateless::list());
+    tools.extend(tasks::list());
     tools
 }
 
@@ -118,6 +119,9 @@ pub async fn call(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
+    if let Some(answer) = tasks::call(&request, &context).await {
+        return answer;
+    }
     if let Some(answer) = stateless::call(&request.name, request.arguments.as_ref(), &context).await
     {
         return answer;
@@ -366,7 +370,7 @@ mod tests {
     #[test]
     fn every_tool_parses_and_the_2020_12_schema_is_kept_verbatim() {
         let tools = list();
-        assert_eq!(tools.len(), 28);
+        assert_eq!(tools.len(), 35);
         let Some(tool) = tools.iter().find(|t| t.name == "json_schema_2020_12_tool") else {
             panic!("json_schema_2020_12_tool is listed");
         };
