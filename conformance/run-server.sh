@@ -69,6 +69,9 @@ trap cleanup EXIT
 listening() {
   local name="$1"
   shift
+  # Created here: the child opens them only after the fork, and the loop may look first.
+  : >"$work/$name.out"
+  : >"$work/$name.err"
   "$@" >"$work/$name.out" 2>"$work/$name.err" &
   local pid=$! tries=0
   pids+=("$pid")
