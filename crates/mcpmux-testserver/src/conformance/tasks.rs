@@ -25,6 +25,9 @@ use serde_json::{Value, json};
 const TASK_TTL_MS: u64 = 60_000;
 const POLL_INTERVAL_MS: u64 = 100;
 
+/// The most tasks running at once; past it a call is refused rather than queued.
+const MAX_RUNNING: usize = 1000;
+
 /// The longest `slow_compute` sleeps.
 const MAX_SECONDS: f64 = 60.0;
 
@@ -157,6 +160,12 @@ pub async fn call(
     let as_task = declared(context).supports_tasks();
     if support == Support::Required && !as_task {
         return Some(Err(extension_missing()));
+    }
+    if as_task && support != Support::Never && manager().running_task_count() >= MAX_RUNNING {
+        return Some(Err(ErrorData::internal_error(
+            format!("{MAX_RUNNING} tasks are running already; try again when some have ended"),
+            None,
+        )));
     }
     let arguments = request.arguments.as_ref();
     Some(match name {
