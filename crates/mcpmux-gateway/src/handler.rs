@@ -453,7 +453,11 @@ impl ServerHandler for Gateway {
         ServerConfig::new(self.capabilities())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
             .with_server_info(Implementation::new("mcpmux", env!("CARGO_PKG_VERSION")))
-            .with_instructions("mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL.")
+            .with_instructions(if self.inner.options.passthrough {
+                "mcpmux: one MCP server's tools, under the server's own names."
+            } else {
+                "mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL."
+            })
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
