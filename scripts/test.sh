@@ -20,3 +20,5 @@ echo "== the Python package (maturin develop into test-deps/.venv-py, then pytes
 scripts/test-python.sh
 # The official MCP conformance suite against the mcpmux library (known failures listed with reasons).
 conformance/run.sh
+# Its server scenarios against the test server alone and through `mcpmux serve --passthrough`.
+conformance/run-server.sh

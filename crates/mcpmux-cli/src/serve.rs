@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// Serve only the tools this stage and agent may use (`plan/coder`).
     #[arg(long, value_name = "STAGE/AGENT")]
     scope: Option<mcpmux::Scope>,
+    /// Stand in front of exactly one configured server: its tools and prompts keep their own
+    /// names (no `mcp__SERVER__` prefix); policy, validation and resilience stay on the path.
+    /// Refused when more than one server is configured.
+    #[arg(long)]
+    passthrough: bool,
 }
 
 /// Who approves calls a policy `ask` rule matches while serving: everyone with `--yes`,
@@ -112,12 +117,17 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     let grace = Duration::try_from_secs_f64(args.grace)
         .ok()
         .context("--grace must be a number of seconds, 0 or more")?;
+    if args.passthrough {
+        let servers: Vec<String> = hub.servers().into_iter().map(|s| s.name).collect();
+        mcpmux_gateway::check_one_server(&servers)?;
+    }
     let gateway = Gateway::new(
         hub.clone(),
         GatewayOptions::default()
             .with_scope(args.scope.clone())
             .with_required(serving.required)
-            .with_hidden(serving.hidden),
+            .with_hidden(serving.hidden)
+            .with_passthrough(args.passthrough),
     );
     let Some(addr) = args.http else {
         mcpmux_gateway::serve_stdio(gateway, crate::interrupted(), grace).await?;

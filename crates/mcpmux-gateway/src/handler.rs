@@ -21,14 +21,16 @@ use rmcp::{
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
         PaginatedRequestParams, ProgressNotificationParam, ProgressToken, PromptsCapability,
         ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
-        ServerCapabilities, ServerConfig, SubscriptionFilter,
+        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{convert, metrics::Metrics, resources::Catalog, watchers::Watchers};
+use crate::{
+    convert, metrics::Metrics, passthrough::Naming, resources::Catalog, watchers::Watchers,
+};
 
 /// How long the first `tools/list` waits for the hub's servers to settle (their first
 /// connection attempts), so a client that lists at once sees the servers that start quickly;
@@ -50,6 +52,8 @@ pub struct GatewayOptions {
     pub list_wait: Duration,
     /// Servers whose resources and prompts are not served (those outside the scope).
     pub hidden: Vec<String>,
+    /// Serve the one upstream server's tools and prompts under its own names (`passthrough`).
+    pub passthrough: bool,
 }
 
 impl Default for GatewayOptions {
@@ -59,6 +63,7 @@ impl Default for GatewayOptions {
             required: Vec::new(),
             list_wait: DEFAULT_LIST_WAIT,
             hidden: Vec::new(),
+            passthrough: false,
         }
     }
 }
@@ -79,6 +84,13 @@ impl GatewayOptions {
     /// Builder-style: servers whose resources and prompts are not served.
     pub fn with_hidden(mut self, hidden: Vec<String>) -> Self {
         self.hidden = hidden;
+        self
+    }
+
+    /// Builder-style: serve tools and prompts under the upstream server's own names. For one
+    /// server only: check the configuration with [`crate::check_one_server`] first.
+    pub fn with_passthrough(mut self, passthrough: bool) -> Self {
+        self.passthrough = passthrough;
         self
     }
 
@@ -162,7 +174,7 @@ impl Gateway {
                 stop.clone(),
             ));
         }
-        let catalog = Catalog::new(options.hidden.clone());
+        let catalog = Catalog::new(options.hidden.clone(), Naming::new(options.passthrough));
         Gateway {
             inner: Arc::new(Inner {
                 hub,
@@ -293,6 +305,15 @@ impl Gateway {
         capabilities
     }
 
+    fn naming(&self) -> Naming {
+        Naming::new(self.inner.options.passthrough)
+    }
+
+    /// The tools served now.
+    fn served(&self) -> Vec<mcpmux::Tool> {
+        list(&self.inner.hub, self.inner.options.scope.as_ref())
+    }
+
     async fn wait_for_startup(&self) {
         let mut startup = self.inner.startup.clone();
         let _ = tokio::time::timeout(
@@ -329,8 +350,11 @@ impl Gateway {
             progress = Some(rx);
         }
         let hub = &self.inner.hub;
+        let name = self
+            .naming()
+            .hub_tool(&request.name, &self.served(), &self.inner.hub);
         let started = std::time::Instant::now();
-        let mut call = pin!(hub.call_with(&request.name, arguments, options));
+        let mut call = pin!(hub.call_with(&name, arguments, options));
         let mut cancelled = false;
         let outcome = loop {
             tokio::select! {
@@ -353,7 +377,7 @@ impl Gateway {
                 forward_progress(&context, token.as_ref(), step).await;
             }
         }
-        let tool = hub.tool(&request.name);
+        let tool = hub.tool(&name);
         let failed = outcome.as_ref().map_or(true, |result| result.is_error);
         self.inner.metrics.record(
             tool.as_ref().map(|t| (t.server.as_str(), t.name.as_str())),
@@ -429,7 +453,11 @@ impl ServerHandler for Gateway {
         ServerConfig::new(self.capabilities())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
             .with_server_info(Implementation::new("mcpmux", env!("CARGO_PKG_VERSION")))
-            .with_instructions("mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL.")
+            .with_instructions(if self.inner.options.passthrough {
+                "mcpmux: one MCP server's tools, under the server's own names."
+            } else {
+                "mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL."
+            })
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -516,10 +544,7 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.wait_for_startup().await;
-        let tools = list(&self.inner.hub, self.inner.options.scope.as_ref())
-            .iter()
-            .filter_map(convert::tool)
-            .collect();
+        let tools = self.naming().served_tools(&self.served());
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -529,6 +554,16 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await
+    }
+
+    // rmcp checks a call's `Mcp-Param-*` headers (SEP-2243) against the tool's schema.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let served = if self.inner.options.passthrough {
+            self.served()
+        } else {
+            Vec::new()
+        };
+        self.naming().served_tool(name, &served, &self.inner.hub)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

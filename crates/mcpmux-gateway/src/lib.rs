@@ -5,7 +5,8 @@
 //!
 //! `handler` is the MCP server, `convert` the hub's records in MCP's words, `resources` the
 //! resources, templates and prompts served, `metrics` what `/metrics` shows, `watchers` who
-//! hears of tool-list changes, `guard` the HTTP door's rules, `http` and `stdio` the two
+//! hears of tool-list changes, `passthrough` the names served for a single upstream server
+//! (`--passthrough`), `guard` the HTTP door's rules, `http` and `stdio` the two
 //! ways in. This file only re-exports.
 
 mod convert;
@@ -13,6 +14,7 @@ mod guard;
 mod handler;
 mod http;
 mod metrics;
+mod passthrough;
 mod resources;
 mod stdio;
 mod watchers;
@@ -20,4 +22,5 @@ mod watchers;
 pub use guard::{GuardError, Token, origin_allowed};
 pub use handler::{DEFAULT_LIST_WAIT, Gateway, GatewayOptions};
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer};
+pub use passthrough::{PassthroughError, check_one_server};
 pub use stdio::{StdioError, serve_stdio};

@@ -1,7 +1,8 @@
 //! Resources, resource templates and prompts, served from the hub's listings over every
 //! server: URIs are kept as the servers give them (a read goes to the server that lists the
 //! URI), prompts are named `mcp__SERVER__PROMPT` as tools are (one naming function, the
-//! library's), and a `prompts/get` is routed by the table of the last listing. Servers
+//! library's; the server's own in pass-through mode), and a `prompts/get` is routed by the
+//! table of the last listing. Servers
 //! outside the scope are left out. Knows nothing of sessions or transports.
 
 use std::collections::HashMap;
@@ -14,20 +15,26 @@ use rmcp::model::{
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::passthrough::Naming;
+
 /// The hub's resources and prompts as one server serves them.
 pub struct Catalog {
     /// Servers whose resources and prompts are not served (outside the scope).
     hidden: Vec<String>,
     /// Exposed prompt name → (server, the server's own name), from the last listing.
     prompts: Mutex<HashMap<String, (String, String)>>,
+    /// Prompts under the hub's names, or the server's own in pass-through mode.
+    naming: Naming,
 }
 
 impl Catalog {
-    /// Serves every server's resources and prompts but those of `hidden`.
-    pub fn new(hidden: Vec<String>) -> Self {
+    /// Serves every server's resources and prompts but those of `hidden`, prompts named by
+    /// `naming`.
+    pub fn new(hidden: Vec<String>, naming: Naming) -> Self {
         Self {
             hidden,
             prompts: Mutex::new(HashMap::new()),
+            naming,
         }
     }
 
@@ -84,7 +91,7 @@ impl Catalog {
         let contents = hub
             .read_resource(None, uri)
             .await
-            .map_err(|e| failure(&e))?;
+            .map_err(|e| naming_uri(failure(&e), uri))?;
         let contents = contents
             .iter()
             .map(|part| convert(part, uri))
@@ -111,7 +118,7 @@ impl Catalog {
             .iter()
             .map(|p| (p.server.as_str(), p.name.as_str()))
             .collect();
-        let names = mcpmux::exposed_names(&keys);
+        let names = self.naming.prompts(&keys);
         let mut routes = HashMap::new();
         let mut items = Vec::new();
         for (prompt, name) in prompts.iter().zip(names) {
@@ -149,7 +156,7 @@ impl Catalog {
         }
         let Some((server, prompt)) = route else {
             return Err(ErrorData::invalid_params(
-                format!("no prompt named `{name}` (prompts/list names them mcp__SERVER__PROMPT)"),
+                format!("no prompt named `{name}` (prompts/list names the prompts served)"),
                 None,
             ));
         };
@@ -195,6 +202,18 @@ fn convert(
                 None,
             )
         })
+}
+
+/// A failed read's error with the URI in its data (`{"uri": …}`, as SEP-2164 asks of a
+/// resource that does not exist), beside what the upstream server said.
+fn naming_uri(mut error: ErrorData, uri: &str) -> ErrorData {
+    let mut data = Map::new();
+    data.insert("uri".into(), Value::String(uri.to_owned()));
+    if let Some(said) = error.data.take() {
+        data.insert("upstream".into(), said);
+    }
+    error.data = Some(Value::Object(data));
+    error
 }
 
 fn invalid_answer(server: &str, error: &serde_json::Error) -> ErrorData {

@@ -32,6 +32,7 @@ use rmcp::{
 use serde::Deserialize;
 
 use crate::{
+    conformance::ConformanceServer,
     faults::HttpFailure,
     gate::{Gate, Probe, Verdict},
     oauth::{self, AuthorizationServer, OAuthOptions},
@@ -47,6 +48,8 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     pub allow_remote: bool,
     pub stateless: bool,
+    /// `--conformance`: serve the conformance suite's scenarios instead of the test tools.
+    pub conformance: bool,
     pub json_response: bool,
     pub gate: Gate,
     pub failure: HttpFailure,
@@ -105,11 +108,25 @@ pub async fn serve(shared: Arc<Shared>, options: HttpOptions) -> anyhow::Result<
         config = config.disable_allowed_hosts();
     }
     let sessions = Arc::new(LocalSessionManager::default());
-    let service = StreamableHttpService::new(
-        move || Ok(TestServer::new_session(shared.clone())),
-        sessions.clone(),
-        config,
-    );
+    let mcp = if options.conformance {
+        Router::new().route_service(
+            "/mcp",
+            StreamableHttpService::new(
+                || Ok(ConformanceServer::new_session()),
+                sessions.clone(),
+                config,
+            ),
+        )
+    } else {
+        Router::new().route_service(
+            "/mcp",
+            StreamableHttpService::new(
+                move || Ok(TestServer::new_session(shared.clone())),
+                sessions.clone(),
+                config,
+            ),
+        )
+    };
     let state = Arc::new(HttpState {
         failure: Mutex::new(options.failure),
         gate: options.gate,
@@ -118,9 +135,7 @@ pub async fn serve(shared: Arc<Shared>, options: HttpOptions) -> anyhow::Result<
         unknown_session: options.unknown_session,
         fail_json: options.fail_json,
     });
-    let mut mcp = Router::new()
-        .route_service("/mcp", service)
-        .layer(middleware::from_fn_with_state(state.clone(), guard));
+    let mut mcp = mcp.layer(middleware::from_fn_with_state(state.clone(), guard));
     let mut app = Router::new()
         .route("/admin/fail", post(admin_fail))
         .route("/admin/heal", post(admin_heal))

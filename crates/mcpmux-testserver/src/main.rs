@@ -3,9 +3,11 @@
 //!
 //! This file wires the pieces: flags (`cli`) → startup faults (`faults`) → the handler
 //! (`server`, `tools`) on a transport (`stdio`, `http` or `ws`), with the raw-message `gate` in
-//! front and, over HTTP with `--oauth`, the authorization server of `oauth`.
+//! front and, over HTTP with `--oauth`, the authorization server of `oauth`. With
+//! `--conformance`, HTTP serves `conformance`'s handler instead of the test tools.
 
 mod cli;
+mod conformance;
 mod dpop;
 mod faults;
 mod gate;
@@ -130,6 +132,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 addr,
                 allow_remote: cli.allow_remote,
                 stateless: cli.stateless_http,
+                conformance: cli.conformance,
                 json_response: cli.json_response,
                 gate,
                 failure,

@@ -1,0 +1,137 @@
+//! Pass-through mode (`mcpmux serve --passthrough`): with exactly one upstream server, its
+//! tools and prompts are served under the server's own names instead of `mcp__SERVER__NAME`,
+//! so the gateway can stand in front of a server without its clients noticing. Owns the
+//! naming both ways — the name served for a hub tool or prompt, and the hub tool a served name
+//! calls — and the one-server rule. Everything else (validation, policy, resilience) stays on
+//! the hub's path: a call still goes through `Hub::call_with` under the hub's own name.
+//! Knows nothing of sessions or transports.
+
+/// Why pass-through mode cannot serve this configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PassthroughError {
+    /// Pass-through keeps names unprefixed, which only one server can do without clashes.
+    #[error(
+        "--passthrough serves exactly one upstream server under its own tool names, but {count} \
+         servers are configured ({names}); keep one (--config FILE with a single server, or \
+         `enabled = false` on the others), or serve without --passthrough (names \
+         mcp__SERVER__TOOL)"
+    )]
+    NotOneServer {
+        /// How many servers are configured.
+        count: usize,
+        /// Their names, comma-separated (`none` when there are none).
+        names: String,
+    },
+}
+
+/// Checks that `servers` (the configured server names) hold exactly one.
+pub fn check_one_server(servers: &[String]) -> Result<(), PassthroughError> {
+    if servers.len() == 1 {
+        return Ok(());
+    }
+    let names = if servers.is_empty() {
+        "none".to_owned()
+    } else {
+        servers.join(", ")
+    };
+    Err(PassthroughError::NotOneServer {
+        count: servers.len(),
+        names,
+    })
+}
+
+/// How names are served: the hub's (namespaced) or, in pass-through mode, the server's own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Naming {
+    passthrough: bool,
+}
+
+impl Naming {
+    /// The naming of a gateway in pass-through mode or not.
+    pub fn new(passthrough: bool) -> Self {
+        Self { passthrough }
+    }
+
+    /// The hub's name for the tool served as `served`, among `tools` (the tools served). In
+    /// pass-through mode a name not served now (its server is down, its breaker open) is
+    /// given the hub's name it would have, so the hub answers with what became of the server;
+    /// any other name is handed on as it is, and the hub answers it as an unknown tool.
+    pub fn hub_tool(self, served: &str, tools: &[mcpmux::Tool], hub: &mcpmux::Hub) -> String {
+        if !self.passthrough {
+            return served.to_owned();
+        }
+        if let Some(tool) = tools.iter().find(|tool| tool.raw_name == served) {
+            return tool.name.clone();
+        }
+        match hub.servers().as_slice() {
+            [server] => mcpmux::exposed_names(&[(server.name.as_str(), served)])
+                .pop()
+                .unwrap_or_else(|| served.to_owned()),
+            _ => served.to_owned(),
+        }
+    }
+
+    /// The tool served as `served`, as a downstream client lists it.
+    pub fn served_tool(
+        self,
+        served: &str,
+        tools: &[mcpmux::Tool],
+        hub: &mcpmux::Hub,
+    ) -> Option<rmcp::model::Tool> {
+        let tool = if self.passthrough {
+            tools.iter().find(|tool| tool.raw_name == served).cloned()
+        } else {
+            hub.tool(served)
+        }?;
+        self.served_tools(std::slice::from_ref(&tool)).pop()
+    }
+
+    /// `tools` as a downstream client lists them, under their served names.
+    pub fn served_tools(self, tools: &[mcpmux::Tool]) -> Vec<rmcp::model::Tool> {
+        tools
+            .iter()
+            .filter_map(|tool| {
+                let mut served = crate::convert::tool(tool)?;
+                if self.passthrough {
+                    served.name = tool.raw_name.clone().into();
+                }
+                Some(served)
+            })
+            .collect()
+    }
+
+    /// The names prompts are served under, one for each `(server, prompt)` key: the server's
+    /// own, or the hub's exposed names.
+    pub fn prompts(self, keys: &[(&str, &str)]) -> Vec<String> {
+        if self.passthrough {
+            keys.iter().map(|(_, name)| (*name).to_owned()).collect()
+        } else {
+            mcpmux::exposed_names(keys)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn only_one_server_may_pass_through() {
+        assert!(check_one_server(&["everything".into()]).is_ok());
+        let two = check_one_server(&["a".into(), "b".into()]).unwrap_err();
+        let text = two.to_string();
+        assert!(text.contains("2 servers are configured (a, b)"), "{text}");
+        let none = check_one_server(&[]).unwrap_err().to_string();
+        assert!(none.contains("0 servers are configured (none)"), "{none}");
+    }
+
+    #[test]
+    fn prompts_keep_their_own_names_only_in_pass_through() {
+        let keys = [("srv", "greet")];
+        assert_eq!(Naming::new(true).prompts(&keys), ["greet"]);
+        assert_eq!(Naming::new(false).prompts(&keys), ["mcp__srv__greet"]);
+    }
+}
