@@ -92,6 +92,8 @@ pub struct ImageOutput {
 pub struct FailArgs {
     /// The error text (default "tool failed on purpose").
     pub message: Option<String>,
+    /// Answer with a JSON-RPC error of this code (and the text) instead of an error result.
+    pub code: Option<i32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -368,13 +370,19 @@ impl TestServer {
     }
 
     #[tool(
-        description = "Return a tool error result (isError: true) with `message` or \"tool failed on purpose\"."
+        description = "Return a tool error result (isError: true) with `message` or \"tool failed on purpose\"; with `code`, a JSON-RPC error of that code instead."
     )]
-    async fn fail(&self, Parameters(args): Parameters<FailArgs>) -> CallToolResult {
-        error(
-            args.message
-                .unwrap_or_else(|| "tool failed on purpose".to_owned()),
-        )
+    async fn fail(
+        &self,
+        Parameters(args): Parameters<FailArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let message = args
+            .message
+            .unwrap_or_else(|| "tool failed on purpose".to_owned());
+        match args.code {
+            Some(code) => Err(ErrorData::new(rmcp::model::ErrorCode(code), message, None)),
+            None => Ok(error(message)),
+        }
     }
 
     #[tool(description = "Return one text block of `mb` MiB: a header line, then 'x' repeated.")]

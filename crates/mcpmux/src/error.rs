@@ -201,16 +201,27 @@ pub enum Error {
 
 impl Error {
     /// Whether this failure says something about the server's health (transport, timeout,
-    /// server error), as opposed to the caller's input or a tool's own `isError` answer.
+    /// server error), as opposed to the caller's input or a tool's own `isError` answer. A
+    /// JSON-RPC error that refuses the request itself (bad params, unknown method, a
+    /// capability the client lacks) is the caller's: counted, it would let one client's bad
+    /// calls open the breaker and take the server's tools away from every other caller.
     pub(crate) fn counts_against_server(&self) -> bool {
-        matches!(
-            self,
-            Error::Timeout { .. }
-                | Error::ConnectionLost { .. }
-                | Error::Server { .. }
-                | Error::Protocol { .. }
-        )
+        match self {
+            Error::Server { code, .. } => !refuses_the_request(*code),
+            Error::Timeout { .. } | Error::ConnectionLost { .. } | Error::Protocol { .. } => true,
+            _ => false,
+        }
     }
+}
+
+/// JSON-RPC error codes that say the request was wrong, not the server: parse error, invalid
+/// request, method not found, invalid params (JSON-RPC 2.0), resource not found (-32002),
+/// a client capability missing (-32021) and URL elicitation required (-32042) (MCP).
+fn refuses_the_request(code: i32) -> bool {
+    matches!(
+        code,
+        -32700 | -32600 | -32601 | -32602 | -32002 | -32021 | -32042
+    )
 }
 
 /// The library's result type.

@@ -111,6 +111,42 @@ async fn calls_while_the_breaker_is_open_fail_at_once_with_circuit_open() {
     hub.shutdown().await;
 }
 
+#[tokio::test]
+async fn errors_that_refuse_the_request_leave_the_breaker_closed_and_internal_errors_open_it() {
+    let hub = started(vec![fast_testserver("b", &[])]).await;
+    // The caller's mistakes, as a server words them: five of each keep the server's tools.
+    for code in [-32602, -32601, -32002, -32021] {
+        for _ in 0..5 {
+            let err = hub
+                .call(
+                    "mcp__b__fail",
+                    json!({"message": "bad params", "code": code}),
+                )
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::Server { code: c, .. } if *c == code),
+                "{err:?}"
+            );
+        }
+    }
+    assert!(is_connected(&state(&hub, "b")));
+    assert!(hub.tools().iter().any(|t| t.server == "b"));
+    echo(&hub, "b", "still served").await.unwrap();
+
+    // The server's own failure: three in a row open the breaker.
+    for _ in 0..3 {
+        let err = hub
+            .call("mcp__b__fail", json!({"message": "broken", "code": -32603}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Server { code: -32603, .. }), "{err:?}");
+    }
+    let err = echo(&hub, "b", "refused").await.unwrap_err();
+    assert!(matches!(err, Error::CircuitOpen { .. }), "{err:?}");
+    hub.shutdown().await;
+}
+
 // 17 ────────────────────────────────────────────────────────────────────────────────────────
 
 /// Outcomes of the calls to one server.
