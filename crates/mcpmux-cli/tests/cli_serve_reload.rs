@@ -251,6 +251,8 @@ fn sighup_reloads_and_a_removed_server_is_stopped_while_the_session_stays() {
     assert!(session.tools().contains(&"mcp__u__echo".to_string()));
     let u_pids = gateway.servers_marked("7412");
     assert_eq!(u_pids.len(), 1, "u's process not found");
+    let (_, before) = http_get(&gateway.url, "/metrics", &[]);
+    assert!(unchunk(&before).contains("server=\"u\""), "{before}");
 
     configure(&sandbox, json!({ "t": entry("7411") }));
     gateway.hang_up();
@@ -274,6 +276,14 @@ fn sighup_reloads_and_a_removed_server_is_stopped_while_the_session_stays() {
     assert!(
         wait_gone(&u_pids, Duration::from_secs(10)).is_empty(),
         "the removed server's process is still there"
+    );
+    let (status, body) = http_get(&gateway.url, "/metrics", &[]);
+    assert_eq!(status, 200, "{body}");
+    let metrics = unchunk(&body);
+    assert!(metrics.contains("server=\"t\""), "{metrics}");
+    assert!(
+        !metrics.contains("server=\"u\""),
+        "the removed server still has series: {metrics}"
     );
 }
 
