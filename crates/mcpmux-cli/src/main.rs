@@ -248,6 +248,8 @@ async fn run(cli: Cli) -> ExitCode {
             trust::run(&config, &load_options.project_dir, *revoke).map_err(Failure::Other),
         );
     }
+    // A config reload while serving asks nothing: no one is at a terminal to answer.
+    let reload_options = load_options.clone();
     // VS Code inputs are asked only when servers are to be used, not while approving them.
     if let Some(ask) = trust::input_prompt() {
         load_options = load_options.with_input_prompt(ask);
@@ -280,15 +282,7 @@ async fn run(cli: Cli) -> ExitCode {
         },
         _ => None,
     };
-    let used_demo = config.servers.is_empty() && config.problems.is_empty();
-    let mut config = if used_demo {
-        mcpmux::ConfigSet {
-            servers: vec![mcpmux_demo::demo_spec()],
-            ..config
-        }
-    } else {
-        config
-    };
+    let (mut config, used_demo) = with_demo(config);
     // `call` prints the path of a cut result's full output and exits: the file must outlive
     // the process (files older than a day go at the next start, the folder is capped).
     // A call starts only the server it goes to; a listing answers from the tool cache where
@@ -312,7 +306,7 @@ async fn run(cli: Cli) -> ExitCode {
         output::say!("mcpmux: {e}");
     }
     let serving = match &cli.command {
-        Command::Serve(args) => serve::prepare(&mut config, args),
+        Command::Serve(args) => serve::prepare(&mut config, args, reload_options),
         _ => serve::Serving::default(),
     };
     let hub = match Hub::from_config(config, options) {
@@ -354,6 +348,18 @@ async fn run(cli: Cli) -> ExitCode {
     let _ = std::io::stdout().flush();
     hub.shutdown().await;
     exit_code(outcome)
+}
+
+/// The demo server for a config with no server and no problem, and whether it was used.
+fn with_demo(config: mcpmux::ConfigSet) -> (mcpmux::ConfigSet, bool) {
+    if !config.servers.is_empty() || !config.problems.is_empty() {
+        return (config, false);
+    }
+    let demo = mcpmux::ConfigSet {
+        servers: vec![mcpmux_demo::demo_spec()],
+        ..config
+    };
+    (demo, true)
 }
 
 /// `mcpmux run`: Ctrl-C cancels the run (its transcript is still written); the exit code says

@@ -1,6 +1,8 @@
 //! `mcpmux serve`: the hub served as one MCP server, over stdio (for a client that spawns
 //! it) or streamable HTTP with `--http ADDR`. Parses the flags, reads the token, prints where
-//! it listens; serving is `mcpmux-gateway`'s. In stdio mode nothing but MCP goes to stdout.
+//! it listens, and says what each config reload changed; serving and reloading are
+//! `mcpmux-gateway`'s. A reload reads the config as startup did (`prepare` and `read` share
+//! every step). In stdio mode nothing but MCP goes to stdout.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -8,7 +10,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use mcpmux_gateway::{Gateway, GatewayOptions, HttpOptions, HttpServer, Token};
+use mcpmux_gateway::{
+    Baseline, Gateway, GatewayOptions, HttpOptions, HttpServer, Loaded, ReloadOptions, Reloader,
+    Token,
+};
 
 /// The variable a bearer token may come from instead of `--token-file`.
 const TOKEN_ENV: &str = "MCPMUX_GATEWAY_TOKEN";
@@ -44,6 +49,9 @@ pub struct ServeArgs {
     /// Refused when more than one server is configured.
     #[arg(long)]
     passthrough: bool,
+    /// Reload the config on SIGHUP only, not when a config file changes.
+    #[arg(long)]
+    no_watch: bool,
 }
 
 /// Who approves calls a policy `ask` rule matches while serving: everyone with `--yes`,
@@ -59,23 +67,59 @@ pub fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
 }
 
 /// What serving needs to know of the config besides the hub.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Serving {
     /// The servers `/readyz` waits for (the `required` ones).
     required: Vec<String>,
     /// The servers outside `--scope`: their resources and prompts are not served.
     hidden: Vec<String>,
+    /// What a reload compares its reading with, and how it reads.
+    reload: Option<(Baseline, ReadConfig)>,
 }
 
-/// Readies the config for serving and returns what serving needs of it. An entry that runs
-/// `mcpmux serve` itself is dropped, with a word on stderr: the client's own config
-/// (`~/.claude.json`, `.mcp.json`) that lists the gateway is read by the gateway too, and
-/// would start it again, and again.
-pub fn prepare(config: &mut mcpmux::ConfigSet, args: &ServeArgs) -> Serving {
+/// Reads the config again, as startup did.
+type ReadConfig = Box<dyn Fn() -> Loaded + Send + Sync>;
+
+/// Readies the config read at startup for serving (see [`ready`]) and returns what serving
+/// needs of it; a reload reads with `options`, which ask no question (no terminal is there
+/// to answer while serving).
+pub fn prepare(
+    config: &mut mcpmux::ConfigSet,
+    args: &ServeArgs,
+    options: mcpmux::LoadOptions,
+) -> Serving {
+    let scope = args.scope.clone();
+    let startup = ready(std::mem::take(config), scope.as_ref(), &options, true);
+    let baseline = startup.baseline();
+    *config = startup.config;
+    Serving {
+        required: startup.required,
+        hidden: startup.hidden,
+        reload: Some((
+            baseline,
+            Box::new(move || {
+                let (config, _) = crate::with_demo(mcpmux::config::load(&options));
+                ready(config, scope.as_ref(), &options, false)
+            }),
+        )),
+    }
+}
+
+/// The config as served: an entry that runs `mcpmux serve` itself is dropped, with a word
+/// on stderr at startup (`say`): the client's own config (`~/.claude.json`, `.mcp.json`) that
+/// lists the gateway is read by the gateway too, and would start it again, and again. The
+/// `required` servers are what readiness waits for; those outside `scope` are hidden. The
+/// files to watch are every file the config is or would be read from.
+fn ready(
+    mut config: mcpmux::ConfigSet,
+    scope: Option<&mcpmux::Scope>,
+    options: &mcpmux::LoadOptions,
+    say: bool,
+) -> Loaded {
     let me = std::env::current_exe().ok();
     config.servers.retain(|spec| {
         let itself = runs_the_gateway(spec, me.as_deref());
-        if itself {
+        if itself && say {
             crate::output::say!(
                 "mcpmux: not serving `{}`: it runs `mcpmux serve` itself",
                 spec.name
@@ -91,14 +135,11 @@ pub fn prepare(config: &mut mcpmux::ConfigSet, args: &ServeArgs) -> Serving {
             .map(|spec| spec.name.clone())
             .collect()
     };
-    Serving {
-        required: names(&|spec| spec.required),
-        hidden: names(&|spec| {
-            args.scope
-                .as_ref()
-                .is_some_and(|scope| !scope.admits_server(&spec.options))
-        }),
-    }
+    let required = names(&|spec| spec.required);
+    let hidden = names(&|spec| scope.is_some_and(|scope| !scope.admits_server(&spec.options)));
+    let mut watch = mcpmux::config::sources(options);
+    watch.extend(config.files.iter().cloned());
+    Loaded::new(config, required, hidden, watch)
 }
 
 /// Whether `spec` starts `mcpmux … serve` (by name or as this very executable).
@@ -129,6 +170,16 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
             .with_hidden(serving.hidden)
             .with_passthrough(args.passthrough),
     );
+    // Reloads until serving ends, however it ends.
+    let reloading = tokio_util::sync::CancellationToken::new();
+    let _stop_reloading = reloading.clone().drop_guard();
+    if let Some((baseline, read)) = serving.reload {
+        let options = ReloadOptions::default().with_watch(!args.no_watch);
+        let reloader = Reloader::new(gateway.clone(), baseline, read, options);
+        reloader.spawn(reloading, |outcome| {
+            crate::output::say!("mcpmux: {outcome}");
+        });
+    }
     let Some(addr) = args.http else {
         mcpmux_gateway::serve_stdio(gateway, crate::interrupted(), grace).await?;
         return Ok(());

@@ -6,70 +6,11 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::time::Duration;
-
 use serde_json::json;
 use support::*;
 
 /// The server whose name would break an unescaped exposition.
 const WEIRD: &str = "we\"i\\rd\nname";
-
-/// A raw `GET` of `path` on the server at `url` with `headers`: the status and the body.
-fn get(url: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let authority = url
-        .strip_prefix("http://")
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
-    let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers
-        .iter()
-        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
-    {
-        request.push_str(&format!("Host: {authority}\r\n"));
-    }
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    let mut stream = std::net::TcpStream::connect(authority).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {answer:?}"));
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-/// The body of a chunked answer, joined (the exposition comes in chunks or not).
-fn unchunk(body: &str) -> String {
-    if body.starts_with("# HELP") || body.starts_with("# TYPE") {
-        return body.to_string();
-    }
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.push_str(&tail[..size]);
-        rest = tail[size..].trim_start_matches("\r\n");
-    }
-    out
-}
 
 /// The value of the sample line that starts with `series` (name and labels, exactly).
 fn sample(text: &str, series: &str) -> Option<f64> {
@@ -140,7 +81,7 @@ fn metrics_count_calls_errors_and_latency_per_server_and_tool_with_names_escaped
     let (status, _) = post_initialize(&served.url, &[]);
     assert_eq!(status, 200);
 
-    let (status, body) = get(&served.url, "/metrics", &[]);
+    let (status, body) = http_get(&served.url, "/metrics", &[]);
     assert_eq!(status, 200, "{body}");
     let text = unchunk(&body);
     assert_parseable(&text);
@@ -206,7 +147,7 @@ fn metrics_count_calls_errors_and_latency_per_server_and_tool_with_names_escaped
     );
 
     // A browser page on another name (DNS rebinding) cannot read it.
-    let (status, _) = get(&served.url, "/metrics", &[("Host", "evil.example")]);
+    let (status, _) = http_get(&served.url, "/metrics", &[("Host", "evil.example")]);
     assert_eq!(status, 403);
 }
 
@@ -216,9 +157,9 @@ fn with_a_token_metrics_wants_it_too() {
     let mut cmd = sandbox.command(&["serve", "--http", "127.0.0.1:0"]);
     cmd.env("MCPMUX_GATEWAY_TOKEN", "metrics-token-1");
     let served = Served::spawn(cmd);
-    let (status, _) = get(&served.url, "/metrics", &[]);
+    let (status, _) = http_get(&served.url, "/metrics", &[]);
     assert_eq!(status, 401);
-    let (status, body) = get(
+    let (status, body) = http_get(
         &served.url,
         "/metrics",
         &[("Authorization", "Bearer metrics-token-1")],
@@ -226,6 +167,6 @@ fn with_a_token_metrics_wants_it_too() {
     assert_eq!(status, 200, "{body}");
     assert!(unchunk(&body).contains("mcpmux_gateway_sessions"), "{body}");
     // Probes stay open: a load balancer or kubelet has no token.
-    let (status, _) = get(&served.url, "/healthz", &[]);
+    let (status, _) = http_get(&served.url, "/healthz", &[]);
     assert_eq!(status, 200);
 }

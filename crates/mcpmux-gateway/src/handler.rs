@@ -9,8 +9,8 @@
 
 use std::borrow::Cow;
 use std::pin::pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use rmcp::{
@@ -101,6 +101,18 @@ impl GatewayOptions {
     }
 }
 
+/// Why [`Gateway::reconfigure`] changed nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReconfigureError {
+    /// The gateway serves one server under its own names and the new config has not one.
+    #[error(transparent)]
+    Passthrough(#[from] crate::passthrough::PassthroughError),
+    /// The hub refused the new config.
+    #[error(transparent)]
+    Hub(#[from] mcpmux::Error),
+}
+
 /// The hub served as one MCP server. Cheap to clone: every session shares one.
 #[derive(Clone)]
 pub struct Gateway {
@@ -110,6 +122,8 @@ pub struct Gateway {
 struct Inner {
     hub: mcpmux::Hub,
     options: GatewayOptions,
+    /// The servers `/readyz` waits for: the options' until a reload replaces them.
+    required: RwLock<Vec<String>>,
     watchers: Arc<Watchers>,
     /// Whether the servers' first connection attempts have settled (or a required one
     /// failed: `Hub::wait_ready` stops there).
@@ -178,6 +192,7 @@ impl Gateway {
         Gateway {
             inner: Arc::new(Inner {
                 hub,
+                required: RwLock::new(options.required.clone()),
                 options,
                 catalog,
                 metrics: Metrics::default(),
@@ -203,7 +218,7 @@ impl Gateway {
     /// state it is in now, so one that failed and came back is ready again); with none
     /// required, once the servers' first connection attempts have settled.
     pub fn readiness(&self) -> Result<(), String> {
-        let required = &self.inner.options.required;
+        let required = self.required();
         if required.is_empty() {
             return if *self.inner.startup.borrow() {
                 Ok(())
@@ -230,6 +245,48 @@ impl Gateway {
             Ok(())
         } else {
             Err(missing.join("; "))
+        }
+    }
+
+    /// The servers readiness waits for now.
+    fn required(&self) -> Vec<String> {
+        match self.inner.required.read() {
+            Ok(required) => required.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves the servers of `config` from now on (see [`mcpmux::Hub::reconfigure`]), with
+    /// `required` the servers readiness waits for and `hidden` those whose resources and
+    /// prompts are not served. Sessions are kept; those that listen for tool-list changes
+    /// hear of the new tool set. An invalid config changes nothing.
+    pub async fn reconfigure(
+        &self,
+        config: mcpmux::ConfigSet,
+        required: Vec<String>,
+        hidden: Vec<String>,
+    ) -> Result<mcpmux::Reload, ReconfigureError> {
+        let inner = &self.inner;
+        if inner.options.passthrough {
+            // Names are served unprefixed only because there is one server to route to.
+            let names: Vec<String> = config.servers.iter().map(|s| s.name.clone()).collect();
+            crate::passthrough::check_one_server(&names)?;
+        }
+        // Hidden before the servers arrive, so a new server's resources are never shown
+        // outside the scope; put back if the config is refused.
+        let hidden_before = inner.catalog.hide(hidden);
+        match inner.hub.reconfigure(config).await {
+            Ok(reload) => {
+                match inner.required.write() {
+                    Ok(mut old) => *old = required,
+                    Err(poisoned) => *poisoned.into_inner() = required,
+                }
+                Ok(reload)
+            }
+            Err(error) => {
+                inner.catalog.hide(hidden_before);
+                Err(error.into())
+            }
         }
     }
 
@@ -282,7 +339,7 @@ impl Gateway {
     fn capabilities(&self) -> ServerCapabilities {
         let inner = &self.inner;
         for server in inner.hub.servers() {
-            if inner.options.hidden.contains(&server.name) {
+            if !inner.catalog.shown(&server.name) {
                 continue;
             }
             if server.resources {

@@ -6,8 +6,8 @@
 //! `handler` is the MCP server, `convert` the hub's records in MCP's words, `resources` the
 //! resources, templates and prompts served, `metrics` what `/metrics` shows, `watchers` who
 //! hears of tool-list changes, `passthrough` the names served for a single upstream server
-//! (`--passthrough`), `guard` the HTTP door's rules, `http` and `stdio` the two
-//! ways in. This file only re-exports.
+//! (`--passthrough`), `reload` when the config is read again and applied, `guard` the HTTP
+//! door's rules, `http` and `stdio` the two ways in. This file only re-exports.
 
 mod convert;
 mod guard;
@@ -15,12 +15,16 @@ mod handler;
 mod http;
 mod metrics;
 mod passthrough;
+mod reload;
 mod resources;
 mod stdio;
 mod watchers;
 
 pub use guard::{GuardError, Token, origin_allowed};
-pub use handler::{DEFAULT_LIST_WAIT, Gateway, GatewayOptions};
+pub use handler::{DEFAULT_LIST_WAIT, Gateway, GatewayOptions, ReconfigureError};
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer};
 pub use passthrough::{PassthroughError, check_one_server};
+pub use reload::{
+    Baseline, DEFAULT_DEBOUNCE, DEFAULT_POLL, Loaded, Outcome, ReloadOptions, Reloader, Trigger,
+};
 pub use stdio::{StdioError, serve_stdio};

@@ -6,7 +6,9 @@
 //! as they are, and a name the hub does not know is never a label (no client can grow the
 //! series without bound). Knows nothing of HTTP.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -75,6 +77,8 @@ pub struct Metrics {
     errors: Family<CallLabels, Counter>,
     latency: LatencyFamily,
     states: Family<StateLabels, Gauge>,
+    /// The servers `states` has series of: a server a reload removed loses them.
+    stated: Mutex<BTreeSet<String>>,
     sessions: Gauge,
 }
 
@@ -123,6 +127,7 @@ impl Default for Metrics {
             errors,
             latency,
             states,
+            stated: Mutex::default(),
             sessions,
         }
     }
@@ -148,7 +153,23 @@ impl Metrics {
 
     /// The exposition: the servers' states read from `hub` now, `sessions` as given.
     pub fn render(&self, hub: &mcpmux::Hub, sessions: usize) -> Result<String, std::fmt::Error> {
-        for server in hub.servers() {
+        let servers = hub.servers();
+        let names: BTreeSet<String> = servers.iter().map(|s| s.name.clone()).collect();
+        let mut stated = match self.stated.lock() {
+            Ok(stated) => stated,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for gone in stated.difference(&names) {
+            for state in STATES {
+                self.states.remove(&StateLabels {
+                    server: Text(gone.clone()),
+                    state: Text(state.to_string()),
+                });
+            }
+        }
+        *stated = names;
+        drop(stated);
+        for server in servers {
             let now = server.state.label();
             for state in STATES {
                 let labels = StateLabels {

@@ -6,7 +6,7 @@
 //! outside the scope are left out. Knows nothing of sessions or transports.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 use rmcp::model::{
     ErrorData, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -19,8 +19,9 @@ use crate::passthrough::Naming;
 
 /// The hub's resources and prompts as one server serves them.
 pub struct Catalog {
-    /// Servers whose resources and prompts are not served (outside the scope).
-    hidden: Vec<String>,
+    /// Servers whose resources and prompts are not served (outside the scope); a reload
+    /// replaces them.
+    hidden: RwLock<Vec<String>>,
     /// Exposed prompt name → (server, the server's own name), from the last listing.
     prompts: Mutex<HashMap<String, (String, String)>>,
     /// Prompts under the hub's names, or the server's own in pass-through mode.
@@ -32,7 +33,7 @@ impl Catalog {
     /// `naming`.
     pub fn new(hidden: Vec<String>, naming: Naming) -> Self {
         Self {
-            hidden,
+            hidden: RwLock::new(hidden),
             prompts: Mutex::new(HashMap::new()),
             naming,
         }
@@ -45,8 +46,22 @@ impl Catalog {
         }
     }
 
-    fn shown(&self, server: &str) -> bool {
-        !self.hidden.iter().any(|h| h == server)
+    /// Whether `server`'s resources and prompts are served.
+    pub fn shown(&self, server: &str) -> bool {
+        let hidden = match self.hidden.read() {
+            Ok(hidden) => hidden,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        !hidden.iter().any(|h| h == server)
+    }
+
+    /// Serves every server's resources and prompts but those of `hidden` from now on;
+    /// returns the servers hidden until now.
+    pub fn hide(&self, hidden: Vec<String>) -> Vec<String> {
+        match self.hidden.write() {
+            Ok(mut old) => std::mem::replace(&mut *old, hidden),
+            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), hidden),
+        }
     }
 
     /// `resources/list`: every server's resources (a server that cannot list is logged and

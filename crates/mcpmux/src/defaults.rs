@@ -37,6 +37,16 @@ pub const TERM_GRACE: Duration = Duration::from_millis(500);
 /// that ladder and a second to spare on a loaded machine.
 pub const REAP_WAIT: Duration = Duration::from_millis(1500);
 
+/// How long calls in flight to a server a reload removed or replaced may take to finish
+/// before it is stopped: the gateway's own shutdown grace (`mcpmux serve --grace`), so a
+/// reload is never harder on a call than stopping the gateway.
+pub const RELOAD_DRAIN: Duration = Duration::from_secs(10);
+
+/// How often a draining server is looked at for calls still in flight. Polled, not signalled,
+/// so that calls pay nothing for a reload that rarely comes; 10 ms is unnoticeable beside a
+/// process exit.
+pub const DRAIN_POLL: Duration = Duration::from_millis(10);
+
 /// How many stderr lines of a server we keep for error messages.
 pub const STDERR_TAIL_LINES: usize = 40;
 

@@ -187,6 +187,10 @@ pub enum Error {
         message: String,
     },
 
+    /// The hub has been shut down: its servers can no longer be changed.
+    #[error("the hub has been shut down: its servers cannot be changed; start a new hub")]
+    HubShutDown,
+
     /// The tool's input schema is beyond the bounds the hub keeps (a `$ref` cycle, an
     /// exponential expansion): the call was refused before reaching the server; the server's
     /// other tools work.

@@ -66,7 +66,7 @@ pub use resources::{
 };
 pub use result::{IntoToolResult, Json, ToolResult, error_result};
 pub use spill::Spill;
-pub use state::{Era, HubEvent, ServerState};
+pub use state::{Era, HubEvent, Reload, ServerState};
 pub use untrusted::{
     UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,
     wrap_untrusted,

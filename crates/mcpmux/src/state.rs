@@ -125,4 +125,65 @@ pub enum HubEvent {
         /// The server.
         server: String,
     },
+    /// The hub's servers were changed ([`Hub::reconfigure`](crate::Hub::reconfigure)): the
+    /// tool set may have changed with them.
+    Reconfigured(Reload),
+}
+
+/// What [`Hub::reconfigure`](crate::Hub::reconfigure) changed, by server name (each list in
+/// config order).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reload {
+    /// Servers new to the hub, started as configured (eagerly or on first use).
+    pub added: Vec<String>,
+    /// Servers no longer configured: stopped, their processes reaped.
+    pub removed: Vec<String>,
+    /// Servers whose connection changed (command, arguments, environment, URL, timeouts, …):
+    /// the old one stopped, a new one started.
+    pub restarted: Vec<String>,
+    /// Servers whose connection is unchanged but whose tool filter, scope, side effects, result
+    /// limit or `required` changed: their session is kept and the new settings apply at once.
+    pub updated: Vec<String>,
+    /// Servers whose entry is unchanged: their session, calls in flight and breaker are kept.
+    pub kept: Vec<String>,
+    /// Whether the permission rules (`[policy]`) changed.
+    pub policy_changed: bool,
+}
+
+impl Reload {
+    /// Whether nothing a harness would notice changed: no server added, removed, restarted or
+    /// updated, and the same permission rules.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.restarted.is_empty()
+            && self.updated.is_empty()
+            && !self.policy_changed
+    }
+}
+
+/// One line: `added a, b; removed c; restarted d; updated e; policy changed; 2 unchanged`.
+impl std::fmt::Display for Reload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        for (what, names) in [
+            ("added", &self.added),
+            ("removed", &self.removed),
+            ("restarted", &self.restarted),
+            ("updated", &self.updated),
+        ] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {}", names.join(", ")));
+            }
+        }
+        if self.policy_changed {
+            parts.push("policy changed".into());
+        }
+        if parts.is_empty() {
+            parts.push("nothing changed".into());
+        }
+        parts.push(format!("{} unchanged", self.kept.len()));
+        f.write_str(&parts.join("; "))
+    }
 }

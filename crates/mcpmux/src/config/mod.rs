@@ -448,6 +448,23 @@ pub fn load(options: &LoadOptions) -> ConfigSet {
     load_with_env(options, &|name| std::env::var(name).ok())
 }
 
+/// Every file [`load`] reads, or would read if it existed, for `options`: the config files of
+/// each dialect asked for, the secrets file and the project approvals file. With
+/// [`ConfigSet::files`] (which adds the plugin files read), what a watcher watches to reload
+/// whenever the config would load differently.
+pub fn sources(options: &LoadOptions) -> Vec<PathBuf> {
+    let env = |name: &str| std::env::var(name).ok();
+    let config_home = discover::config_home(options.home.as_deref(), &env);
+    let imports = discover::imports(options, config_home.as_deref());
+    let mut files: Vec<PathBuf> = discover::candidates(options, &env, &imports)
+        .into_iter()
+        .map(|candidate| candidate.path)
+        .collect();
+    files.extend(discover::secrets_file(options.home.as_deref(), &env));
+    files.extend(config_home.map(|dir| dir.join("mcpmux").join(trust::APPROVALS_FILE)));
+    files
+}
+
 /// [`load`] with the environment given as a lookup function (tests, embedding harnesses).
 ///
 /// `env` answers `${VAR}` references and `XDG_CONFIG_HOME`.

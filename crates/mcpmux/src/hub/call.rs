@@ -58,15 +58,23 @@ impl Hub {
             }
         };
         let inner = &self.inner;
-        let server = match &origin {
-            ToolOrigin::Mcp { server } => inner.server(server),
-            _ => None,
+        // Held to the end of the call: a reload that takes the server away lets it finish.
+        let (server, policy) = {
+            let table = inner.table();
+            let server = match &origin {
+                ToolOrigin::Mcp { server } => table.server(server).cloned(),
+                _ => None,
+            };
+            (
+                server,
+                (!table.policy.is_allow_all()).then(|| table.policy.clone()),
+            )
         };
         let arguments = Value::Object(arguments.unwrap_or_default());
 
         // Scope: what `tools_for` leaves out cannot be called by name either.
-        if let (Some(scope), Some(server)) = (&options.scope, server) {
-            let spec = &server.connection.spec;
+        if let (Some(scope), Some(server)) = (&options.scope, &server) {
+            let spec = &server.spec;
             if let Some(reason) = scope.refuses(&spec.options) {
                 return Err(Error::OutOfScope {
                     tool: tool.name.clone(),
@@ -78,13 +86,12 @@ impl Hub {
         }
 
         // Policy: a denied call never reaches the server.
-        if !inner.policy.is_allow_all() {
-            let effects = match server {
+        if let Some(policy) = policy {
+            let effects = match &server {
                 Some(server) => server.effects.effects_of(tool),
                 None => SideEffects::from_annotations(&tool.annotations),
             };
-            inner
-                .policy
+            policy
                 .enforce(tool, effects, &arguments, inner.approver.as_ref())
                 .await
                 .map_err(Error::Denied)?;
@@ -104,7 +111,7 @@ impl Hub {
                 },
             })?;
 
-        let (result, max_bytes) = match server {
+        let (result, max_bytes) = match &server {
             Some(server) => {
                 let Value::Object(map) = arguments else {
                     return Err(Error::InvalidArguments {
@@ -115,8 +122,9 @@ impl Hub {
                 let connection = &server.connection;
                 let result = connection
                     .call(&tool.raw_name, Some(map), is_safe(tool), &options)
-                    .await?;
-                (result, connection.spec.options.max_result_bytes)
+                    .await
+                    .map_err(|e| server.explain(e))?;
+                (result, server.spec.options.max_result_bytes)
             }
             None => {
                 let Some(resolved) = inner.registry.resolve(&tool.name) else {
@@ -167,10 +175,11 @@ impl Hub {
     /// explains or a server already started.
     pub fn prepare(&self, name: &str) {
         let catalog = self.catalog();
+        let table = self.inner.table();
         let server = match catalog.get_with_origin(name) {
-            Some((_, ToolOrigin::Mcp { server })) => self.inner.server(server),
+            Some((_, ToolOrigin::Mcp { server })) => table.server(server),
             Some(_) => None,
-            None => self.inner.owner_by_prefix(name),
+            None => table.owner_by_prefix(name),
         };
         if let Some(server) = server {
             server.connection.ensure_started();
@@ -190,26 +199,30 @@ impl Hub {
     ) -> Result<(Tool, ToolOrigin)> {
         let deadline =
             tokio::time::Instant::now() + options.timeout.unwrap_or(defaults::CALL_TIMEOUT);
-        let owner = match server {
-            Some(server) => self.inner.server(server),
-            None => self.inner.owner_by_prefix(name),
+        let owner = {
+            let table = self.inner.table();
+            match server {
+                Some(server) => table.server(server).cloned(),
+                None => table.owner_by_prefix(name).cloned(),
+            }
         };
-        if let Some(server) = owner
+        if let Some(server) = &owner
             && self.wait_for(&server.connection, deadline).await.is_err()
         {
             return Err(self.still_starting(server, options));
         }
+        let connections: Vec<_> = self.inner.table().connections().cloned().collect();
         if self.catalog().get_with_origin(name).is_none()
-            && self.connections().any(|c| c.is_idle() || is_starting(c))
+            && connections.iter().any(|c| c.is_idle() || is_starting(c))
         {
-            for connection in self.connections() {
+            for connection in &connections {
                 connection.ensure_started();
             }
-            for connection in self.connections() {
+            for connection in &connections {
                 if self.wait_for(connection, deadline).await.is_err() {
                     // Still starting when the call's deadline ran out: say so, not "no such
                     // tool".
-                    if let Some(server) = owner.filter(|s| is_starting(&s.connection)) {
+                    if let Some(server) = owner.as_ref().filter(|s| is_starting(&s.connection)) {
                         return Err(self.still_starting(server, options));
                     }
                     break;
@@ -221,9 +234,10 @@ impl Hub {
             Some((tool, origin)) if !tool.cached => Ok((tool.clone(), origin.clone())),
             found => {
                 // A known server that is down deserves a better answer than "no such tool".
+                let table = self.inner.table();
                 let owner = match found {
-                    Some((tool, _)) => self.inner.server(&tool.server),
-                    None => self.inner.owner_by_prefix(name),
+                    Some((tool, _)) => table.server(&tool.server),
+                    None => table.owner_by_prefix(name),
                 };
                 if let Some(server) = owner {
                     let state = server.connection.state();
@@ -253,7 +267,7 @@ impl Hub {
 
     fn still_starting(&self, server: &super::Server, options: &CallOptions) -> Error {
         Error::Timeout {
-            server: server.connection.spec.name.clone(),
+            server: server.spec.name.clone(),
             what: "waiting for the server to start".into(),
             after: options.timeout.unwrap_or(defaults::CALL_TIMEOUT),
         }

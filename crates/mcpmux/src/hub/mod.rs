@@ -1,16 +1,23 @@
 //! MANY servers: starts them concurrently, keeps the namespaced tool set current, routes calls
-//! by exact name, reports every server's state, and shuts everything down. The one door for
-//! calls from a harness. Each server is one record (`Server`): its connection with the tool
-//! filter and side-effect overrides of its spec. What one server does is `connection/`'s;
-//! this folder only chooses servers and fans out.
+//! by exact name, reports every server's state, changes the servers while running (`reload`),
+//! and shuts everything down. The one door for calls from a harness. Each server is one record
+//! (`Server`): its connection with the tool filter and side-effect overrides of its spec. The
+//! records of one configuration form an immutable `Table`, read lock-free by every call and
+//! swapped whole by a reload. What one server does is `connection/`'s; this folder only
+//! chooses servers and fans out.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 mod call;
 mod options;
+mod reload;
 mod resources;
 mod status;
 mod tools;
@@ -22,7 +29,7 @@ use crate::auth::AuthContext;
 use crate::catalog::filter::NameFilter;
 use crate::catalog::merge::Dropped;
 use crate::catalog::naming;
-use crate::config::{ConfigProblem, ConfigSet, ServerSpec};
+use crate::config::{ConfigProblem, ConfigSet, PolicyRules, ServerSpec};
 use crate::connection::era::EraCache;
 use crate::connection::tool_cache::ToolCache;
 use crate::connection::{Connection, Shared};
@@ -36,6 +43,10 @@ use crate::transport::TransportContext;
 
 /// One configured server: its connection, and what its spec says about its tools.
 struct Server {
+    /// The spec as configured now. It differs from the connection's own only in what the hub
+    /// applies (tool filter, scope, side effects, result limit, `required`): a reload that
+    /// changes only those keeps the connection.
+    spec: Arc<ServerSpec>,
     connection: Arc<Connection>,
     /// Which of its tools are exposed (`tools.allow` / `tools.deny`).
     filter: NameFilter,
@@ -44,19 +55,101 @@ struct Server {
     /// The start of every tool name this server exposes (`mcp__<server>__`): how a name
     /// the catalog does not hold is traced to its server.
     prefix: String,
+    /// Set when a reload removed or replaced this server: why, for the calls it cuts short.
+    retired: std::sync::OnceLock<&'static str>,
 }
 
-struct Inner {
-    servers: Vec<Server>,
+impl Server {
+    /// The record of `spec` over `connection`.
+    fn new(spec: Arc<ServerSpec>, connection: Arc<Connection>) -> Self {
+        let effects = match EffectOverrides::new(&spec.options.side_effects) {
+            Ok(overrides) => overrides,
+            Err(e) => {
+                tracing::warn!(server = %spec.name, "side_effects ignored: {e}");
+                EffectOverrides::default()
+            }
+        };
+        Server {
+            filter: NameFilter::new(&spec.options.tools),
+            effects,
+            prefix: naming::base_name(&spec.name, ""),
+            spec,
+            connection,
+            retired: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// A call's failure, said plainly when a reload took the server away under it.
+    fn explain(&self, error: Error) -> Error {
+        match self.retired.get() {
+            Some(why) => Error::Unavailable {
+                server: self.spec.name.clone(),
+                state: ServerState::Stopped,
+                reason: format!("{why} while the call was in flight ({error})"),
+            },
+            None => error,
+        }
+    }
+}
+
+/// The servers of one configuration: immutable, replaced whole by a reload, so the call path
+/// reads it without a lock.
+struct Table {
+    servers: Vec<Arc<Server>>,
     by_name: HashMap<String, usize>,
     problems: Vec<ConfigProblem>,
     /// Servers not started because another has the same signature: (name, kept).
     duplicates: Vec<(ServerSpec, String)>,
-    catalog: RwLock<(u64, tools::Snapshot)>,
+    /// The config's permission rules with the harness's.
+    rules: PolicyRules,
+    policy: Arc<Policy>,
+    /// Which configuration this is (0 at start, one more per reload): part of the catalog's
+    /// key, since a new set of servers may add up to an old generation.
+    epoch: u64,
+}
+
+impl Table {
+    /// The record of the server named `name`.
+    fn server(&self, name: &str) -> Option<&Arc<Server>> {
+        self.by_name.get(name).map(|&i| &self.servers[i])
+    }
+
+    /// The server whose tools are exposed under the longest prefix of `name`: a lookup in
+    /// the table of prefixes, for a name the catalog does not hold (yet).
+    fn owner_by_prefix(&self, name: &str) -> Option<&Arc<Server>> {
+        self.servers
+            .iter()
+            .filter(|s| name.starts_with(&s.prefix))
+            .max_by_key(|s| s.prefix.len())
+    }
+
+    /// Every server's connection, in config order.
+    fn connections(&self) -> impl Iterator<Item = &Arc<Connection>> {
+        self.servers.iter().map(|s| &s.connection)
+    }
+}
+
+struct Inner {
+    table: ArcSwap<Table>,
+    /// Held while a reload computes and swaps the table, and by shutdown: one at a time.
+    reconfiguring: Mutex<()>,
+    /// Set by shutdown: the servers can no longer be changed.
+    closed: std::sync::atomic::AtomicBool,
+    /// What new servers are started with.
+    shared: Shared,
+    lazy: bool,
+    /// The harness's own permission rules, added to each config's.
+    harness_rules: PolicyRules,
+    /// How long calls in flight to a removed or replaced server may take to finish.
+    drain: Duration,
+    /// Cancelled by shutdown: servers still draining after a reload stop at once.
+    draining: CancellationToken,
+    /// Servers a reload removed or replaced, being drained and stopped: shutdown waits for them.
+    retiring: TaskTracker,
+    catalog: RwLock<((u64, u64), tools::Snapshot)>,
     /// Tools shadowed by a same-named tool of higher precedence, at the last rebuild.
     shadowed: RwLock<Vec<Dropped>>,
     events: broadcast::Sender<HubEvent>,
-    policy: Policy,
     approver: Arc<dyn Approver>,
     registry: Arc<HandlerRegistry>,
     validators: ValidatorCache,
@@ -77,19 +170,26 @@ impl Drop for Inner {
 }
 
 impl Inner {
-    /// The record of the server named `name`.
-    fn server(&self, name: &str) -> Option<&Server> {
-        self.by_name.get(name).map(|&i| &self.servers[i])
+    /// The servers now. A guard, not a lock: hold it only across code that does not await.
+    fn table(&self) -> arc_swap::Guard<Arc<Table>> {
+        self.table.load()
     }
 
-    /// The server whose tools are exposed under the longest prefix of `name`: a lookup in
-    /// the table of prefixes, for a name the catalog does not hold (yet).
-    fn owner_by_prefix(&self, name: &str) -> Option<&Server> {
-        self.servers
-            .iter()
-            .filter(|s| name.starts_with(&s.prefix))
-            .max_by_key(|s| s.prefix.len())
+    /// Starts the connection of `spec` as the hub started its first servers.
+    fn connect(&self, spec: &Arc<ServerSpec>) -> Arc<Connection> {
+        connect(&self.shared, self.lazy, spec)
     }
+}
+
+/// Starts the connection of `spec`: lazily (on first use) if its own `lazy` option, else the
+/// hub's, says so.
+fn connect(shared: &Shared, lazy: bool, spec: &Arc<ServerSpec>) -> Arc<Connection> {
+    let lazy = spec.options.lazy.unwrap_or(lazy);
+    Arc::new(Connection::start(
+        ServerSpec::clone(spec),
+        shared.clone(),
+        lazy,
+    ))
 }
 
 /// Many MCP servers as one tool set. Cheap to clone; all clones share the servers.
@@ -105,41 +205,18 @@ impl Hub {
     /// Starts every enabled server concurrently and returns at once; use [`Hub::wait_ready`]
     /// to wait for startup to settle. Must be called inside a tokio runtime.
     pub fn start(specs: Vec<ServerSpec>, options: HubOptions) -> Result<Self> {
-        Self::start_with_problems(specs, Vec::new(), options)
+        Self::from_config(
+            ConfigSet {
+                servers: specs,
+                ..ConfigSet::default()
+            },
+            options,
+        )
     }
 
     /// Starts the servers of a loaded config; its problems are listed in [`Hub::servers`].
-    pub fn from_config(config: ConfigSet, mut options: HubOptions) -> Result<Self> {
-        let mut rules = config.policy;
-        rules.allow.append(&mut options.policy.allow);
-        rules.ask.append(&mut options.policy.ask);
-        rules.deny.append(&mut options.policy.deny);
-        options.policy = rules;
-        Self::start_with_problems(config.servers, config.problems, options)
-    }
-
-    fn start_with_problems(
-        specs: Vec<ServerSpec>,
-        problems: Vec<ConfigProblem>,
-        options: HubOptions,
-    ) -> Result<Self> {
-        let mut names = std::collections::HashSet::new();
-        for spec in &specs {
-            if !names.insert(spec.name.clone()) {
-                return Err(Error::DuplicateServer {
-                    name: spec.name.clone(),
-                });
-            }
-        }
-        // Plugin servers repeating a configured one are started once; hand-written ones never
-        // merge (two accounts of one server differ only in env).
-        let (specs, duplicates) = crate::config::deduplicate(specs);
-        let by_name: HashMap<String, usize> = specs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.clone(), i))
-            .collect();
-        let policy = Policy::from_rules(&options.policy)?;
+    pub fn from_config(config: ConfigSet, options: HubOptions) -> Result<Self> {
+        let checked = reload::Checked::new(config, &options.policy)?;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let shared = Shared {
             ctx: TransportContext::new(AuthContext::new(
@@ -153,27 +230,6 @@ impl Hub {
             tool_cache: ToolCache::new(options.tool_cache.clone(), options.tool_cache_max_age),
         };
         let transports = shared.ctx.clone();
-        let servers = specs
-            .into_iter()
-            .map(|spec| {
-                let effects = match EffectOverrides::new(&spec.options.side_effects) {
-                    Ok(overrides) => overrides,
-                    Err(e) => {
-                        tracing::warn!(server = %spec.name, "side_effects ignored: {e}");
-                        EffectOverrides::default()
-                    }
-                };
-                Server {
-                    filter: NameFilter::new(&spec.options.tools),
-                    effects,
-                    prefix: naming::base_name(&spec.name, ""),
-                    connection: {
-                        let lazy = spec.options.lazy.unwrap_or(options.lazy);
-                        Arc::new(Connection::start(spec, shared.clone(), lazy))
-                    },
-                }
-            })
-            .collect();
         let spill = options.spill.detached();
         match spill.remove_stale() {
             Ok(0) => {}
@@ -182,29 +238,35 @@ impl Hub {
                 tracing::warn!(dir = %spill.dir().display(), "could not clean the spill folder: {e}")
             }
         }
-        Ok(Hub {
-            inner: Arc::new(Inner {
-                servers,
-                by_name,
-                problems,
-                duplicates,
-                catalog: RwLock::new((u64::MAX, Arc::default())),
-                shadowed: RwLock::new(Vec::new()),
-                events,
-                policy,
-                approver: options.approver,
-                registry: options.registry,
-                validators: ValidatorCache::default(),
-                spill,
-                keep_spills: options.keep_spills,
-                transports,
-            }),
-        })
-    }
-
-    /// Every server's connection, in config order.
-    fn connections(&self) -> impl Iterator<Item = &Arc<Connection>> {
-        self.inner.servers.iter().map(|s| &s.connection)
+        let servers = checked
+            .specs
+            .iter()
+            .map(|spec| {
+                let connection = connect(&shared, options.lazy, spec);
+                Arc::new(Server::new(spec.clone(), connection))
+            })
+            .collect();
+        let inner = Arc::new(Inner {
+            table: ArcSwap::from_pointee(checked.into_table(servers, 0)),
+            reconfiguring: Mutex::new(()),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            shared,
+            lazy: options.lazy,
+            harness_rules: options.policy,
+            drain: options.reload_drain,
+            draining: CancellationToken::new(),
+            retiring: TaskTracker::new(),
+            catalog: RwLock::new(((u64::MAX, u64::MAX), Arc::default())),
+            shadowed: RwLock::new(Vec::new()),
+            events,
+            approver: options.approver,
+            registry: options.registry,
+            validators: ValidatorCache::default(),
+            spill,
+            keep_spills: options.keep_spills,
+            transports,
+        });
+        Ok(Hub { inner })
     }
 
     /// Waits until every server's first connection attempt has settled. Each server is
@@ -214,13 +276,15 @@ impl Hub {
     /// one without is started now, since the listing that follows needs it.
     pub async fn wait_ready(&self) -> Result<()> {
         self.start_uncached();
-        for connection in self.connections() {
+        let table = self.inner.table.load_full();
+        for server in &table.servers {
+            let connection = &server.connection;
             connection.settled().await;
-            if connection.spec.required
+            if server.spec.required
                 && let ServerState::Failed { error, .. } = connection.state()
             {
                 return Err(Error::RequiredServerFailed {
-                    server: connection.spec.name.clone(),
+                    server: server.spec.name.clone(),
                     message: error,
                 });
             }
@@ -231,8 +295,9 @@ impl Hub {
     /// Starts every idle server with no cached tools (a listing cannot show them otherwise),
     /// and every idle required one (startup must find out whether it fails).
     fn start_uncached(&self) {
-        for connection in self.connections() {
-            if connection.is_idle() && (!connection.is_cached() || connection.spec.required) {
+        for server in &self.inner.table().servers {
+            let connection = &server.connection;
+            if connection.is_idle() && (!connection.is_cached() || server.spec.required) {
                 connection.ensure_started();
             }
         }
@@ -243,9 +308,20 @@ impl Hub {
         self.inner.events.subscribe()
     }
 
-    /// Closes every server concurrently and reaps every child process.
+    /// Closes every server concurrently and reaps every child process; a server a reload is
+    /// still draining is stopped at once. The servers cannot be changed afterwards.
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.connections().map(|c| c.shutdown())).await;
+        let table = {
+            let _one_at_a_time = crate::sync::lock(&self.inner.reconfiguring);
+            self.inner
+                .closed
+                .store(true, std::sync::atomic::Ordering::Release);
+            self.inner.table.load_full()
+        };
+        self.inner.draining.cancel();
+        self.inner.retiring.close();
+        futures::future::join_all(table.connections().map(|c| c.shutdown())).await;
+        self.inner.retiring.wait().await;
         // A server still starting when shutdown came was dropped with its handshake; its
         // process is being stopped by its reaper: no child outlives this call.
         self.inner

@@ -52,6 +52,9 @@ pub struct HubOptions {
     pub tool_cache: Option<PathBuf>,
     /// How old a cached tool list may be and still be listed (a day by default).
     pub tool_cache_max_age: Duration,
+    /// How long calls in flight to a server [`Hub::reconfigure`](crate::Hub::reconfigure)
+    /// removed or replaced may take to finish before it is stopped (10 s by default).
+    pub reload_drain: Duration,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -66,6 +69,7 @@ impl std::fmt::Debug for HubOptions {
             .field("lazy", &self.lazy)
             .field("tool_cache", &self.tool_cache)
             .field("tool_cache_max_age", &self.tool_cache_max_age)
+            .field("reload_drain", &self.reload_drain)
             .finish()
     }
 }
@@ -86,6 +90,7 @@ impl Default for HubOptions {
             lazy: false,
             tool_cache: ToolCache::default_dir(),
             tool_cache_max_age: defaults::TOOL_CACHE_MAX_AGE,
+            reload_drain: defaults::RELOAD_DRAIN,
         }
     }
 }
@@ -176,6 +181,12 @@ impl HubOptions {
     /// Builder-style: how old a cached tool list may be and still be listed.
     pub fn with_tool_cache_max_age(mut self, max_age: Duration) -> Self {
         self.tool_cache_max_age = max_age;
+        self
+    }
+
+    /// Builder-style: how long a reload lets calls in flight to a server it removes finish.
+    pub fn with_reload_drain(mut self, drain: Duration) -> Self {
+        self.reload_drain = drain;
         self
     }
 }

@@ -70,10 +70,11 @@ impl Hub {
             .await
     }
 
-    pub(crate) fn connection_named(&self, server: &str) -> Result<&Arc<Connection>> {
+    pub(crate) fn connection_named(&self, server: &str) -> Result<Arc<Connection>> {
         self.inner
+            .table()
             .server(server)
-            .map(|s| &s.connection)
+            .map(|s| s.connection.clone())
             .ok_or_else(|| Error::UnknownServer {
                 name: server.to_string(),
             })
@@ -91,7 +92,8 @@ impl Hub {
                 errors: Vec::new(),
             });
         }
-        let listings = self.connections().map(|connection| async move {
+        let connections: Vec<Arc<Connection>> = self.inner.table().connections().cloned().collect();
+        let listings = connections.iter().map(|connection| async move {
             if connection.offers_when_settled(kind).await {
                 Some(connection.list_every_page::<T>(kind).await)
             } else {
@@ -117,7 +119,7 @@ impl Hub {
 
     /// The server to read `uri` from: the one that lists it, else the one (only) whose
     /// template matches it, else the only one with resources.
-    async fn owner_of(&self, uri: &str) -> Result<&Arc<Connection>> {
+    async fn owner_of(&self, uri: &str) -> Result<Arc<Connection>> {
         let listing: Listing<Resource> = self.list_all(None, ListKind::Resources).await?;
         if let Some(resource) = listing.items.iter().find(|r| r.uri == uri) {
             return self.connection_named(&resource.server);
@@ -133,12 +135,15 @@ impl Hub {
         if let [server] = matching.as_slice() {
             return self.connection_named(server);
         }
-        let offering: Vec<&Arc<Connection>> = self
+        let offering: Vec<Arc<Connection>> = self
+            .inner
+            .table()
             .connections()
             .filter(|c| c.offers(ListKind::Resources))
+            .cloned()
             .collect();
         match offering.as_slice() {
-            [only] => Ok(only),
+            [only] => Ok(only.clone()),
             _ => Err(Error::NoResourceServer {
                 uri: uri.to_string(),
                 offering: offering.iter().map(|c| c.spec.name.clone()).collect(),

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Hub;
-use crate::config::{ConfigError, Origin};
+use crate::config::{ConfigError, ConfigProblem, Origin};
 use crate::connection::ListKind;
 use crate::state::{Era, ServerState};
 
@@ -114,9 +114,12 @@ impl ServerStatus {
 impl Hub {
     /// Every configured server with its state, plus config entries that could not be used.
     pub fn servers(&self) -> Vec<ServerStatus> {
-        let mut out: Vec<ServerStatus> = self
-            .connections()
-            .map(|c| {
+        let table = self.inner.table();
+        let mut out: Vec<ServerStatus> = table
+            .servers
+            .iter()
+            .map(|server| {
+                let (c, spec) = (&server.connection, &server.spec);
                 let state = c.state();
                 let (era, version, tools) = match &state {
                     ServerState::Connected {
@@ -133,28 +136,28 @@ impl Hub {
                     _ => (None, None, 0),
                 };
                 ServerStatus {
-                    name: c.spec.name.clone(),
-                    transport: c.spec.transport.kind().into(),
-                    target: c.spec.transport.to_string(),
+                    name: spec.name.clone(),
+                    transport: spec.transport.kind().into(),
+                    target: spec.transport.to_string(),
                     state,
                     era,
                     version,
                     tools,
-                    source: match &c.spec.origin {
+                    source: match &spec.origin {
                         Origin::File { path, .. } => Some(path.display().to_string()),
                         Origin::Demo => Some("built-in demo".into()),
                         Origin::Plugin { source } => Some(source.clone()),
                         _ => None,
                     },
                     cached: c.cached_at(),
-                    dialect: dialect_of(&c.spec.origin),
-                    warnings: self.warnings_for(&c.spec),
+                    dialect: dialect_of(&spec.origin),
+                    warnings: warnings_for(&table.problems, spec),
                     resources: c.offers(ListKind::Resources),
                     prompts: c.offers(ListKind::Prompts),
                 }
             })
             .collect();
-        for (spec, kept) in &self.inner.duplicates {
+        for (spec, kept) in &table.duplicates {
             out.push(ServerStatus {
                 name: spec.name.clone(),
                 transport: spec.transport.kind().into(),
@@ -174,12 +177,12 @@ impl Hub {
                     _ => None,
                 },
                 dialect: dialect_of(&spec.origin),
-                warnings: self.warnings_for(spec),
+                warnings: warnings_for(&table.problems, spec),
                 resources: false,
                 prompts: false,
             });
         }
-        for problem in &self.inner.problems {
+        for problem in &table.problems {
             if problem.is_warning() {
                 // Shown with the server it is about (`warnings_for`); one whose entry another
                 // file replaced concerns nothing that runs.
@@ -217,23 +220,22 @@ impl Hub {
         }
         out
     }
+}
 
-    /// The warnings about `spec`'s own entry: same server, same file.
-    fn warnings_for(&self, spec: &crate::config::ServerSpec) -> Vec<String> {
-        let Origin::File { path, .. } = &spec.origin else {
-            return Vec::new();
-        };
-        self.inner
-            .problems
-            .iter()
-            .filter(|problem| {
-                problem.is_warning()
-                    && problem.server.as_deref() == Some(spec.name.as_str())
-                    && &problem.file == path
-            })
-            .map(|problem| problem.error.to_string())
-            .collect()
-    }
+/// The warnings about `spec`'s own entry: same server, same file.
+fn warnings_for(problems: &[ConfigProblem], spec: &crate::config::ServerSpec) -> Vec<String> {
+    let Origin::File { path, .. } = &spec.origin else {
+        return Vec::new();
+    };
+    problems
+        .iter()
+        .filter(|problem| {
+            problem.is_warning()
+                && problem.server.as_deref() == Some(spec.name.as_str())
+                && &problem.file == path
+        })
+        .map(|problem| problem.error.to_string())
+        .collect()
 }
 
 /// The dialect a file-configured server was read in.

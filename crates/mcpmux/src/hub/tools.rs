@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{Hub, Server};
+use super::{Hub, Server, Table};
 use crate::call::CallOptions;
 use crate::catalog::merge::{Dropped, SourceKind};
 use crate::catalog::scope::Scope;
@@ -26,29 +26,31 @@ impl Hub {
     /// The catalog of now: rebuilt only when a server's tools, state or breaker changed
     /// since the last one.
     pub(super) fn catalog(&self) -> Snapshot {
+        self.catalog_of(&self.inner.table())
+    }
+
+    /// The catalog of `table`'s servers (see [`Hub::catalog`]).
+    fn catalog_of(&self, table: &Table) -> Snapshot {
         let inner = &self.inner;
-        let generation: u64 = self
+        let generation: u64 = table
             .connections()
             .map(|c| c.generation())
             .fold(0u64, u64::wrapping_add);
+        let key = (table.epoch, generation);
         {
             let cached = sync::read(&inner.catalog);
-            if cached.0 == generation {
+            if cached.0 == key {
                 return cached.1.clone();
             }
         }
-        let tool_lists: Vec<(&Server, Arc<Vec<ServerTool>>)> = inner
+        let tool_lists: Vec<(&Server, Arc<Vec<ServerTool>>)> = table
             .servers
             .iter()
-            .filter_map(|s| s.connection.routable_tools().map(|t| (s, t)))
+            .filter_map(|s| s.connection.routable_tools().map(|t| (s.as_ref(), t)))
             .collect();
         let (catalog, dropped) = Catalog::assemble(
             tool_lists.iter().map(|(server, tools)| {
-                (
-                    server.connection.spec.name.as_str(),
-                    tools.as_slice(),
-                    &server.filter,
-                )
+                (server.spec.name.as_str(), tools.as_slice(), &server.filter)
             }),
             inner.registry.entries(),
         );
@@ -56,7 +58,7 @@ impl Hub {
         // Compiled once per schema version: an invalid schema is logged now, and the tool
         // stays listed (its calls go unvalidated); one beyond the hub's bounds is unusable.
         let catalog = Arc::new(catalog.attach(|tool| {
-            tool.cached = inner
+            tool.cached = table
                 .server(&tool.server)
                 .is_some_and(|s| s.connection.is_cached());
             let compiled = inner
@@ -69,13 +71,13 @@ impl Hub {
             }
             compiled
         }));
-        *sync::write(&inner.catalog) = (generation, catalog.clone());
+        *sync::write(&inner.catalog) = (key, catalog.clone());
         catalog
     }
 
     /// Whether `tool` is listed now: local, or its server connected with its breaker closed.
-    fn listed(&self, tool: &Tool) -> bool {
-        self.inner
+    fn listed(&self, table: &Table, tool: &Tool) -> bool {
+        table
             .server(&tool.server)
             .is_none_or(|s| s.connection.listed())
     }
@@ -87,10 +89,11 @@ impl Hub {
     /// listing, and its tools come with a later one ([`Hub::wait_ready`] waits for them).
     pub fn tools(&self) -> Vec<Tool> {
         self.start_uncached();
-        self.catalog()
+        let table = self.inner.table();
+        self.catalog_of(&table)
             .tools()
             .iter()
-            .filter(|t| self.listed(t))
+            .filter(|t| self.listed(&table, t))
             .cloned()
             .collect()
     }
@@ -99,15 +102,15 @@ impl Hub {
     /// server whose `stages` and `agents` admit the scope.
     pub fn tools_for(&self, scope: &Scope) -> Vec<Tool> {
         self.start_uncached();
-        let catalog = self.catalog();
-        catalog
+        let table = self.inner.table();
+        self.catalog_of(&table)
             .tools()
             .iter()
-            .filter(|tool| self.listed(tool))
+            .filter(|tool| self.listed(&table, tool))
             .filter(|tool| {
-                self.inner
+                table
                     .server(&tool.server)
-                    .is_none_or(|s| scope.admits_server(&s.connection.spec.options))
+                    .is_none_or(|s| scope.admits_server(&s.spec.options))
             })
             .cloned()
             .collect()
@@ -121,7 +124,11 @@ impl Hub {
 
     /// The tool exposed as `name`, if it is listed now.
     pub fn tool(&self, name: &str) -> Option<Tool> {
-        self.catalog().get(name).filter(|t| self.listed(t)).cloned()
+        let table = self.inner.table();
+        self.catalog_of(&table)
+            .get(name)
+            .filter(|t| self.listed(&table, t))
+            .cloned()
     }
 }
 
@@ -138,10 +145,11 @@ impl ToolSource for Hub {
 
     fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>>> {
         Box::pin(async move {
-            Ok(self
-                .tools()
+            let tools = self.tools();
+            let table = self.inner.table();
+            Ok(tools
                 .into_iter()
-                .filter(|t| self.inner.server(&t.server).is_some())
+                .filter(|t| table.server(&t.server).is_some())
                 .collect())
         })
     }
@@ -156,7 +164,12 @@ impl ToolSource for Hub {
     }
 
     fn health(&self) -> Health {
-        let states: Vec<ServerState> = self.connections().map(|c| c.state()).collect();
+        let states: Vec<ServerState> = self
+            .inner
+            .table()
+            .connections()
+            .map(|c| c.state())
+            .collect();
         let connected = states
             .iter()
             .filter(|s| matches!(s, ServerState::Connected { .. }))
