@@ -5,19 +5,28 @@
 //!
 //! `handler` is the MCP server, `convert` the hub's records in MCP's words, `resources` the
 //! resources, templates and prompts served, `metrics` what `/metrics` shows, `watchers` who
-//! hears of tool-list changes, `guard` the HTTP door's rules, `http` and `stdio` the two
-//! ways in. This file only re-exports.
+//! hears of tool-list changes, `guard` the HTTP door's rules, `oauth` the gateway as an OAuth
+//! resource server, `rate_limit` the buckets per client, `access_log` the line per request,
+//! `door` the middleware that applies them, `http` and `stdio` the two ways in. This file
+//! only re-exports.
 
+mod access_log;
 mod convert;
+mod door;
 mod guard;
 mod handler;
 mod http;
 mod metrics;
+mod oauth;
+mod rate_limit;
 mod resources;
 mod stdio;
 mod watchers;
 
+pub use access_log::TARGET as ACCESS_LOG_TARGET;
 pub use guard::{GuardError, Token, origin_allowed};
 pub use handler::{DEFAULT_LIST_WAIT, Gateway, GatewayOptions};
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer};
+pub use oauth::{OAuthError, OAuthOptions};
+pub use rate_limit::{Rate, RateLimit, RateParseError};
 pub use stdio::{StdioError, serve_stdio};
