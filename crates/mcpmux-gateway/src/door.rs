@@ -140,12 +140,18 @@ impl Door {
             })),
         )
             .into_response();
-        if !matches!(rejection, Rejection::Unavailable(_)) {
-            response.headers_mut().insert(
+        let value = match rejection {
+            // The keys are read again at most once per refetch interval: come back then.
+            Rejection::Unavailable(_) => (
+                header::RETRY_AFTER,
+                HeaderValue::from(oauth.refetch_interval().as_secs().max(1)),
+            ),
+            _ => (
                 header::WWW_AUTHENTICATE,
                 oauth.challenge(&rejection, self.token.is_some()),
-            );
-        }
+            ),
+        };
+        response.headers_mut().insert(value.0, value.1);
         response
     }
 }

@@ -410,6 +410,15 @@ async fn metadata_that_names_another_issuer_is_not_trusted() {
         "{body}"
     );
     assert_eq!(issuer.key_set_reads(), 0);
+    // Told when to come back: the issuer is asked again at most once per refetch interval.
+    let again = post(
+        &served.url,
+        &initialize(),
+        &[("authorization", &bearer(&token))],
+    )
+    .await;
+    assert_eq!(again.status(), 503);
+    assert_eq!(again.headers()["retry-after"], "30");
     served.stop().await;
 }
 

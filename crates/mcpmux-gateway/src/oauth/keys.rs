@@ -279,6 +279,8 @@ impl KeySource {
             Err(error) => {
                 tracing::warn!(%error, "the authorization server's keys cannot be read");
                 state.last_error = Some(error);
+                // The key set may have moved: ask the metadata again next time.
+                state.jwks_uri = None;
             }
         }
     }

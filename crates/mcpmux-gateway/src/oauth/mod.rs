@@ -150,8 +150,10 @@ impl Rejection {
     /// The RFC 6750 error code and its description, for the JSON body.
     pub(crate) fn error(&self) -> (&'static str, String) {
         match self {
+            // As the TypeScript SDK's `requireBearerAuth` says it (the challenge itself carries
+            // no error code here, as RFC 6750 §3.1 asks).
             Rejection::Missing => (
-                "invalid_request",
+                "invalid_token",
                 "send an OAuth access token as `Authorization: Bearer TOKEN`; the resource \
                  metadata names the authorization server"
                     .into(),
@@ -206,6 +208,7 @@ pub(crate) struct ResourceServer {
     metadata_url: String,
     scopes: Vec<String>,
     validation: Validation,
+    refetch_interval: Duration,
     keys: KeySource,
 }
 
@@ -267,7 +270,13 @@ impl ResourceServer {
             },
             scopes: options.required_scopes.clone(),
             validation,
+            refetch_interval: options.refetch_interval,
         })
+    }
+
+    /// Fewest time between two reads of the issuer's keys.
+    pub(crate) fn refetch_interval(&self) -> Duration {
+        self.refetch_interval
     }
 
     /// Reads the issuer's keys ahead of the first request.
