@@ -4,6 +4,7 @@
 mod agent;
 mod auth;
 mod edit;
+mod logging;
 mod output;
 mod secret;
 mod serve;
@@ -193,7 +194,11 @@ fn import_name(name: &str) -> Result<Import, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     output::init(cli.raw);
-    init_logging(cli.verbose.as_deref());
+    let access_log = match &cli.command {
+        Command::Serve(args) => args.access_log(),
+        _ => None,
+    };
+    logging::init(cli.verbose.as_deref(), access_log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -209,16 +214,6 @@ fn main() -> ExitCode {
     // Servers are reaped inside `run`; do not wait for stray blocking tasks.
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
-}
-
-fn init_logging(filter: Option<&str>) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("mcpmux=error"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("mcpmux=error"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
 }
 
 async fn run(cli: Cli) -> ExitCode {

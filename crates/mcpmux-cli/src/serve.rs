@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use mcpmux_gateway::{
-    Baseline, Gateway, GatewayOptions, HttpOptions, HttpServer, Loaded, ReloadOptions, Reloader,
-    Token,
+    Baseline, Gateway, GatewayOptions, HttpOptions, HttpServer, Loaded, OAuthOptions, Rate,
+    RateLimit, ReloadOptions, Reloader, Token,
 };
 
 /// The variable a bearer token may come from instead of `--token-file`.
@@ -37,6 +37,37 @@ pub struct ServeArgs {
     /// names (repeatable).
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     allow_host: Vec<String>,
+    /// HTTP: accept OAuth 2.1 access tokens (JWTs) of this authorization server
+    /// (`https://auth.example.com/realms/x`; http only on loopback): signature checked against
+    /// its published keys, `aud` this gateway's resource. Combines with --token-file.
+    #[arg(long, value_name = "URL", requires = "http")]
+    oauth_issuer: Option<String>,
+    /// HTTP, OAuth: this gateway's public URL, the audience tokens are issued for
+    /// (`https://mcp.example.com/mcp`). Defaults to http://ADDR/mcp on loopback.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_resource: Option<String>,
+    /// HTTP, OAuth: the issuer's key set (JWKS) URL, when it publishes no metadata.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_jwks_url: Option<String>,
+    /// HTTP, OAuth: a scope every token must hold (repeatable); 403 without it.
+    #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scope: Vec<String>,
+    /// HTTP: requests each client may send to /mcp (`50/s`, `600/min`, `1000/h`); a client is
+    /// its token's subject, else the static token, else its address. Past it: 429.
+    #[arg(long, value_name = "RATE", requires = "http")]
+    rate_limit: Option<Rate>,
+    /// HTTP: requests a client may send at once after a pause (default: the rate's count).
+    #[arg(long, value_name = "N", requires = "rate_limit")]
+    rate_burst: Option<std::num::NonZeroU32>,
+    /// HTTP: log one line per request on stderr (`text` or `json`), whatever --verbose says.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        requires = "http",
+        num_args = 0..=1,
+        default_missing_value = "text"
+    )]
+    access_log: Option<AccessLog>,
     /// Seconds calls in flight may take to finish on Ctrl-C or SIGTERM before they are
     /// cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
@@ -52,6 +83,22 @@ pub struct ServeArgs {
     /// Reload the config on SIGHUP only, not when a config file changes.
     #[arg(long)]
     no_watch: bool,
+}
+
+/// How access log lines are written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessLog {
+    /// `tracing`'s text lines.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
+impl ServeArgs {
+    /// The access log asked for, if any.
+    pub fn access_log(&self) -> Option<AccessLog> {
+        self.access_log
+    }
 }
 
 /// Who approves calls a policy `ask` rule matches while serving: everyone with `--yes`,
@@ -191,6 +238,19 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     };
     let mut options = HttpOptions::new(addr);
     options.token = token;
+    options.oauth = args.oauth_issuer.as_ref().map(|issuer| {
+        let mut oauth = OAuthOptions::new(issuer.clone());
+        oauth.resource = args.oauth_resource.clone();
+        oauth.jwks_url = args.oauth_jwks_url.clone();
+        oauth.required_scopes = args.oauth_scope.clone();
+        oauth
+    });
+    options.rate_limit = args.rate_limit.map(|rate| {
+        let mut limit = RateLimit::new(rate);
+        limit.burst = args.rate_burst;
+        limit
+    });
+    options.access_log = args.access_log.is_some();
     options.allowed_origins = args.allow_origin.clone();
     options.allowed_hosts = args.allow_host.clone();
     options.grace = grace;

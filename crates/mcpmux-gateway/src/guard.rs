@@ -1,8 +1,9 @@
-//! The HTTP door's rules, as plain functions: which addresses may be bound without a token,
-//! which `Origin` values are let in (DNS rebinding), the bearer token and its comparison in
-//! constant time, and reading a token from a file others cannot read. Knows nothing of MCP.
+//! The HTTP door's rules, as plain functions: which addresses may be bound without
+//! authentication, which `Origin` values are let in (DNS rebinding), the bearer token and its
+//! comparison in constant time, reading a token from a file others cannot read, and who a
+//! request comes from once admitted (`Client`). Knows nothing of MCP.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -11,10 +12,11 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GuardError {
-    /// A non-loopback address without a token.
+    /// A non-loopback address without a token or OAuth.
     #[error(
         "refusing to serve {addr} without authentication: an address other than loopback \
-         needs a bearer token (--token-file FILE or MCPMUX_GATEWAY_TOKEN)"
+         needs a bearer token (--token-file FILE or MCPMUX_GATEWAY_TOKEN) or OAuth \
+         (--oauth-issuer URL)"
     )]
     NeedsToken {
         /// The address asked for.
@@ -112,7 +114,7 @@ impl Token {
 }
 
 /// The credentials of `Bearer <credentials>` (scheme case-insensitive).
-fn strip_bearer(value: &[u8]) -> Option<&[u8]> {
+pub(crate) fn strip_bearer(value: &[u8]) -> Option<&[u8]> {
     let (scheme, rest) = value.split_at_checked(7)?;
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
         return None;
@@ -121,9 +123,35 @@ fn strip_bearer(value: &[u8]) -> Option<&[u8]> {
     (!rest.is_empty()).then_some(rest)
 }
 
-/// Whether `addr` may be served without a token: only loopback.
-pub fn check_bind(addr: SocketAddr, token: Option<&Token>) -> Result<(), GuardError> {
-    if addr.ip().is_loopback() || token.is_some() {
+/// Who a request comes from, as the door admitted it: what rate limits are counted by and
+/// access logs name (never a token itself).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Client {
+    /// An OAuth token's `sub`.
+    Subject(Box<str>),
+    /// An OAuth token without `sub`: its `client_id`.
+    Holder(Box<str>),
+    /// The gateway's static bearer token.
+    Token,
+    /// No identity but the peer's address.
+    Peer(IpAddr),
+}
+
+impl std::fmt::Display for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Client::Subject(sub) => write!(f, "sub:{sub}"),
+            Client::Holder(id) => write!(f, "client:{id}"),
+            Client::Token => f.write_str("token"),
+            Client::Peer(ip) => write!(f, "ip:{ip}"),
+        }
+    }
+}
+
+/// Whether `addr` may be served: loopback always, another address only with authentication
+/// (a bearer token or OAuth).
+pub fn check_bind(addr: SocketAddr, authenticated: bool) -> Result<(), GuardError> {
+    if addr.ip().is_loopback() || authenticated {
         Ok(())
     } else {
         Err(GuardError::NeedsToken { addr })
@@ -300,16 +328,14 @@ mod tests {
     }
 
     #[test]
-    fn a_non_loopback_bind_needs_a_token() {
-        let token = Token::new("t").unwrap();
+    fn a_non_loopback_bind_needs_authentication() {
         let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
         let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        assert!(check_bind(local, None).is_ok());
-        assert!(matches!(
-            check_bind(public, None),
-            Err(GuardError::NeedsToken { .. })
-        ));
-        assert!(check_bind(public, Some(&token)).is_ok());
+        assert!(check_bind(local, false).is_ok());
+        let refused = check_bind(public, false).unwrap_err();
+        assert!(matches!(refused, GuardError::NeedsToken { .. }));
+        assert!(refused.to_string().contains("--oauth-issuer"), "{refused}");
+        assert!(check_bind(public, true).is_ok());
     }
 
     #[test]

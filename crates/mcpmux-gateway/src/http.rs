@@ -1,35 +1,35 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
 //! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests) and `/metrics`, behind
-//! the door's rules (`guard`: `Origin`, bearer token), with `/healthz` and `/readyz` beside it. Owns
-//! binding (loopback unless a token is configured), the `Host` allowlist handed to rmcp, and
-//! the graceful shutdown: stop accepting, let calls in flight finish within the grace period,
-//! cancel the rest, then close every session. Closing the hub is the caller's.
+//! the door (`door`: `Origin`, authentication, rate limits), with `/healthz`, `/readyz` and,
+//! under OAuth, the protected resource metadata beside it, and the access log around it all.
+//! Owns binding (loopback unless authentication is configured), the `Host` allowlist handed to
+//! rmcp, and the graceful shutdown: stop accepting, let calls in flight finish within the
+//! grace period, cancel the rest, then close every session. Closing the hub is the caller's.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::{
     Router,
-    body::Body,
-    extract::{Request, State},
+    extract::State,
     http::{HeaderValue, StatusCode, header},
-    middleware::{self, Next},
+    middleware,
     response::{IntoResponse, Response},
     routing::get,
 };
-use futures::StreamExt;
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
     streamable_http_server::session::local::LocalSessionManager,
 };
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Gateway,
+    Gateway, access_log,
+    door::{self, Door, Requests},
     guard::{self, GuardError, Token},
+    oauth::{OAuthError, OAuthOptions, ResourceServer},
+    rate_limit::{Limiter, RateLimit},
 };
 
 /// How long calls in flight may run on after shutdown begins.
@@ -45,8 +45,15 @@ const CLOSE_WAIT: Duration = Duration::from_secs(2);
 pub struct HttpOptions {
     /// Where to listen (127.0.0.1 unless told otherwise; a port of 0 picks a free one).
     pub addr: SocketAddr,
-    /// The bearer token `/mcp` requires; required to bind anything but loopback.
+    /// The bearer token `/mcp` requires. It, or `oauth`, is required to bind anything but
+    /// loopback; with both, either is let in.
     pub token: Option<Token>,
+    /// OAuth 2.1 access tokens `/mcp` accepts (the gateway as a protected resource).
+    pub oauth: Option<OAuthOptions>,
+    /// Requests each client may send to `/mcp`; none: no limit.
+    pub rate_limit: Option<RateLimit>,
+    /// Log every request on the `mcpmux::access` target.
+    pub access_log: bool,
     /// Browser origins let in besides loopback ones (`https://app.example.com`).
     pub allowed_origins: Vec<String>,
     /// `Host` values let in besides loopback ones (`mcp.example.com`, `host:port`). Off
@@ -64,6 +71,9 @@ impl HttpOptions {
         Self {
             addr,
             token: None,
+            oauth: None,
+            rate_limit: None,
+            access_log: false,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             grace: DEFAULT_GRACE,
@@ -79,6 +89,9 @@ pub enum HttpError {
     /// The door's rules refuse the configuration.
     #[error(transparent)]
     Guard(#[from] GuardError),
+    /// The OAuth settings cannot be used.
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
     /// The address cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -97,60 +110,22 @@ pub enum HttpError {
 pub struct HttpServer {
     gateway: Gateway,
     options: HttpOptions,
+    oauth: Option<Arc<ResourceServer>>,
     listener: tokio::net::TcpListener,
     local: SocketAddr,
 }
 
-/// What the `/mcp` guard checks, and the requests it let in that are still answering.
-struct Door {
-    token: Option<Token>,
-    allowed_origins: Vec<String>,
-    /// The `Host` values `/metrics` answers (rmcp checks `/mcp`'s itself); empty: any.
-    allowed_hosts: Vec<String>,
-    requests: Arc<Requests>,
-}
-
-/// POSTs to `/mcp` whose answer is still being sent: what a graceful shutdown waits for
-/// (a `tools/call`'s answer travels on its POST's stream after the call itself returned).
-#[derive(Default)]
-struct Requests {
-    open: AtomicUsize,
-    idle: Notify,
-}
-
-/// One open request; counted until dropped.
-struct Open(Arc<Requests>);
-
-impl Requests {
-    fn enter(self: &Arc<Self>) -> Open {
-        self.open.fetch_add(1, Ordering::SeqCst);
-        Open(self.clone())
-    }
-
-    /// Returns once no request is open.
-    async fn idle(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.open.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        if self.0.open.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
-}
-
 impl HttpServer {
-    /// Checks the door's rules (a non-loopback address needs a token) and binds.
+    /// Checks the door's rules (a non-loopback address needs a token or OAuth) and binds.
     pub async fn bind(gateway: Gateway, options: HttpOptions) -> Result<Self, HttpError> {
-        guard::check_bind(options.addr, options.token.as_ref())?;
+        guard::check_bind(
+            options.addr,
+            options.token.is_some() || options.oauth.is_some(),
+        )?;
+        if let Some(oauth) = &options.oauth {
+            // Checked before binding; built again once the port chosen is known.
+            ResourceServer::new(oauth, options.addr)?;
+        }
         let listener = tokio::net::TcpListener::bind(options.addr)
             .await
             .map_err(|source| HttpError::Bind {
@@ -161,9 +136,15 @@ impl HttpServer {
             addr: options.addr,
             source,
         })?;
+        let oauth = options
+            .oauth
+            .as_ref()
+            .map(|oauth| ResourceServer::new(oauth, local).map(Arc::new))
+            .transpose()?;
         Ok(Self {
             gateway,
             options,
+            oauth,
             listener,
             local,
         })
@@ -181,6 +162,7 @@ impl HttpServer {
         let HttpServer {
             gateway,
             options,
+            oauth,
             listener,
             local,
         } = self;
@@ -208,8 +190,11 @@ impl HttpServer {
         let requests = Arc::new(Requests::default());
         let door = Arc::new(Door {
             token: options.token.clone(),
+            oauth: oauth.clone(),
+            limiter: options.rate_limit.as_ref().map(Limiter::new),
             allowed_origins: options.allowed_origins.clone(),
             allowed_hosts,
+            peek: options.access_log,
             requests: requests.clone(),
         });
         let scraped = Router::new()
@@ -218,17 +203,37 @@ impl HttpServer {
         let mcp = Router::new()
             .route_service("/mcp", service)
             .merge(scraped)
-            .layer(middleware::from_fn_with_state(door, check_door));
-        let app = Router::new()
+            .layer(middleware::from_fn_with_state(door, door::check_door));
+        let mut app = Router::new()
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
             .with_state(gateway.clone())
             .merge(mcp);
+        if let Some(oauth) = &oauth {
+            let published = Router::new();
+            let published = oauth
+                .metadata_paths()
+                .iter()
+                .fold(published, |router, path| {
+                    router.route(path, get(resource_metadata))
+                })
+                .with_state(oauth.clone());
+            app = app.merge(published);
+            // Read the issuer's keys now: the first request does not wait, and a wrong issuer
+            // is logged at start.
+            tokio::spawn(oauth.clone().warm());
+        }
+        if options.access_log {
+            app = app.layer(middleware::from_fn(access_log::log_requests));
+        }
 
         let accepting = CancellationToken::new();
-        let server = axum::serve(listener, app)
-            .with_graceful_shutdown(accepting.clone().cancelled_owned())
-            .into_future();
+        let server = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(accepting.clone().cancelled_owned())
+        .into_future();
         let mut server = tokio::spawn(server);
         tokio::select! {
             () = shutdown => {}
@@ -260,66 +265,14 @@ impl HttpServer {
     }
 }
 
-/// In front of `/mcp`: a browser's `Origin` must be loopback or allowed (403 otherwise), and
-/// with a token configured the request must carry it (401 with `WWW-Authenticate: Bearer`).
-async fn check_door(State(door): State<Arc<Door>>, request: Request, next: Next) -> Response {
-    let origin = request
-        .headers()
-        .get(header::ORIGIN)
-        .map(HeaderValue::as_bytes);
-    if !guard::origin_allowed(origin, &door.allowed_origins) {
-        return (
-            StatusCode::FORBIDDEN,
-            "Forbidden: this Origin may not use the gateway (mcpmux serve --allow-origin ORIGIN lets one in)",
-        )
-            .into_response();
-    }
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .map(HeaderValue::as_bytes);
-    if request.uri().path() != "/mcp" && !guard::host_allowed(host, &door.allowed_hosts) {
-        return (
-            StatusCode::FORBIDDEN,
-            "Forbidden: this Host is not served (mcpmux serve --allow-host HOST adds one)",
-        )
-            .into_response();
-    }
-    if let Some(token) = &door.token {
-        let authorization = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .map(HeaderValue::as_bytes);
-        if !token.admits(authorization) {
-            let mut response = (
-                StatusCode::UNAUTHORIZED,
-                "Unauthorized: send the gateway's token as `Authorization: Bearer TOKEN`",
-            )
-                .into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"mcpmux\""),
-            );
-            return response;
-        }
-    }
-    let deleting = request.method() == axum::http::Method::DELETE;
-    if request.method() == axum::http::Method::POST {
-        let open = door.requests.enter();
-        let (parts, body) = next.run(request).await.into_parts();
-        // Counted until its answer has been sent (or the client went away).
-        let body = body.into_data_stream().map(move |chunk| {
-            let _counted = &open;
-            chunk
-        });
-        return Response::from_parts(parts, Body::from_stream(body));
-    }
-    let mut response = next.run(request).await;
-    if deleting && response.status() == StatusCode::ACCEPTED {
-        // rmcp ends a session with 202; the Python SDK reports anything but 200/204 as a
-        // failed termination. The session is gone either way: say so plainly.
-        *response.status_mut() = StatusCode::NO_CONTENT;
-    }
+/// The protected resource metadata (RFC 9728), readable from any origin: a browser client
+/// reads it before it has a token.
+async fn resource_metadata(State(oauth): State<Arc<ResourceServer>>) -> Response {
+    let mut response = axum::Json(oauth.metadata()).into_response();
+    response.headers_mut().insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
     response
 }
 

@@ -7,23 +7,32 @@
 //! resources, templates and prompts served, `metrics` what `/metrics` shows, `watchers` who
 //! hears of tool-list changes, `passthrough` the names served for a single upstream server
 //! (`--passthrough`), `reload` when the config is read again and applied, `guard` the HTTP
-//! door's rules, `http` and `stdio` the two ways in. This file only re-exports.
+//! door's rules, `oauth` the gateway as an OAuth resource server, `rate_limit` the buckets per
+//! client, `access_log` the line per request, `door` the middleware that applies them, `http`
+//! and `stdio` the two ways in. This file only re-exports.
 
+mod access_log;
 mod convert;
+mod door;
 mod guard;
 mod handler;
 mod http;
 mod metrics;
+mod oauth;
 mod passthrough;
+mod rate_limit;
 mod reload;
 mod resources;
 mod stdio;
 mod watchers;
 
+pub use access_log::TARGET as ACCESS_LOG_TARGET;
 pub use guard::{GuardError, Token, origin_allowed};
 pub use handler::{DEFAULT_LIST_WAIT, Gateway, GatewayOptions, ReconfigureError};
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer};
+pub use oauth::{OAuthError, OAuthOptions};
 pub use passthrough::{PassthroughError, check_one_server};
+pub use rate_limit::{Rate, RateLimit, RateParseError};
 pub use reload::{
     Baseline, DEFAULT_DEBOUNCE, DEFAULT_POLL, Loaded, Outcome, ReloadOptions, Reloader, Trigger,
 };

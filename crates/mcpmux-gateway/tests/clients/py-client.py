@@ -1,6 +1,7 @@
 """The official Python SDK client driving `mcpmux serve` for the gateway's integration tests.
 Usage:
     python py-client.py '{"stdio":{"command":C,"args":[...],"env":{...}}|"url":U,"mode":"auto"|"legacy","actions":[...]}'
+With "url", "headers":{...} are sent on every request (an `Authorization: Bearer` token).
 `mode` "auto" probes server/discover and speaks 2026-07-28 with a server that answers it;
 "legacy" forces the initialize handshake. Actions, run in order, each print one JSON line:
     {"do":"version"}                              -> {"protocol": negotiated version}
@@ -26,6 +27,8 @@ import sys
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 scenario = json.loads(sys.argv[1])
 
@@ -48,7 +51,16 @@ def emit(value) -> None:
 
 
 async def main() -> None:
-    async with Client(target(), mode=scenario.get("mode", "auto"), read_timeout_seconds=20) as client:
+    headers = scenario.get("headers")
+    if headers and "url" in scenario:
+        async with create_mcp_http_client(headers=headers) as http:
+            await run(streamable_http_client(scenario["url"], http_client=http))
+    else:
+        await run(target())
+
+
+async def run(server) -> None:
+    async with Client(server, mode=scenario.get("mode", "auto"), read_timeout_seconds=20) as client:
         for action in scenario["actions"]:
             kind = action["do"]
             if kind == "version":

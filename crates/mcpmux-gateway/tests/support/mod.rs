@@ -1,6 +1,7 @@
 //! Shared by the gateway's integration tests: the library's test support (where the test
-//! server is, polling, its call log, a hub on real servers with short timeouts) and a gateway
-//! served over HTTP on 127.0.0.1 with a port of 0, stopped like a signal would stop it.
+//! server is, polling, its call log, a hub on real servers with short timeouts), a gateway
+//! served over HTTP on 127.0.0.1 with a port of 0, stopped like a signal would stop it, and an
+//! OAuth authorization server for it to trust (`issuer.rs`).
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../../../mcpmux/tests/support/call_log.rs"]
@@ -12,8 +13,11 @@ mod poll;
 #[path = "../../../mcpmux/tests/support/servers.rs"]
 mod servers;
 
+mod issuer;
+
 pub use call_log::*;
 pub use hub::*;
+pub use issuer::*;
 pub use poll::*;
 pub use servers::*;
 

@@ -1,0 +1,299 @@
+//! The middleware in front of `/mcp` and `/metrics`: it applies the door's rules in order —
+//! a browser's `Origin` (403), the `Host` of what rmcp does not guard (403), authentication
+//! (the static bearer token, else an OAuth access token: 401, 403 or 503 with the challenge),
+//! the client's rate limit (429 with `Retry-After`) — learns the JSON-RPC method of a small
+//! POST for the access log, and counts the POSTs still answering for a graceful shutdown.
+//! The rules themselves are `guard`'s, `oauth`'s and `rate_limit`'s.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::{
+    body::Body,
+    extract::{ConnectInfo, Request, State},
+    http::{HeaderValue, Method, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use futures::StreamExt;
+use tokio::sync::Notify;
+
+use crate::access_log::{self, Learnt};
+use crate::guard::{self, Client, Token};
+use crate::oauth::{Rejection, ResourceServer};
+use crate::rate_limit::Limiter;
+
+/// What the door checks, and the requests it let in that are still answering.
+pub(crate) struct Door {
+    pub token: Option<Token>,
+    pub oauth: Option<Arc<ResourceServer>>,
+    pub limiter: Option<Limiter<Client>>,
+    pub allowed_origins: Vec<String>,
+    /// The `Host` values `/metrics` answers (rmcp checks `/mcp`'s itself); empty: any.
+    pub allowed_hosts: Vec<String>,
+    /// Learn the JSON-RPC method of each small POST (for the access log).
+    pub peek: bool,
+    pub requests: Arc<Requests>,
+}
+
+/// POSTs to `/mcp` whose answer is still being sent: what a graceful shutdown waits for
+/// (a `tools/call`'s answer travels on its POST's stream after the call itself returned).
+#[derive(Default)]
+pub(crate) struct Requests {
+    open: AtomicUsize,
+    idle: Notify,
+}
+
+/// One open request; counted until dropped.
+struct Open(Arc<Requests>);
+
+impl Requests {
+    fn enter(self: &Arc<Self>) -> Open {
+        self.open.fetch_add(1, Ordering::SeqCst);
+        Open(self.clone())
+    }
+
+    /// Returns once no request is open.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.open.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if self.0.open.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// Why the door did not let a request through to authentication's far side.
+enum Refusal {
+    /// The static token alone is configured, and was not sent.
+    Token,
+    /// OAuth's answer.
+    OAuth(Rejection),
+}
+
+impl Door {
+    /// Who a request with this `Authorization` comes from, once it shows what the door asks
+    /// for.
+    async fn admit(
+        &self,
+        authorization: Option<HeaderValue>,
+        peer: IpAddr,
+    ) -> Result<Client, Refusal> {
+        if self.token.is_none() && self.oauth.is_none() {
+            return Ok(Client::Peer(peer));
+        }
+        let authorization = authorization.as_ref().map(HeaderValue::as_bytes);
+        if let Some(token) = &self.token
+            && token.admits(authorization)
+        {
+            return Ok(Client::Token);
+        }
+        let Some(oauth) = &self.oauth else {
+            return Err(Refusal::Token);
+        };
+        let Some(credentials) = authorization.and_then(guard::strip_bearer) else {
+            return Err(Refusal::OAuth(Rejection::Missing));
+        };
+        let principal = oauth.verify(credentials).await.map_err(Refusal::OAuth)?;
+        Ok(match (principal.subject, principal.client_id) {
+            (Some(sub), _) => Client::Subject(access_log::clean(&sub).into()),
+            (None, Some(id)) => Client::Holder(access_log::clean(&id).into()),
+            (None, None) => Client::Peer(peer),
+        })
+    }
+
+    /// The answer to a refused request.
+    fn refuse(&self, refusal: Refusal) -> Response {
+        let (oauth, rejection) = match (&self.oauth, refusal) {
+            (Some(oauth), Refusal::OAuth(rejection)) => (oauth, rejection),
+            _ => {
+                let mut response = (
+                    StatusCode::UNAUTHORIZED,
+                    "Unauthorized: send the gateway's token as `Authorization: Bearer TOKEN`",
+                )
+                    .into_response();
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"mcpmux\""),
+                );
+                return response;
+            }
+        };
+        let (error, description) = rejection.error();
+        let mut response = (
+            rejection.status(),
+            axum::Json(serde_json::json!({
+                "error": error,
+                "error_description": description,
+            })),
+        )
+            .into_response();
+        let value = match rejection {
+            // The keys are read again at most once per refetch interval: come back then.
+            Rejection::Unavailable(_) => (
+                header::RETRY_AFTER,
+                HeaderValue::from(oauth.refetch_interval().as_secs().max(1)),
+            ),
+            _ => (
+                header::WWW_AUTHENTICATE,
+                oauth.challenge(&rejection, self.token.is_some()),
+            ),
+        };
+        response.headers_mut().insert(value.0, value.1);
+        response
+    }
+}
+
+/// 429 with `Retry-After` (whole seconds, at least 1) and a JSON-RPC error body.
+fn too_many(wait: Duration) -> Response {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let seconds = seconds.max(1);
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::Json(serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {
+                "code": -32000,
+                "message": format!("rate limit exceeded: retry after {seconds} s"),
+            },
+        })),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
+/// Leaves what was learnt in the answer for the access log.
+fn learnt(mut response: Response, learnt: Learnt) -> Response {
+    response.extensions_mut().insert(learnt);
+    response
+}
+
+/// Reads a small POST's body to learn its JSON-RPC method, and puts it back.
+async fn peek(request: Request, learnt: &mut Learnt) -> Result<Request, Response> {
+    let small = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|n| n.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|n| n <= access_log::MAX_PEEK_BYTES);
+    if !small {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    // Content-Length bounds what hyper reads; the limit is a second fence.
+    let bytes = axum::body::to_bytes(body, access_log::MAX_PEEK_BYTES as usize)
+        .await
+        .map_err(|_| {
+            (
+                StatusCode::BAD_REQUEST,
+                "Bad Request: the body could not be read",
+            )
+                .into_response()
+        })?;
+    access_log::peek(&bytes, learnt);
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// In front of `/mcp` and `/metrics`: the door's rules in order, then the route.
+pub(crate) async fn check_door(
+    State(door): State<Arc<Door>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let origin = request
+        .headers()
+        .get(header::ORIGIN)
+        .map(HeaderValue::as_bytes);
+    if !guard::origin_allowed(origin, &door.allowed_origins) {
+        return (
+            StatusCode::FORBIDDEN,
+            "Forbidden: this Origin may not use the gateway (mcpmux serve --allow-origin ORIGIN lets one in)",
+        )
+            .into_response();
+    }
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(HeaderValue::as_bytes);
+    let to_mcp = request.uri().path() == "/mcp";
+    if !to_mcp && !guard::host_allowed(host, &door.allowed_hosts) {
+        return (
+            StatusCode::FORBIDDEN,
+            "Forbidden: this Host is not served (mcpmux serve --allow-host HOST adds one)",
+        )
+            .into_response();
+    }
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
+    let authorization = request.headers().get(header::AUTHORIZATION).cloned();
+    let client = match door.admit(authorization, peer).await {
+        Ok(client) => client,
+        Err(refusal) => {
+            let tried = Learnt {
+                client: Some(Client::Peer(peer).to_string()),
+                ..Learnt::default()
+            };
+            // Failed attempts are counted against the peer's address: guessing is slowed too.
+            if let Some(limiter) = &door.limiter
+                && let Err(wait) = limiter.check(&Client::Peer(peer))
+            {
+                return learnt(too_many(wait), tried);
+            }
+            return learnt(door.refuse(refusal), tried);
+        }
+    };
+    let mut seen = Learnt {
+        client: Some(client.to_string()),
+        ..Learnt::default()
+    };
+    if to_mcp
+        && let Some(limiter) = &door.limiter
+        && let Err(wait) = limiter.check(&client)
+    {
+        return learnt(too_many(wait), seen);
+    }
+    let posting = request.method() == Method::POST;
+    let request = if door.peek && posting {
+        match peek(request, &mut seen).await {
+            Ok(request) => request,
+            Err(refused) => return learnt(refused, seen),
+        }
+    } else {
+        request
+    };
+    let deleting = request.method() == Method::DELETE;
+    if posting {
+        let open = door.requests.enter();
+        let (parts, body) = next.run(request).await.into_parts();
+        // Counted until its answer has been sent (or the client went away).
+        let body = body.into_data_stream().map(move |chunk| {
+            let _counted = &open;
+            chunk
+        });
+        return learnt(Response::from_parts(parts, Body::from_stream(body)), seen);
+    }
+    let mut response = next.run(request).await;
+    if deleting && response.status() == StatusCode::ACCEPTED {
+        // rmcp ends a session with 202; the Python SDK reports anything but 200/204 as a
+        // failed termination. The session is gone either way: say so plainly.
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    learnt(response, seen)
+}
