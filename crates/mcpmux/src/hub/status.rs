@@ -40,6 +40,12 @@ pub struct ServerStatus {
     pub resources: bool,
     /// Whether its live session offers prompts.
     pub prompts: bool,
+    /// Whether its live session notifies updates of subscribed resources.
+    pub subscriptions: bool,
+    /// Whether its live session completes prompt and template arguments.
+    pub completions: bool,
+    /// Whether its live session sends log messages.
+    pub logging: bool,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -151,6 +157,9 @@ impl Hub {
                     warnings: self.warnings_for(&c.spec),
                     resources: c.offers(ListKind::Resources),
                     prompts: c.offers(ListKind::Prompts),
+                    subscriptions: c.offers_subscriptions(),
+                    completions: c.offers_completions(),
+                    logging: c.offers_logging(),
                 }
             })
             .collect();
@@ -177,6 +186,9 @@ impl Hub {
                 warnings: self.warnings_for(spec),
                 resources: false,
                 prompts: false,
+                subscriptions: false,
+                completions: false,
+                logging: false,
             });
         }
         for problem in &self.inner.problems {
@@ -213,6 +225,9 @@ impl Hub {
                 warnings: Vec::new(),
                 resources: false,
                 prompts: false,
+                subscriptions: false,
+                completions: false,
+                logging: false,
             });
         }
         out
