@@ -5,6 +5,7 @@
 //! (`server`, `tools`) on a transport (`stdio`, `http` or `ws`), with the raw-message `gate` in
 //! front and, over HTTP with `--oauth`, the authorization server of `oauth`.
 
+mod asking;
 mod cli;
 mod dpop;
 mod faults;
@@ -13,6 +14,7 @@ mod hostile;
 mod http;
 mod many;
 mod oauth;
+mod prompts;
 mod server;
 mod stdio;
 mod tools;
@@ -105,6 +107,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         call_log,
         faults: CallFaults::new(cli.crash_after, cli.crash_on, cli.slow_ms),
         extra_enabled: AtomicBool::new(false),
+        prompts: cli.prompts,
         router: {
             let mut router = TestServer::tool_router();
             hostile::add_tools(&mut router, &cli.tool_schema, cli.deep_result);
