@@ -39,11 +39,17 @@ pub struct ServeArgs {
     /// Serve only the tools this stage and agent may use (`plan/coder`).
     #[arg(long, value_name = "STAGE/AGENT")]
     scope: Option<mcpmux::Scope>,
+    /// Items per page of tools/list, resources/list, resources/templates/list and
+    /// prompts/list (clients follow `nextCursor` for the rest).
+    #[arg(long, value_name = "N", default_value_t = mcpmux_gateway::DEFAULT_PAGE_SIZE as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    page_size: u32,
 }
 
-/// Who approves calls a policy `ask` rule matches while serving: everyone with `--yes`,
-/// nobody otherwise. Never the terminal: in stdio mode stdin is the client's, and over HTTP
-/// no one is there to answer for a remote client.
+/// Who approves calls a policy `ask` rule matches while serving, when the calling client
+/// cannot be asked (it declared no elicitation): everyone with `--yes`, nobody otherwise.
+/// Never the terminal: in stdio mode stdin is the client's, and over HTTP no one is there to
+/// answer for a remote client.
 pub fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
     use mcpmux::policy::{ApproveAll, DenyAll};
     if yes {
@@ -60,6 +66,11 @@ pub struct Serving {
     required: Vec<String>,
     /// The servers outside `--scope`: their resources and prompts are not served.
     hidden: Vec<String>,
+    /// The host the hub is started with: the servers may ask the calling clients for roots,
+    /// sampling and elicitation, and their notices reach the clients.
+    pub host: Option<mcpmux::Host>,
+    /// `--yes`: a policy `ask` is approved, not asked of the client.
+    pub yes: bool,
 }
 
 /// Readies the config for serving and returns what serving needs of it. An entry that runs
@@ -87,6 +98,8 @@ pub fn prepare(config: &mut mcpmux::ConfigSet, args: &ServeArgs) -> Serving {
             .collect()
     };
     Serving {
+        host: Some(mcpmux::Host::relaying()),
+        yes: false,
         required: names(&|spec| spec.required),
         hidden: names(&|spec| {
             args.scope
@@ -112,13 +125,16 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     let grace = Duration::try_from_secs_f64(args.grace)
         .ok()
         .context("--grace must be a number of seconds, 0 or more")?;
-    let gateway = Gateway::new(
-        hub.clone(),
-        GatewayOptions::default()
-            .with_scope(args.scope.clone())
-            .with_required(serving.required)
-            .with_hidden(serving.hidden),
-    );
+    let mut options = GatewayOptions::default()
+        .with_scope(args.scope.clone())
+        .with_required(serving.required)
+        .with_hidden(serving.hidden)
+        .with_page_size(args.page_size as usize)
+        .with_ask_clients(!serving.yes);
+    if let Some(host) = serving.host {
+        options = options.with_host(host);
+    }
+    let gateway = Gateway::new(hub.clone(), options);
     let Some(addr) = args.http else {
         mcpmux_gateway::serve_stdio(gateway, crate::interrupted(), grace).await?;
         return Ok(());

@@ -1,11 +1,14 @@
 //! The gateway as an MCP server: rmcp's `ServerHandler` over a [`mcpmux::Hub`]. `tools/list`
-//! is the hub's tool set (named as the hub exposes it, in the configured scope); `tools/call`
-//! goes through `Hub::call_with`, with the downstream request's cancellation and progress
-//! token passed up and its progress passed down; tool-list changes reach every watcher
-//! (`watchers`); resources, templates and prompts are `resources`'s, and their capabilities
-//! are declared once some upstream server offers them. Owns the count of calls in flight that
-//! a graceful shutdown waits for. Knows nothing of HTTP or stdio: a transport hands it
-//! sessions.
+//! is the hub's tool set (named as the hub exposes it, in the configured scope, in pages:
+//! `paging`); `tools/call` goes through `Hub::call_with`, with the downstream request's
+//! cancellation and progress token passed up and its progress passed down, and with the
+//! calling client as the one that answers what the upstream server asks mid-call and that
+//! approves a policy `ask` (`relay`); list changes reach every watcher (`watchers`);
+//! resources, templates, prompts and completions are `resources`'s, subscriptions
+//! `subscriptions`'s, upstream notices `notices`'s, and each capability is declared once some
+//! upstream server offers it. Owns the count of calls in flight that a graceful shutdown
+//! waits for. Knows nothing of HTTP or stdio: a transport makes one handler per session
+//! ([`Gateway::session`]).
 
 use std::borrow::Cow;
 use std::pin::pin;
@@ -16,83 +19,47 @@ use std::time::Duration;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, DiscoverResult, GetPromptRequestParams,
-        GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, PromptsCapability,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
-        ServerCapabilities, ServerConfig, SubscriptionFilter,
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        ProgressToken, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
+        SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::{convert, metrics::Metrics, resources::Catalog, watchers::Watchers};
+// Logging is SEP-2577-deprecated in rmcp, yet the handshake era's `logging/setLevel`.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 
-/// How long the first `tools/list` waits for the hub's servers to settle (their first
-/// connection attempts), so a client that lists at once sees the servers that start quickly;
-/// later lists never wait, and a server that connects later is announced with `list_changed`.
-pub const DEFAULT_LIST_WAIT: Duration = Duration::from_secs(10);
+use crate::{
+    convert,
+    metrics::Metrics,
+    options::GatewayOptions,
+    paging::Pager,
+    relay::{Caller, ClientApproval, ClientRelay},
+    resources::Catalog,
+    session::Session,
+    subscriptions::{Subscriptions, Target},
+    watchers::{Looks, Watchers},
+};
+
+/// Most resources one `subscriptions/listen` may name: each is an upstream subscription.
+const MAX_LISTEN_RESOURCES: usize = 100;
 
 /// How long cancelled calls may take to end (their upstream servers told) at shutdown.
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
-/// How the gateway serves the hub.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct GatewayOptions {
-    /// Only the tools of this stage and agent are listed, and calls outside it refused.
-    pub scope: Option<mcpmux::Scope>,
-    /// Servers `/readyz` waits for (the config's `required` servers).
-    pub required: Vec<String>,
-    /// How long a `tools/list` waits for startup to settle; see [`DEFAULT_LIST_WAIT`].
-    pub list_wait: Duration,
-    /// Servers whose resources and prompts are not served (those outside the scope).
-    pub hidden: Vec<String>,
-}
-
-impl Default for GatewayOptions {
-    fn default() -> Self {
-        Self {
-            scope: None,
-            required: Vec::new(),
-            list_wait: DEFAULT_LIST_WAIT,
-            hidden: Vec::new(),
-        }
-    }
-}
-
-impl GatewayOptions {
-    /// Builder-style: serve only what `scope` may use.
-    pub fn with_scope(mut self, scope: Option<mcpmux::Scope>) -> Self {
-        self.scope = scope;
-        self
-    }
-
-    /// Builder-style: the servers readiness waits for.
-    pub fn with_required(mut self, required: Vec<String>) -> Self {
-        self.required = required;
-        self
-    }
-
-    /// Builder-style: servers whose resources and prompts are not served.
-    pub fn with_hidden(mut self, hidden: Vec<String>) -> Self {
-        self.hidden = hidden;
-        self
-    }
-
-    /// Builder-style: how long a `tools/list` waits for startup to settle.
-    pub fn with_list_wait(mut self, wait: Duration) -> Self {
-        self.list_wait = wait;
-        self
-    }
-}
-
-/// The hub served as one MCP server. Cheap to clone: every session shares one.
+/// The hub served as one MCP server. Cheap to clone; each session gets its own handler
+/// ([`Gateway::session`]) over the one gateway they share.
 #[derive(Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
+    session: Arc<Session>,
 }
 
 struct Inner {
@@ -118,6 +85,15 @@ struct Inner {
     /// on, so a session never sees a capability vanish because a server is down.
     offers_resources: AtomicBool,
     offers_prompts: AtomicBool,
+    offers_subscriptions: AtomicBool,
+    offers_completions: AtomicBool,
+    offers_logging: AtomicBool,
+    /// Who holds which resource.
+    subscriptions: Arc<Subscriptions>,
+    /// Cuts the lists served into pages.
+    pager: Pager,
+    /// The log level last asked of the upstream servers.
+    upstream_level: std::sync::Mutex<Option<mcpmux::host::LogLevel>>,
 }
 
 impl Drop for Inner {
@@ -148,6 +124,8 @@ impl Gateway {
         {
             let events = hub.subscribe();
             let lister = hub.clone();
+            let offerer = hub.clone();
+            let hidden = options.hidden.clone();
             let scope = options.scope.clone();
             let mut startup = startup.clone();
             let wait = options.list_wait;
@@ -157,13 +135,28 @@ impl Gateway {
             tokio::spawn(crate::watchers::forward_changes(
                 events,
                 settled,
-                move || list(&lister, scope.as_ref()),
+                Looks {
+                    tools: move || list(&lister, scope.as_ref()),
+                    offers: move || offers(&offerer, &hidden),
+                },
                 watchers.clone(),
                 stop.clone(),
             ));
         }
+        let subscriptions = Subscriptions::new(hub.clone(), options.hidden.clone());
+        if let Some(host) = &options.host {
+            tokio::spawn(crate::notices::forward(
+                host.clone(),
+                subscriptions.clone(),
+                watchers.clone(),
+                options.hidden.clone(),
+                stop.clone(),
+            ));
+        }
         let catalog = Catalog::new(options.hidden.clone());
+        let pager = Pager::new(options.page_size);
         Gateway {
+            session: Session::new(subscriptions.clone()),
             inner: Arc::new(Inner {
                 hub,
                 options,
@@ -171,6 +164,12 @@ impl Gateway {
                 metrics: Metrics::default(),
                 offers_resources: AtomicBool::new(false),
                 offers_prompts: AtomicBool::new(false),
+                offers_subscriptions: AtomicBool::new(false),
+                offers_completions: AtomicBool::new(false),
+                offers_logging: AtomicBool::new(false),
+                subscriptions,
+                pager,
+                upstream_level: std::sync::Mutex::new(None),
                 watchers,
                 startup,
                 closing: CancellationToken::new(),
@@ -182,9 +181,23 @@ impl Gateway {
         }
     }
 
+    /// The handler of a new session: what the session asks mid-call and what it subscribes
+    /// to are its own. A transport calls this once per session.
+    pub fn session(&self) -> Gateway {
+        Gateway {
+            inner: self.inner.clone(),
+            session: Session::new(self.inner.subscriptions.clone()),
+        }
+    }
+
     /// The hub served.
     pub fn hub(&self) -> &mcpmux::Hub {
         &self.inner.hub
+    }
+
+    /// How many upstream resource subscriptions are held for downstream clients.
+    pub fn subscriptions(&self) -> usize {
+        self.inner.subscriptions.count()
     }
 
     /// Whether the gateway is ready, else why not: every required server connected (in the
@@ -265,30 +278,49 @@ impl Gateway {
         }
     }
 
-    /// The capabilities offered now: tools always; resources and prompts once some upstream
-    /// server (in scope) has offered them.
+    /// The capabilities offered now: tools always; resources (with subscriptions), prompts,
+    /// completions and logging once some upstream server (in scope) has offered them.
     fn capabilities(&self) -> ServerCapabilities {
         let inner = &self.inner;
         for server in inner.hub.servers() {
             if inner.options.hidden.contains(&server.name) {
                 continue;
             }
-            if server.resources {
-                inner.offers_resources.store(true, Ordering::Relaxed);
-            }
-            if server.prompts {
-                inner.offers_prompts.store(true, Ordering::Relaxed);
+            for (offered, latch) in [
+                (server.resources, &inner.offers_resources),
+                (server.prompts, &inner.offers_prompts),
+                (server.subscriptions, &inner.offers_subscriptions),
+                (server.completions, &inner.offers_completions),
+                (server.logging, &inner.offers_logging),
+            ] {
+                if offered {
+                    latch.store(true, Ordering::Relaxed);
+                }
             }
         }
+        let offers = |latch: &AtomicBool| latch.load(Ordering::Relaxed);
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        if inner.offers_resources.load(Ordering::Relaxed) {
-            capabilities.resources = Some(ResourcesCapability::default());
+        if offers(&inner.offers_resources) {
+            let mut resources = ResourcesCapability::default();
+            resources.list_changed = Some(true);
+            if offers(&inner.offers_subscriptions) {
+                resources.subscribe = Some(true);
+            }
+            capabilities.resources = Some(resources);
         }
-        if inner.offers_prompts.load(Ordering::Relaxed) {
-            capabilities.prompts = Some(PromptsCapability::default());
+        if offers(&inner.offers_prompts) {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
+        }
+        if offers(&inner.offers_completions) {
+            capabilities.completions = Some(serde_json::Map::new());
+        }
+        if offers(&inner.offers_logging) {
+            capabilities.logging = Some(serde_json::Map::new());
         }
         capabilities
     }
@@ -317,7 +349,15 @@ impl Gateway {
             .arguments
             .map_or(serde_json::Value::Null, serde_json::Value::Object);
         let cancel = self.inner.abort.child_token();
-        let mut options = mcpmux::CallOptions::default().with_cancel(cancel.clone());
+        // What the upstream server asks during this call goes to this call's client, and a
+        // policy `ask` is asked of it when it can answer.
+        let caller = Caller::of(self.session.id, &context);
+        let mut options = mcpmux::CallOptions::default()
+            .with_cancel(cancel.clone())
+            .with_relay(Arc::new(ClientRelay(caller.clone())));
+        if self.inner.options.ask_clients && caller.takes_forms() {
+            options = options.with_approver(Arc::new(ClientApproval(caller)));
+        }
         if let Some(scope) = &self.inner.options.scope {
             options = options.with_scope(scope.clone());
         }
@@ -397,6 +437,31 @@ async fn next(
     }
 }
 
+/// A digest of the servers (in scope, connected) that offer resources, and of those that
+/// offer prompts: when one changes, so does that list.
+fn offers(hub: &mcpmux::Hub, hidden: &[String]) -> (u64, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut resources = std::collections::hash_map::DefaultHasher::new();
+    let mut prompts = std::collections::hash_map::DefaultHasher::new();
+    for server in hub.servers() {
+        if hidden.contains(&server.name) {
+            continue;
+        }
+        if server.resources {
+            server.name.hash(&mut resources);
+        }
+        if server.prompts {
+            server.name.hash(&mut prompts);
+        }
+    }
+    (resources.finish(), prompts.finish())
+}
+
+/// The cursor a list request carries.
+fn cursor_of(request: Option<&PaginatedRequestParams>) -> Option<&str> {
+    request.and_then(|r| r.cursor.as_deref())
+}
+
 /// The tools served: the hub's, or those of the scope.
 fn list(hub: &mcpmux::Hub, scope: Option<&mcpmux::Scope>) -> Vec<mcpmux::Tool> {
     let tools = match scope {
@@ -461,20 +526,22 @@ impl ServerHandler for Gateway {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.wait_for_startup().await;
-        self.inner.catalog.resources(&self.inner.hub).await
+        let page = (&self.inner.pager, cursor_of(request.as_ref()));
+        self.inner.catalog.resources(&self.inner.hub, page).await
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.wait_for_startup().await;
-        self.inner.catalog.templates(&self.inner.hub).await
+        let page = (&self.inner.pager, cursor_of(request.as_ref()));
+        self.inner.catalog.templates(&self.inner.hub, page).await
     }
 
     async fn read_resource(
@@ -489,11 +556,12 @@ impl ServerHandler for Gateway {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.wait_for_startup().await;
-        self.inner.catalog.prompts(&self.inner.hub).await
+        let page = (&self.inner.pager, cursor_of(request.as_ref()));
+        self.inner.catalog.prompts(&self.inner.hub, page).await
     }
 
     async fn get_prompt(
@@ -512,15 +580,19 @@ impl ServerHandler for Gateway {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.wait_for_startup().await;
-        let tools = list(&self.inner.hub, self.inner.options.scope.as_ref())
-            .iter()
-            .filter_map(convert::tool)
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let tools = list(&self.inner.hub, self.inner.options.scope.as_ref());
+        let (page, next) =
+            self.inner
+                .pager
+                .page("tools/list", tools, cursor_of(request.as_ref()))?;
+        let mut result =
+            ListToolsResult::with_all_items(page.iter().filter_map(convert::tool).collect());
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn call_tool(
@@ -531,34 +603,141 @@ impl ServerHandler for Gateway {
         self.call(request, context).await
     }
 
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.wait_for_startup().await;
+        self.inner.catalog.complete(&self.inner.hub, request).await
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = crate::watchers::log_level(request.level);
+        match self.session.level.lock() {
+            Ok(mut mine) => *mine = Some(level),
+            Err(poisoned) => *poisoned.into_inner() = Some(level),
+        }
+        // The servers send what the most talkative session wants; each session is then sent
+        // only what it asked for.
+        let lowest = self
+            .inner
+            .watchers
+            .lowest_level()
+            .map_or(level, |l| l.min(level));
+        let changed = {
+            let mut sent = match self.inner.upstream_level.lock() {
+                Ok(sent) => sent,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let changed = *sent != Some(lowest);
+            *sent = Some(lowest);
+            changed
+        };
+        if changed {
+            for error in self.inner.hub.set_log_level(lowest).await {
+                tracing::debug!(%error, "logging/setLevel not passed on");
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/subscribe is the handshake era's; listen is 2026-07-28's.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.wait_for_startup().await;
+        let target = Target::Session(context.peer);
+        self.inner
+            .subscriptions
+            .subscribe(self.session.id, target, &request.uri)
+            .await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner
+            .subscriptions
+            .unsubscribe(self.session.id, &request.uri)
+            .await
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.watchers.add_session(context.peer);
+        self.inner
+            .watchers
+            .add_session(context.peer, self.session.level.clone());
+    }
+
+    // A session's roots are asked of it afresh each time an upstream server asks during one
+    // of its calls; nothing is kept that this would make stale, and the upstream servers are
+    // shared by every session, so they are not told.
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        tracing::debug!(session = self.session.id, "a client's roots changed");
     }
 
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(if requested.tools_list_changed == Some(true) {
-            SubscriptionFilter::builder().tools_list_changed().build()
-        } else {
-            SubscriptionFilter::new()
-        })
+        let mut accepted = SubscriptionFilter::new();
+        let asked = |flag: Option<bool>| (flag == Some(true)).then_some(true);
+        accepted.tools_list_changed = asked(requested.tools_list_changed);
+        accepted.resources_list_changed = asked(requested.resources_list_changed);
+        accepted.prompts_list_changed = asked(requested.prompts_list_changed);
+        accepted.resource_subscriptions = requested
+            .resource_subscriptions
+            .as_ref()
+            .map(|uris| uris.iter().take(MAX_LISTEN_RESOURCES).cloned().collect());
+        Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        if context.accepted().tools_list_changed != Some(true) {
+        let accepted = context.accepted().clone();
+        let lists = [
+            accepted.tools_list_changed,
+            accepted.resources_list_changed,
+            accepted.prompts_list_changed,
+        ]
+        .contains(&Some(true));
+        let uris = accepted.resource_subscriptions.unwrap_or_default();
+        if !lists && uris.is_empty() {
             context.cancelled().await;
             return Ok(());
         }
-        let id = self.inner.watchers.add_listen(context.sink().clone());
+        let watcher = lists.then(|| self.inner.watchers.add_listen(context.sink().clone()));
+        let holder = crate::session::next_id();
+        for uri in &uris {
+            let target = Target::Listen(context.sink().clone());
+            if let Err(error) = self
+                .inner
+                .subscriptions
+                .subscribe(holder, target, uri)
+                .await
+            {
+                tracing::warn!(%uri, %error, "a listen's resource could not be subscribed upstream");
+            }
+        }
         tokio::select! {
             () = context.cancelled() => {}
             () = self.inner.stop.cancelled() => {}
             // Shutdown begins: a listen would hold the graceful wait to its end.
             () = self.inner.closing.cancelled() => {}
         }
-        self.inner.watchers.remove(id);
+        if let Some(id) = watcher {
+            self.inner.watchers.remove(id);
+        }
+        self.inner.subscriptions.release(holder).await;
         Ok(())
     }
 }
