@@ -17,6 +17,13 @@ Usage:
     {"do":"read","uri":U}                         -> {"contents":[...]} or {"error":message,"code":n}
     {"do":"prompts"}                              -> {"prompts":[Prompt]}
     {"do":"get_prompt","name":N,"arguments":{...}} -> {"prompt":GetPromptResult} or {"error":message,"code":n}
+    {"do":"listen_events","name":N,"arguments":{...},"filter":{...},"count":n}
+        (2026-07-28) opens a listen with `filter` (tools_list_changed, resources_list_changed,
+        prompts_list_changed, resource_subscriptions), calls N, collects n events (10 s at most)
+        -> {"events":[{"kind":type,"uri":U}]}
+With "answers": {"name": N, "model": M, "roots": [URI...]} the client declares elicitation,
+sampling and roots, and answers each such request with those (a name, "hello from N", the
+roots); what it was asked is printed by {"do":"asked"} -> {"asked":[method...]}.
 """
 
 import asyncio
@@ -25,7 +32,7 @@ import os
 import sys
 
 import anyio
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters, types
 
 scenario = json.loads(sys.argv[1])
 
@@ -39,6 +46,32 @@ def target():
     )
 
 
+answers = scenario.get("answers")
+asked = []
+
+
+async def on_elicitation(context, params):
+    asked.append("elicitation/create")
+    return types.ElicitResult(action="accept", content={"name": answers.get("name", "nobody")})
+
+
+async def on_sampling(context, params):
+    asked.append("sampling/createMessage")
+    text = types.TextContent(type="text", text=f"hello from {answers.get('name', 'nobody')}")
+    return types.CreateMessageResult(role="assistant", content=text, model=answers.get("model", "py-model"))
+
+
+async def on_roots(context):
+    asked.append("roots/list")
+    return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in answers.get("roots", [])])
+
+
+def callbacks() -> dict:
+    if answers is None:
+        return {}
+    return {"elicitation_callback": on_elicitation, "sampling_callback": on_sampling, "list_roots_callback": on_roots}
+
+
 def dump(model) -> dict:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -48,7 +81,7 @@ def emit(value) -> None:
 
 
 async def main() -> None:
-    async with Client(target(), mode=scenario.get("mode", "auto"), read_timeout_seconds=20) as client:
+    async with Client(target(), mode=scenario.get("mode", "auto"), read_timeout_seconds=20, **callbacks()) as client:
         for action in scenario["actions"]:
             kind = action["do"]
             if kind == "version":
@@ -89,6 +122,18 @@ async def main() -> None:
                             changed = True
                             break
                 emit({"listChanged": changed})
+            elif kind == "listen_events":
+                events = []
+                async with client.listen(**action.get("filter", {})) as subscription:
+                    await client.call_tool(action["name"], action.get("arguments", {}))
+                    with anyio.move_on_after(10):
+                        async for event in subscription:
+                            events.append({"kind": type(event).__name__, "uri": getattr(event, "uri", None)})
+                            if len(events) >= action.get("count", 1):
+                                break
+                emit({"events": events})
+            elif kind == "asked":
+                emit({"asked": asked})
             elif kind == "capabilities":
                 emit({"capabilities": client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)})
             elif kind == "resources":
