@@ -144,32 +144,41 @@ fn a_session_that_did_not_declare_the_capability_is_refused_cleanly() {
         "{lines:?}"
     );
 
-    // The Python client: in the handshake era it answers as asked; in 2026-07-28 it cannot be
-    // sent requests, and is refused the same clean way.
+    // The Python client answers as asked in both eras: in 2026-07-28, which cannot be sent
+    // requests, in rounds of input_required.
     let answers = json!({"name": "py", "roots": ["file:///py"]});
     let call = json!([
         {"do": "call", "name": "mcp__t__ask_client", "arguments": {"what": "elicitation"}},
         {"do": "call", "name": "mcp__t__ask_client", "arguments": {"what": "roots"}},
         {"do": "asked"},
     ]);
-    let mut legacy_target = target.clone();
-    legacy_target["answers"] = answers.clone();
-    let legacy = py_client(legacy_target, "legacy", call.clone());
-    assert_eq!(text_of(&legacy[0]["result"]), "name: py", "{legacy:?}");
-    assert_eq!(
-        text_of(&legacy[1]["result"]),
-        "roots: file:///py",
-        "{legacy:?}"
-    );
-    let mut modern_target = target;
-    modern_target["answers"] = answers;
-    let modern = py_client(modern_target, "auto", call);
-    let text = text_of(&modern[0]["result"]);
+    for mode in ["legacy", "auto"] {
+        let mut with_answers = target.clone();
+        with_answers["answers"] = answers.clone();
+        let lines = py_client(with_answers, mode, call.clone());
+        assert_eq!(
+            text_of(&lines[0]["result"]),
+            "name: py",
+            "{mode}: {lines:?}"
+        );
+        assert_eq!(
+            text_of(&lines[1]["result"]),
+            "roots: file:///py",
+            "{mode}: {lines:?}"
+        );
+        assert_eq!(
+            lines[2]["asked"],
+            json!(["elicitation/create", "roots/list"]),
+            "{mode}: {lines:?}"
+        );
+    }
+    // Without the capability, a 2026-07-28 client is refused as cleanly.
+    let lines = py_client(target, "auto", call);
+    let text = text_of(&lines[0]["result"]);
     assert!(
-        text.starts_with("refused: -32601") && text.contains("2026-07-28"),
-        "{modern:?}"
+        text.starts_with("refused: -32601") && text.contains("did not declare"),
+        "{lines:?}"
     );
-    assert_eq!(modern[2]["asked"], json!([]), "{modern:?}");
 }
 
 #[test]
@@ -251,4 +260,24 @@ fn a_policy_ask_is_an_elicitation_to_the_calling_client_and_its_answer_is_honour
         message.contains("\\u001b") && !message.contains('\u{1b}'),
         "the arguments are shown escaped: {message}"
     );
+
+    // A 2026-07-28 client is asked in a round of input_required.
+    let echo = json!([
+        {"do": "call", "name": "mcp__t__echo", "arguments": {"text": "may I"}},
+        {"do": "asked"},
+    ]);
+    for (approve, expected) in [(true, "may I"), (false, "answered no")] {
+        let mut target = served.target();
+        target["answers"] = json!({"approve": approve});
+        let lines = py_client(target, "auto", echo.clone());
+        assert!(
+            text_of(&lines[0]["result"]).contains(expected),
+            "approve {approve}: {lines:?}"
+        );
+        assert_eq!(
+            lines[1]["asked"],
+            json!(["elicitation/create"]),
+            "{lines:?}"
+        );
+    }
 }

@@ -43,6 +43,7 @@ use crate::{
     paging::Pager,
     relay::{Caller, ClientApproval, ClientRelay},
     resources::Catalog,
+    rounds::{Call, Rounds},
     session::Session,
     subscriptions::{Subscriptions, Target},
     watchers::{Looks, Watchers},
@@ -92,6 +93,8 @@ struct Inner {
     subscriptions: Arc<Subscriptions>,
     /// Cuts the lists served into pages.
     pager: Pager,
+    /// 2026-07-28 calls waiting for their clients' answers.
+    rounds: Arc<Rounds>,
     /// The log level last asked of the upstream servers.
     upstream_level: std::sync::Mutex<Option<mcpmux::host::LogLevel>>,
 }
@@ -169,6 +172,7 @@ impl Gateway {
                 offers_logging: AtomicBool::new(false),
                 subscriptions,
                 pager,
+                rounds: Arc::default(),
                 upstream_level: std::sync::Mutex::new(None),
                 watchers,
                 startup,
@@ -335,42 +339,31 @@ impl Gateway {
     }
 
     /// One `tools/call`: through the hub, with the downstream request's cancellation and
-    /// progress.
+    /// progress; a 2026-07-28 client's in rounds of `input_required` (`rounds`).
     async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.inner.closing.is_cancelled() {
-            return Ok(convert::refusal("the gateway is shutting down; call again later").into());
-        }
-        let _in_flight = InFlight::enter(&self.inner);
-        let arguments = request
-            .arguments
-            .map_or(serde_json::Value::Null, serde_json::Value::Object);
-        let cancel = self.inner.abort.child_token();
         // What the upstream server asks during this call goes to this call's client, and a
         // policy `ask` is asked of it when it can answer.
         let caller = Caller::of(self.session.id, &context);
-        let mut options = mcpmux::CallOptions::default()
-            .with_cancel(cancel.clone())
-            .with_relay(Arc::new(ClientRelay(caller.clone())));
-        if self.inner.options.ask_clients && caller.takes_forms() {
-            options = options.with_approver(Arc::new(ClientApproval(caller)));
+        if caller.is_stateless() {
+            return self.call_in_rounds(request, context, caller).await;
         }
-        if let Some(scope) = &self.inner.options.scope {
-            options = options.with_scope(scope.clone());
+        if self.inner.closing.is_cancelled() {
+            return Ok(convert::refusal("the gateway is shutting down; call again later").into());
         }
+        let cancel = self.inner.abort.child_token();
         let token = context.meta.get_progress_token();
         let mut progress = None;
+        let mut progress_tx = None;
         if token.is_some() {
             let (tx, rx) = mpsc::unbounded_channel();
-            options = options.with_progress(tx);
+            progress_tx = Some(tx);
             progress = Some(rx);
         }
-        let hub = &self.inner.hub;
-        let started = std::time::Instant::now();
-        let mut call = pin!(hub.call_with(&request.name, arguments, options));
+        let mut call = pin!(self.run(request, caller, cancel.clone(), progress_tx));
         let mut cancelled = false;
         let outcome = loop {
             tokio::select! {
@@ -393,6 +386,72 @@ impl Gateway {
                 forward_progress(&context, token.as_ref(), step).await;
             }
         }
+        outcome
+    }
+
+    /// A 2026-07-28 client's `tools/call`: a new call run in a task of its own, or, with a
+    /// `requestState`, the answers to a waiting call's last round; either way, what the call
+    /// does next.
+    async fn call_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        caller: Caller,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let rounds = &self.inner.rounds;
+        let token = context.meta.get_progress_token();
+        let call = match request.request_state.clone() {
+            Some(state) => {
+                let responses = request.input_responses.clone().unwrap_or_default();
+                rounds.resume(&state, responses)?
+            }
+            None => {
+                if self.inner.closing.is_cancelled() {
+                    let refused = "the gateway is shutting down; call again later";
+                    return Ok(convert::refusal(refused).into());
+                }
+                let gateway = self.clone();
+                let cancel = self.inner.abort.child_token();
+                let wants_progress = token.is_some();
+                Call::spawn(move |asks, progress| async move {
+                    let progress = wants_progress.then_some(progress);
+                    gateway
+                        .run(request, caller.in_rounds(asks), cancel, progress)
+                        .await
+                })
+            }
+        };
+        rounds.next(call, &context, token.as_ref()).await
+    }
+
+    /// The call itself, made for `caller`: through the hub, counted in flight and in the
+    /// metrics, its outcome in MCP's words.
+    async fn run(
+        &self,
+        request: CallToolRequestParams,
+        caller: Caller,
+        cancel: CancellationToken,
+        progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let _in_flight = InFlight::enter(&self.inner);
+        let arguments = request
+            .arguments
+            .map_or(serde_json::Value::Null, serde_json::Value::Object);
+        let mut options = mcpmux::CallOptions::default()
+            .with_cancel(cancel)
+            .with_relay(Arc::new(ClientRelay(caller.clone())));
+        if self.inner.options.ask_clients && caller.takes_forms() {
+            options = options.with_approver(Arc::new(ClientApproval(caller)));
+        }
+        if let Some(scope) = &self.inner.options.scope {
+            options = options.with_scope(scope.clone());
+        }
+        if let Some(progress) = progress {
+            options = options.with_progress(progress);
+        }
+        let hub = &self.inner.hub;
+        let started = std::time::Instant::now();
+        let outcome = hub.call_with(&request.name, arguments, options).await;
         let tool = hub.tool(&request.name);
         let failed = outcome.as_ref().map_or(true, |result| result.is_error);
         self.inner.metrics.record(
@@ -411,7 +470,7 @@ impl Gateway {
 }
 
 /// Sends one progress step to the downstream client under its progress token.
-async fn forward_progress(
+pub(crate) async fn forward_progress(
     context: &RequestContext<RoleServer>,
     token: Option<&ProgressToken>,
     step: mcpmux::Progress,
@@ -471,17 +530,17 @@ fn list(hub: &mcpmux::Hub, scope: Option<&mcpmux::Scope>) -> Vec<mcpmux::Tool> {
     tools.into_iter().filter(|t| t.unusable.is_none()).collect()
 }
 
-/// Counts one call in flight while it lives.
-struct InFlight<'a>(&'a Inner);
+/// Counts one call in flight while it lives (in a task of its own, too).
+struct InFlight(Arc<Inner>);
 
-impl<'a> InFlight<'a> {
-    fn enter(inner: &'a Inner) -> Self {
+impl InFlight {
+    fn enter(inner: &Arc<Inner>) -> Self {
         inner.in_flight.fetch_add(1, Ordering::SeqCst);
-        InFlight(inner)
+        InFlight(inner.clone())
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for InFlight {
     fn drop(&mut self) {
         if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.idle.notify_waiters();

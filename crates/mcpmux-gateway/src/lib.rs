@@ -4,13 +4,13 @@
 //! over stdio or streamable HTTP.
 //!
 //! `handler` is the MCP server, one handler per session (`session`), served as `options`
-//! say; `convert` the hub's
-//! records in MCP's words, `resources` the resources, templates, prompts and completions
-//! served, `paging` the pages of every list, `relay` what an upstream server asks mid-call
-//! passed on to the calling client (and a policy `ask` asked of it), `subscriptions` who holds
-//! which resource, `notices` the upstream servers' updates, list changes and logs passed on,
-//! `watchers` who hears of list changes and logs, `metrics` what `/metrics` shows, `guard`
-//! the HTTP door's rules, `http` and `stdio` the two ways in. This file only re-exports.
+//! say; `convert` the hub's records in MCP's words; `resources` the resources, templates,
+//! prompts and completions served; `paging` the pages of every list; `relay` what an upstream
+//! server asks mid-call passed on to the calling client (and a policy `ask` asked of it), a
+//! 2026-07-28 client in `rounds` of `input_required`; `subscriptions` who holds which
+//! resource; `notices` the upstream servers' updates, list changes and logs passed on;
+//! `watchers` who hears of list changes and logs; `metrics` what `/metrics` shows; `guard`
+//! the HTTP door's rules; `http` and `stdio` the two ways in. This file only re-exports.
 
 mod convert;
 mod guard;
@@ -22,6 +22,7 @@ mod options;
 mod paging;
 mod relay;
 mod resources;
+mod rounds;
 mod session;
 mod stdio;
 mod subscriptions;

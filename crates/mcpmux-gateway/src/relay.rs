@@ -4,12 +4,12 @@
 //! a policy `ask` rule wants, as an `elicitation/create` of the gateway's own
 //! ([`ClientApproval`]).
 //!
-//! A request goes to the client only if that client declared the capability in its
-//! `initialize` (else it is refused with -32601, naming what is missing), and only to a
-//! handshake-era session: a 2026-07-28 client cannot be sent requests, and is refused the
-//! same way. Over streamable HTTP the request is sent on the response stream of the client's
-//! own `tools/call`. Knows nothing of which upstream call a request belongs to: the library
-//! decides that and hands the request to this call's relay.
+//! A request goes to the client only if that client declared the capability (else it is
+//! refused with -32601, naming what is missing). A handshake-era client is sent it as a
+//! request; over streamable HTTP on the response stream of the client's own `tools/call`. A
+//! 2026-07-28 client cannot be sent requests: it is put the request in a round of
+//! `input_required` (`rounds`). Knows nothing of which upstream call a request belongs to:
+//! the library decides that and hands the request to this call's relay.
 
 use std::time::Duration;
 
@@ -23,6 +23,8 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
+use crate::rounds::Asks;
+
 /// How long a client's user has to answer the approval of a call (what a person takes to read
 /// a call and decide, with room to spare); past it the call is refused.
 pub const APPROVAL_WAIT: Duration = Duration::from_secs(300);
@@ -30,18 +32,29 @@ pub const APPROVAL_WAIT: Duration = Duration::from_secs(300);
 /// Longest rendering of a call's arguments shown in an approval (the rest is cut, and said).
 const MAX_SHOWN_ARGUMENTS: usize = 2000;
 
-/// The downstream client a call is made for: its session, the call's request id (so a
-/// request reaches the stream of that call), and what it declared it can answer.
+/// The downstream client a call is made for: its session, how it is asked, and what it
+/// declared it can answer.
 #[derive(Clone)]
 pub struct Caller {
     /// The gateway's number for the session.
     pub session: u64,
-    peer: Peer<RoleServer>,
-    call: RequestId,
+    way: Way,
     /// The client's capabilities as JSON (`{}` when it declared none).
     capabilities: Value,
-    /// Whether the request was made in the 2026-07-28 era (no server→client requests).
-    stateless: bool,
+}
+
+/// How a client is asked.
+#[derive(Clone)]
+enum Way {
+    /// A request on its session, on the stream of its call `call` (handshake era).
+    Request {
+        peer: Peer<RoleServer>,
+        call: RequestId,
+    },
+    /// A 2026-07-28 client, which cannot be sent requests ([`Caller::in_rounds`] asks it).
+    Stateless,
+    /// Rounds of `input_required` answers to its call.
+    Rounds(Asks),
 }
 
 impl Caller {
@@ -54,27 +67,45 @@ impl Caller {
         let stateless = context
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let way = if stateless {
+            Way::Stateless
+        } else {
+            Way::Request {
+                peer: context.peer.clone(),
+                call: context.id.clone(),
+            }
+        };
         Caller {
             session,
-            peer: context.peer.clone(),
-            call: context.id.clone(),
+            way,
             capabilities,
-            stateless,
+        }
+    }
+
+    /// Whether the client speaks 2026-07-28 (and so is asked in rounds of `input_required`).
+    pub fn is_stateless(&self) -> bool {
+        !matches!(self.way, Way::Request { .. })
+    }
+
+    /// This caller, asked through `asks` in rounds of `input_required`.
+    pub fn in_rounds(self, asks: Asks) -> Self {
+        Caller {
+            way: Way::Rounds(asks),
+            ..self
         }
     }
 
     /// Whether the client can be asked to fill in a form.
     pub fn takes_forms(&self) -> bool {
-        !self.stateless && elicitation_mode_declared(&self.capabilities, "form")
+        !matches!(self.way, Way::Stateless) && elicitation_mode_declared(&self.capabilities, "form")
     }
 
     /// Why the client may not be sent `method` with `params`, if it may not.
     fn refusal(&self, method: &str, params: &Value) -> Option<HostError> {
-        if self.stateless {
+        if matches!(self.way, Way::Stateless) {
             return Some(not_declared(format!(
                 "{method}: the MCP client whose call asks for it speaks 2026-07-28, where a \
-                 server cannot send it requests mid-call, and mcpmux does not pass them on as \
-                 input_required rounds"
+                 server cannot send it requests mid-call"
             )));
         }
         let caps = &self.capabilities;
@@ -117,21 +148,30 @@ impl Caller {
         })
     }
 
-    /// Sends `method` with `params` to the client on the stream of its call, and waits for
-    /// the answer.
-    async fn ask(&self, method: &str, params: Value) -> Result<ClientResult, HostError> {
+    /// Puts `method` with `params` to the client (on the stream of its call, or in its next
+    /// round), and waits for the answer.
+    async fn ask(&self, method: &str, params: Value) -> Result<Value, HostError> {
+        let (peer, call) = match &self.way {
+            Way::Request { peer, call } => (peer, call),
+            Way::Rounds(asks) => return asks.ask(method, params).await,
+            Way::Stateless => {
+                return Err(HostError::failed(format!(
+                    "{method}: a 2026-07-28 client is asked only in rounds of input_required"
+                )));
+            }
+        };
         let request =
             serde_json::from_value(json!({"method": method, "params": params})).map_err(|e| {
                 HostError::failed(format!("{method} could not be passed on as sent: {e}"))
             })?;
-        ask(&self.peer, &self.call, request)
-            .await
-            .map_err(|e| match e {
-                ServiceError::McpError(error) => HostError::new(error.code.0, error.message),
-                other => HostError::failed(format!(
-                    "the MCP client whose call asked for {method} did not answer: {other}"
-                )),
-            })
+        let answer: ClientResult = ask(peer, call, request).await.map_err(|e| match e {
+            ServiceError::McpError(error) => HostError::new(error.code.0, error.message),
+            other => HostError::failed(format!(
+                "the MCP client whose call asked for {method} did not answer: {other}"
+            )),
+        })?;
+        serde_json::to_value(answer)
+            .map_err(|e| HostError::failed(format!("the client's answer could not be read: {e}")))
     }
 }
 
@@ -197,10 +237,7 @@ impl Relay for ClientRelay {
                 return Err(refusal);
             }
             tracing::debug!(server = %request.server, method = %request.method, session = self.0.session, "passing a server request on to the caller's client");
-            let answer = self.0.ask(&request.method, request.params).await?;
-            serde_json::to_value(answer).map_err(|e| {
-                HostError::failed(format!("the client's answer could not be read: {e}"))
-            })
+            self.0.ask(&request.method, request.params).await
         })
     }
 }
@@ -231,17 +268,14 @@ impl mcpmux::Approver for ClientApproval {
                     "the client could not ask its user: {}",
                     error.message
                 )),
-                Ok(Ok(answer)) => {
-                    let answer = serde_json::to_value(answer).unwrap_or(Value::Null);
-                    match answer["action"].as_str() {
-                        Some("accept") if answer["content"]["approve"] == json!(true) => {
-                            Approval::Approve
-                        }
-                        Some("accept") => deny("the client's user answered no".into()),
-                        Some("decline") => deny("the client's user declined".into()),
-                        _ => deny("the client's user dismissed the question".into()),
+                Ok(Ok(answer)) => match answer["action"].as_str() {
+                    Some("accept") if answer["content"]["approve"] == json!(true) => {
+                        Approval::Approve
                     }
-                }
+                    Some("accept") => deny("the client's user answered no".into()),
+                    Some("decline") => deny("the client's user declined".into()),
+                    _ => deny("the client's user dismissed the question".into()),
+                },
             }
         })
     }

@@ -21,9 +21,10 @@ Usage:
         (2026-07-28) opens a listen with `filter` (tools_list_changed, resources_list_changed,
         prompts_list_changed, resource_subscriptions), calls N, collects n events (10 s at most)
         -> {"events":[{"kind":type,"uri":U}]}
-With "answers": {"name": N, "model": M, "roots": [URI...]} the client declares elicitation,
-sampling and roots, and answers each such request with those (a name, "hello from N", the
-roots); what it was asked is printed by {"do":"asked"} -> {"asked":[method...]}.
+With "answers": {"name": N, "model": M, "roots": [URI...], "approve": bool} the client
+declares elicitation, sampling and roots, and answers each such request with those (a name,
+or `approve` to a form asking for it; "hello from N"; the roots); what it was asked is
+printed by {"do":"asked"} -> {"asked":[method...]}.
 """
 
 import asyncio
@@ -52,6 +53,9 @@ asked = []
 
 async def on_elicitation(context, params):
     asked.append("elicitation/create")
+    properties = (params.model_dump(by_alias=True).get("requestedSchema") or {}).get("properties") or {}
+    if "approve" in properties:
+        return types.ElicitResult(action="accept", content={"approve": answers.get("approve", False)})
     return types.ElicitResult(action="accept", content={"name": answers.get("name", "nobody")})
 
 
