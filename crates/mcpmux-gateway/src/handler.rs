@@ -140,7 +140,7 @@ impl Gateway {
                 settled,
                 Looks {
                     tools: move || list(&lister, scope.as_ref()),
-                    offers: move || offers(&offerer, &hidden),
+                    offers: move || crate::watchers::offers(&offerer, &hidden),
                 },
                 watchers.clone(),
                 stop.clone(),
@@ -494,26 +494,6 @@ async fn next(
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
     }
-}
-
-/// A digest of the servers (in scope, connected) that offer resources, and of those that
-/// offer prompts: when one changes, so does that list.
-fn offers(hub: &mcpmux::Hub, hidden: &[String]) -> (u64, u64) {
-    use std::hash::{Hash, Hasher};
-    let mut resources = std::collections::hash_map::DefaultHasher::new();
-    let mut prompts = std::collections::hash_map::DefaultHasher::new();
-    for server in hub.servers() {
-        if hidden.contains(&server.name) {
-            continue;
-        }
-        if server.resources {
-            server.name.hash(&mut resources);
-        }
-        if server.prompts {
-            server.name.hash(&mut prompts);
-        }
-    }
-    (resources.finish(), prompts.finish())
 }
 
 /// The cursor a list request carries.

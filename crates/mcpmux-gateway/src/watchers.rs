@@ -256,6 +256,25 @@ pub fn fingerprint(tools: &[mcpmux::Tool]) -> u64 {
     hasher.finish()
 }
 
+/// A digest of the servers (in scope, connected) that offer resources, and of those that
+/// offer prompts: when one changes, so does that list.
+pub fn offers(hub: &mcpmux::Hub, hidden: &[String]) -> (u64, u64) {
+    let mut resources = std::collections::hash_map::DefaultHasher::new();
+    let mut prompts = std::collections::hash_map::DefaultHasher::new();
+    for server in hub.servers() {
+        if hidden.contains(&server.name) {
+            continue;
+        }
+        if server.resources {
+            server.name.hash(&mut resources);
+        }
+        if server.prompts {
+            server.name.hash(&mut prompts);
+        }
+    }
+    (resources.finish(), prompts.finish())
+}
+
 /// What the watcher of the hub compares after each event.
 pub struct Looks<T, O> {
     /// The tools served now.
