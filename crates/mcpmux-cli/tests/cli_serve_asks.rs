@@ -281,3 +281,27 @@ fn a_policy_ask_is_an_elicitation_to_the_calling_client_and_its_answer_is_honour
         );
     }
 }
+
+#[test]
+fn the_reference_server_s_sampling_and_elicitation_tools_reach_the_calling_client() {
+    // server-everything lists these tools only to a client that offers sampling and
+    // elicitation: the gateway offers them upstream, and passes each request on.
+    let sandbox = Sandbox::with_user_servers(json!({
+        "everything": { "command": npm_bin("mcp-server-everything"), "args": [] }
+    }));
+    let lines = ts_sessions(
+        json!({ "stdio": stdio_target(&sandbox, &[]) }),
+        json!([answering("ada")]),
+        json!([
+            {"do": "call", "name": "mcp__everything__trigger-sampling-request",
+             "arguments": {"prompt": "hi", "maxTokens": 10}},
+            {"do": "call", "name": "mcp__everything__trigger-elicitation-request"},
+            {"do": "asked"},
+        ]),
+    );
+    let sampled = text_of(&lines[0]["result"]);
+    assert!(sampled.contains("hello from ada"), "{lines:?}");
+    let elicited = lines[1]["result"].to_string();
+    assert!(elicited.contains("Name: ada"), "{lines:?}");
+    assert_eq!(lines[2]["asked"].as_array().unwrap().len(), 2, "{lines:?}");
+}

@@ -5,9 +5,11 @@
 //! A request is tied to a call when the transport says which (a streamable-HTTP server sends
 //! it on the response stream of that call's POST: rmcp marks it with the call's request id),
 //! or when every call in flight on the session is one party's (one caller cannot be confused
-//! with itself). A request on a stream tied to no call, or with nothing in flight, is outside
-//! any call; calls of several parties in flight on a transport that cannot tell them apart
-//! (stdio, WebSocket) make it ambiguous. Knows nothing of what the answer is.
+//! with itself): on a transport that cannot tell calls apart (stdio, WebSocket), and for a
+//! request a streamable-HTTP server sent on its stream of no call (the standalone GET
+//! stream, where a server that does not say which call asks puts it). With nothing in flight
+//! it is outside any call; with calls of several parties in flight it is ambiguous. Knows
+//! nothing of what the answer is.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -113,8 +115,8 @@ impl Callers {
     pub(crate) async fn attribute(&self, origin: Option<&InboundStreamOrigin>) -> Attribution {
         match origin {
             Some(InboundStreamOrigin::OutboundRequest(id)) => self.by_id(id).await,
-            Some(InboundStreamOrigin::Unassociated) => Attribution::Outside,
-            // No streams: tied to a call only when every call in flight is one party's.
+            // No stream names a call: tied to one only when every call in flight is one
+            // party's.
             _ => self.by_parties(),
         }
     }
@@ -255,17 +257,18 @@ mod tests {
             party_of(callers.attribute(Some(&origin)).await),
             Some(Some(2))
         );
-        // The stream of something that is not a call, or no call's stream.
+        // The stream of something that is not a call.
         let read = InboundStreamOrigin::OutboundRequest(RequestId::Number(99));
         assert!(matches!(
             callers.attribute(Some(&read)).await,
             Attribution::Outside
         ));
+        // No call's stream: as without streams.
         assert!(matches!(
             callers
                 .attribute(Some(&InboundStreamOrigin::Unassociated))
                 .await,
-            Attribution::Outside
+            Attribution::Ambiguous(2)
         ));
     }
 
