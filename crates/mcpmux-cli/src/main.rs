@@ -304,6 +304,11 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => serve::prepare(&mut config, args, reload_options),
         _ => serve::Serving::default(),
     };
+    let mut serving = serving;
+    serving.yes = cli.yes;
+    if let Some(host) = &serving.host {
+        options = options.with_host(host.clone());
+    }
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
         Err(e) => {

@@ -83,6 +83,11 @@ pub struct ServeArgs {
     /// Reload the config on SIGHUP only, not when a config file changes.
     #[arg(long)]
     no_watch: bool,
+    /// Items per page of tools/list, resources/list, resources/templates/list and
+    /// prompts/list (clients follow `nextCursor` for the rest).
+    #[arg(long, value_name = "N", default_value_t = mcpmux_gateway::DEFAULT_PAGE_SIZE as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    page_size: u32,
 }
 
 /// How access log lines are written.
@@ -101,9 +106,10 @@ impl ServeArgs {
     }
 }
 
-/// Who approves calls a policy `ask` rule matches while serving: everyone with `--yes`,
-/// nobody otherwise. Never the terminal: in stdio mode stdin is the client's, and over HTTP
-/// no one is there to answer for a remote client.
+/// Who approves calls a policy `ask` rule matches while serving, when the calling client
+/// cannot be asked (it declared no elicitation): everyone with `--yes`, nobody otherwise.
+/// Never the terminal: in stdio mode stdin is the client's, and over HTTP no one is there to
+/// answer for a remote client.
 pub fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
     use mcpmux::policy::{ApproveAll, DenyAll};
     if yes {
@@ -122,6 +128,11 @@ pub struct Serving {
     hidden: Vec<String>,
     /// What a reload compares its reading with, and how it reads.
     reload: Option<(Baseline, ReadConfig)>,
+    /// The host the hub is started with: the servers may ask the calling clients for roots,
+    /// sampling and elicitation, and their notices reach the clients.
+    pub host: Option<mcpmux::Host>,
+    /// `--yes`: a policy `ask` is approved, not asked of the client.
+    pub yes: bool,
 }
 
 /// Reads the config again, as startup did.
@@ -142,6 +153,8 @@ pub fn prepare(
     Serving {
         required: startup.required,
         hidden: startup.hidden,
+        host: Some(mcpmux::Host::relaying()),
+        yes: false,
         reload: Some((
             baseline,
             Box::new(move || {
@@ -209,14 +222,17 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         let servers: Vec<String> = hub.servers().into_iter().map(|s| s.name).collect();
         mcpmux_gateway::check_one_server(&servers)?;
     }
-    let gateway = Gateway::new(
-        hub.clone(),
-        GatewayOptions::default()
-            .with_scope(args.scope.clone())
-            .with_required(serving.required)
-            .with_hidden(serving.hidden)
-            .with_passthrough(args.passthrough),
-    );
+    let mut options = GatewayOptions::default()
+        .with_scope(args.scope.clone())
+        .with_required(serving.required)
+        .with_hidden(serving.hidden)
+        .with_page_size(args.page_size as usize)
+        .with_ask_clients(!serving.yes)
+        .with_passthrough(args.passthrough);
+    if let Some(host) = serving.host {
+        options = options.with_host(host);
+    }
+    let gateway = Gateway::new(hub.clone(), options);
     // Reloads until serving ends, however it ends.
     let reloading = tokio_util::sync::CancellationToken::new();
     let _stop_reloading = reloading.clone().drop_guard();

@@ -183,7 +183,8 @@ impl HttpServer {
         let factory = gateway.clone();
         let session_manager = Arc::new(LocalSessionManager::default());
         let service = StreamableHttpService::new(
-            move || Ok(factory.clone()),
+            // One handler per session: what a session asks and holds is its own.
+            move || Ok(factory.session()),
             session_manager.clone(),
             config,
         );

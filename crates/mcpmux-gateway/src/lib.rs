@@ -3,13 +3,18 @@
 //! library's, reached only through its public face); rmcp's server side is the downstream,
 //! over stdio or streamable HTTP.
 //!
-//! `handler` is the MCP server, `convert` the hub's records in MCP's words, `resources` the
-//! resources, templates and prompts served, `metrics` what `/metrics` shows, `watchers` who
-//! hears of tool-list changes, `passthrough` the names served for a single upstream server
-//! (`--passthrough`), `reload` when the config is read again and applied, `guard` the HTTP
-//! door's rules, `oauth` the gateway as an OAuth resource server, `rate_limit` the buckets per
-//! client, `access_log` the line per request, `door` the middleware that applies them, `http`
-//! and `stdio` the two ways in. This file only re-exports.
+//! `handler` is the MCP server, one handler per session (`session`), served as `options`
+//! say; `convert` the hub's records in MCP's words; `resources` the resources, templates,
+//! prompts and completions served; `paging` the pages of every list; `passthrough` the names
+//! served for a single upstream server (`--passthrough`); `relay` what an upstream server
+//! asks mid-call passed on to the calling client (and a policy `ask` asked of it), a
+//! 2026-07-28 client in `rounds` of `input_required`; `subscriptions` who holds which
+//! resource; `notices` the upstream servers' updates, list changes and logs passed on;
+//! `watchers` who hears of list changes and logs; `metrics` what `/metrics` shows; `reload`
+//! when the config is read again and applied; `guard` the HTTP door's rules, `oauth` the
+//! gateway as an OAuth resource server, `rate_limit` the buckets per client, `access_log` the
+//! line per request, `door` the middleware that applies them; `http` and `stdio` the two ways
+//! in. This file only re-exports.
 
 mod access_log;
 mod convert;
@@ -18,21 +23,31 @@ mod guard;
 mod handler;
 mod http;
 mod metrics;
+mod notices;
 mod oauth;
+mod options;
+mod paging;
 mod passthrough;
 mod rate_limit;
+mod relay;
 mod reload;
 mod resources;
+mod rounds;
+mod session;
 mod stdio;
+mod subscriptions;
 mod watchers;
 
 pub use access_log::TARGET as ACCESS_LOG_TARGET;
 pub use guard::{GuardError, Token, origin_allowed};
-pub use handler::{DEFAULT_LIST_WAIT, Gateway, GatewayOptions, ReconfigureError};
+pub use handler::{Gateway, ReconfigureError};
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer};
 pub use oauth::{OAuthError, OAuthOptions};
+pub use options::{DEFAULT_LIST_WAIT, GatewayOptions};
+pub use paging::DEFAULT_PAGE_SIZE;
 pub use passthrough::{PassthroughError, check_one_server};
 pub use rate_limit::{Rate, RateLimit, RateParseError};
+pub use relay::APPROVAL_WAIT;
 pub use reload::{
     Baseline, DEFAULT_DEBOUNCE, DEFAULT_POLL, Loaded, Outcome, ReloadOptions, Reloader, Trigger,
 };

@@ -1,27 +1,61 @@
 //! Resources, resource templates and prompts, served from the hub's listings over every
-//! server: URIs are kept as the servers give them (a read goes to the server that lists the
-//! URI), prompts are named `mcp__SERVER__PROMPT` as tools are (one naming function, the
-//! library's; the server's own in pass-through mode), and a `prompts/get` is routed by the
-//! table of the last listing. Servers
-//! outside the scope are left out. Knows nothing of sessions or transports.
+//! server, in pages: URIs are kept as the servers give them (a read goes to the server that
+//! lists the URI), prompts are named `mcp__SERVER__PROMPT` as tools are (one naming function,
+//! the library's; the server's own in pass-through mode), and a `prompts/get` is routed by the table of the last listing, as is a
+//! `completion/complete` of a prompt's argument (one of a template's goes to the server that
+//! lists the template). Servers outside the scope are left out. Knows nothing of sessions or
+//! transports.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use rmcp::model::{
-    ErrorData, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ReadResourceResult,
+    CompleteRequestParams, CompleteResult, ErrorData, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Reference,
 };
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
+use crate::paging::Pager;
 use crate::passthrough::Naming;
+
+/// The pager and the cursor of one list request.
+pub type PageOf<'a> = (&'a Pager, Option<&'a str>);
+
+/// The servers whose resources, prompts and notices are not served (those outside the
+/// scope). Cheap to clone: the catalog, the subscriptions and the notices share one list, and
+/// a reload replaces it for all of them.
+#[derive(Clone, Default)]
+pub struct Hidden(Arc<RwLock<Vec<String>>>);
+
+impl Hidden {
+    /// Hides the servers of `hidden`.
+    pub fn new(hidden: Vec<String>) -> Self {
+        Self(Arc::new(RwLock::new(hidden)))
+    }
+
+    /// Whether `server`'s resources, prompts and notices are served.
+    pub fn shown(&self, server: &str) -> bool {
+        let hidden = match self.0.read() {
+            Ok(hidden) => hidden,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        !hidden.iter().any(|h| h == server)
+    }
+
+    /// Hides the servers of `hidden` from now on; returns those hidden until now.
+    pub fn replace(&self, hidden: Vec<String>) -> Vec<String> {
+        match self.0.write() {
+            Ok(mut old) => std::mem::replace(&mut *old, hidden),
+            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), hidden),
+        }
+    }
+}
 
 /// The hub's resources and prompts as one server serves them.
 pub struct Catalog {
-    /// Servers whose resources and prompts are not served (outside the scope); a reload
-    /// replaces them.
-    hidden: RwLock<Vec<String>>,
+    /// Servers whose resources and prompts are not served (outside the scope).
+    hidden: Hidden,
     /// Exposed prompt name → (server, the server's own name), from the last listing.
     prompts: Mutex<HashMap<String, (String, String)>>,
     /// Prompts under the hub's names, or the server's own in pass-through mode.
@@ -29,11 +63,11 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Serves every server's resources and prompts but those of `hidden`, prompts named by
-    /// `naming`.
-    pub fn new(hidden: Vec<String>, naming: Naming) -> Self {
+    /// Serves every server's resources and prompts but those `hidden` holds, prompts named
+    /// by `naming`.
+    pub fn new(hidden: Hidden, naming: Naming) -> Self {
         Self {
-            hidden: RwLock::new(hidden),
+            hidden,
             prompts: Mutex::new(HashMap::new()),
             naming,
         }
@@ -48,53 +82,61 @@ impl Catalog {
 
     /// Whether `server`'s resources and prompts are served.
     pub fn shown(&self, server: &str) -> bool {
-        let hidden = match self.hidden.read() {
-            Ok(hidden) => hidden,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        !hidden.iter().any(|h| h == server)
-    }
-
-    /// Serves every server's resources and prompts but those of `hidden` from now on;
-    /// returns the servers hidden until now.
-    pub fn hide(&self, hidden: Vec<String>) -> Vec<String> {
-        match self.hidden.write() {
-            Ok(mut old) => std::mem::replace(&mut *old, hidden),
-            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), hidden),
-        }
+        self.hidden.shown(server)
     }
 
     /// `resources/list`: every server's resources (a server that cannot list is logged and
     /// left out).
-    pub async fn resources(&self, hub: &mcpmux::Hub) -> Result<ListResourcesResult, ErrorData> {
+    pub async fn resources(
+        &self,
+        hub: &mcpmux::Hub,
+        (pager, cursor): PageOf<'_>,
+    ) -> Result<ListResourcesResult, ErrorData> {
         let listing = hub.resources(None).await.map_err(|e| failure(&e))?;
         log_errors("resources/list", &listing.errors);
-        let items = listing
+        let shown: Vec<_> = listing
             .items
-            .iter()
+            .into_iter()
             .filter(|r| self.shown(&r.server))
-            .filter_map(|r| record(r, &r.uri))
             .collect();
-        Ok(ListResourcesResult::with_all_items(items))
+        let (page, next) = pager.page("resources/list", shown, cursor)?;
+        let items = page.iter().filter_map(|r| record(r, &r.uri)).collect();
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     /// `resources/templates/list`: every server's templates.
     pub async fn templates(
         &self,
         hub: &mcpmux::Hub,
+        (pager, cursor): PageOf<'_>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let shown = self.shown_templates(hub).await?;
+        let (page, next) = pager.page("resources/templates/list", shown, cursor)?;
+        let items = page
+            .iter()
+            .filter_map(|t| record(t, &t.uri_template))
+            .collect();
+        let mut result = ListResourceTemplatesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn shown_templates(
+        &self,
+        hub: &mcpmux::Hub,
+    ) -> Result<Vec<mcpmux::ResourceTemplate>, ErrorData> {
         let listing = hub
             .resource_templates(None)
             .await
             .map_err(|e| failure(&e))?;
         log_errors("resources/templates/list", &listing.errors);
-        let items = listing
+        Ok(listing
             .items
-            .iter()
+            .into_iter()
             .filter(|t| self.shown(&t.server))
-            .filter_map(|t| record(t, &t.uri_template))
-            .collect();
-        Ok(ListResourceTemplatesResult::with_all_items(items))
+            .collect())
     }
 
     /// `resources/read`: from the server that lists `uri` (or the only one with resources).
@@ -116,9 +158,16 @@ impl Catalog {
 
     /// `prompts/list`: every server's prompts under their exposed names; the routing table
     /// `prompts/get` uses is this listing's.
-    pub async fn prompts(&self, hub: &mcpmux::Hub) -> Result<ListPromptsResult, ErrorData> {
+    pub async fn prompts(
+        &self,
+        hub: &mcpmux::Hub,
+        (pager, cursor): PageOf<'_>,
+    ) -> Result<ListPromptsResult, ErrorData> {
         let items = self.list_prompts(hub).await?;
-        Ok(ListPromptsResult::with_all_items(items))
+        let (page, next) = pager.page("prompts/list", items, cursor)?;
+        let mut result = ListPromptsResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_prompts(&self, hub: &mcpmux::Hub) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
@@ -156,25 +205,104 @@ impl Catalog {
         Ok(items)
     }
 
-    /// `prompts/get`: the prompt listed as `name`, filled in by its server. A name not in the
-    /// last listing is looked up in a fresh one (a client may get without listing first).
+    /// The server and the server's own name of the prompt listed as `name`. A name not in
+    /// the last listing is looked up in a fresh one (a client may get without listing first).
+    async fn prompt_route(
+        &self,
+        hub: &mcpmux::Hub,
+        name: &str,
+    ) -> Result<(String, String), ErrorData> {
+        let mut route = self.routes().get(name).cloned();
+        if route.is_none() {
+            self.list_prompts(hub).await?;
+            route = self.routes().get(name).cloned();
+        }
+        route.ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("no prompt named `{name}` (prompts/list names the prompts served)"),
+                None,
+            )
+        })
+    }
+
+    /// `completion/complete`: a prompt's argument by the server of the prompt listed under
+    /// that name, a resource template's by the server that lists the template.
+    pub async fn complete(
+        &self,
+        hub: &mcpmux::Hub,
+        request: CompleteRequestParams,
+    ) -> Result<CompleteResult, ErrorData> {
+        let (server, reference) = match &request.r#ref {
+            Reference::Prompt(prompt) => {
+                let (server, name) = self.prompt_route(hub, &prompt.name).await?;
+                (server, mcpmux::CompletionRef::Prompt { name })
+            }
+            Reference::Resource(template) => {
+                let owner = self
+                    .shown_templates(hub)
+                    .await?
+                    .into_iter()
+                    .find(|t| t.uri_template == template.uri)
+                    .ok_or_else(|| {
+                        ErrorData::invalid_params(
+                            format!(
+                                "no resource template `{}` (resources/templates/list names them)",
+                                template.uri
+                            ),
+                            None,
+                        )
+                    })?;
+                let uri = template.uri.clone();
+                (owner.server, mcpmux::CompletionRef::Resource { uri })
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "completion/complete of something other than a prompt or a resource template",
+                    None,
+                ));
+            }
+        };
+        let context = request
+            .context
+            .and_then(|c| c.arguments)
+            .unwrap_or_default();
+        let completion = hub
+            .complete(
+                &server,
+                &reference,
+                &request.argument.name,
+                &request.argument.value,
+                context,
+            )
+            .await
+            .map_err(|e| failure(&e))?;
+        // MCP allows 100 values; a server that sends more is cut, and says there are more.
+        let more = completion.values.len() > MAX_COMPLETION_VALUES;
+        let values: Vec<String> = completion
+            .values
+            .into_iter()
+            .take(MAX_COMPLETION_VALUES)
+            .collect();
+        let mut info = json!({ "values": values });
+        if let Some(total) = completion.total {
+            info["total"] = json!(total);
+        }
+        if more || completion.has_more.is_some() {
+            info["hasMore"] = json!(more || completion.has_more == Some(true));
+        }
+        let info = serde_json::from_value(info).map_err(|e| invalid_answer(&server, &e))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    /// `prompts/get`: the prompt listed as `name`, filled in by its server.
     pub async fn get_prompt(
         &self,
         hub: &mcpmux::Hub,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<GetPromptResult, ErrorData> {
-        let mut route = self.routes().get(name).cloned();
-        if route.is_none() {
-            self.list_prompts(hub).await?;
-            route = self.routes().get(name).cloned();
-        }
-        let Some((server, prompt)) = route else {
-            return Err(ErrorData::invalid_params(
-                format!("no prompt named `{name}` (prompts/list names the prompts served)"),
-                None,
-            ));
-        };
+        let (server, prompt) = self.prompt_route(hub, name).await?;
         let filled = hub
             .get_prompt(&server, &prompt, arguments)
             .await
@@ -187,6 +315,18 @@ impl Catalog {
         result.description = filled.description;
         Ok(result)
     }
+}
+
+/// A failed read's error with the URI in its data (`{"uri": …}`, as SEP-2164 asks of a
+/// resource that does not exist), beside what the upstream server said.
+fn naming_uri(mut error: ErrorData, uri: &str) -> ErrorData {
+    let mut data = Map::new();
+    data.insert("uri".into(), Value::String(uri.to_owned()));
+    if let Some(said) = error.data.take() {
+        data.insert("upstream".into(), said);
+    }
+    error.data = Some(Value::Object(data));
+    error
 }
 
 /// A hub record as rmcp's: its JSON without the `server` field the hub adds.
@@ -219,24 +359,15 @@ fn convert(
         })
 }
 
-/// A failed read's error with the URI in its data (`{"uri": …}`, as SEP-2164 asks of a
-/// resource that does not exist), beside what the upstream server said.
-fn naming_uri(mut error: ErrorData, uri: &str) -> ErrorData {
-    let mut data = Map::new();
-    data.insert("uri".into(), Value::String(uri.to_owned()));
-    if let Some(said) = error.data.take() {
-        data.insert("upstream".into(), said);
-    }
-    error.data = Some(Value::Object(data));
-    error
-}
-
 fn invalid_answer(server: &str, error: &serde_json::Error) -> ErrorData {
     ErrorData::internal_error(
-        format!("server `{server}` answered prompts/get with something that is not MCP: {error}"),
+        format!("server `{server}` answered with something that is not MCP: {error}"),
         None,
     )
 }
+
+/// Most values one completion carries (MCP's limit).
+const MAX_COMPLETION_VALUES: usize = 100;
 
 fn log_errors(what: &str, errors: &[mcpmux::Error]) {
     for error in errors {

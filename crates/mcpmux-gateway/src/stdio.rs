@@ -28,7 +28,7 @@ pub async fn serve_stdio(
     let transport = rmcp::transport::stdio_pipes();
     let mut shutdown = std::pin::pin!(shutdown);
     let running = tokio::select! {
-        started = gateway.clone().serve(transport) => match started {
+        started = gateway.session().serve(transport) => match started {
             Ok(running) => running,
             // The client went away before choosing a lifecycle: nothing to serve.
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),

@@ -1,10 +1,14 @@
-//! Who is told that the tool list changed: handshake-era sessions (stdio, or an HTTP session
-//! with `Mcp-Session-Id`) once they sent `notifications/initialized`, and 2026-07-28
-//! `subscriptions/listen` streams that asked for `toolsListChanged`. Owns that list and the
-//! task that watches the hub: on every hub event it compares the tool set with the one last
-//! announced (a server's tools come and go with its state and breaker, not only with its own
-//! `list_changed`), and tells every watcher when it differs. A watcher that cannot be reached
-//! is forgotten. Knows nothing of HTTP.
+//! Who is told that a list changed (tools, resources, prompts) and who hears the servers'
+//! log messages: handshake-era sessions (stdio, or an HTTP session with `Mcp-Session-Id`)
+//! once they sent `notifications/initialized`, and 2026-07-28 `subscriptions/listen` streams
+//! that asked for that list. Owns that list and the task that watches the hub: on every hub
+//! event it compares the tool set with the one last announced (a server's tools come and go
+//! with its state and breaker, not only with its own `list_changed`), and the servers that
+//! offer resources and prompts with those last announced, and tells every watcher when they
+//! differ. A watcher that cannot be reached is forgotten. Knows nothing of HTTP.
+
+// Logging is SEP-2577-deprecated in rmcp, yet the handshake era's, and passed on.
+#![allow(deprecated)]
 
 use std::hash::{Hash, Hasher};
 use std::sync::{
@@ -12,23 +16,60 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use rmcp::{RoleServer, service::Peer, service::SubscriptionSink};
+use mcpmux::host::{LogLevel, ServerLog};
+use rmcp::{
+    RoleServer,
+    model::{LoggingLevel, LoggingMessageNotificationParam},
+    service::Peer,
+    service::SubscriptionSink,
+};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+use crate::resources::Hidden;
 
 /// Numbers watchers, so one can be found again to be removed.
 static NEXT_WATCHER: AtomicU64 = AtomicU64::new(1);
 
+/// A session's log level: what `logging/setLevel` set (`None`: every message is sent).
+pub type Level = Arc<Mutex<Option<LogLevel>>>;
+
+/// Reads a session's log level.
+pub fn level_of(level: &Level) -> Option<LogLevel> {
+    match level.lock() {
+        Ok(level) => *level,
+        Err(poisoned) => *poisoned.into_inner(),
+    }
+}
+
+/// Which list changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+impl List {
+    fn method(self) -> &'static str {
+        match self {
+            List::Tools => "tools/list_changed",
+            List::Resources => "resources/list_changed",
+            List::Prompts => "prompts/list_changed",
+        }
+    }
+}
+
 /// One downstream party to tell.
 #[derive(Clone)]
 enum Watcher {
-    /// A handshake-era session.
-    Session(Peer<RoleServer>),
+    /// A handshake-era session, and the level of logs it asked for.
+    Session(Peer<RoleServer>, Level),
     /// A 2026-07-28 listen stream.
     Listen(SubscriptionSink),
 }
 
-/// The downstream parties to tell about tool-list changes.
+/// The downstream parties to tell about list changes and logs.
 #[derive(Default)]
 pub struct Watchers {
     watchers: Mutex<Vec<(u64, Watcher)>>,
@@ -42,12 +83,12 @@ impl Watchers {
         }
     }
 
-    /// Remembers a handshake-era session.
-    pub fn add_session(&self, peer: Peer<RoleServer>) {
+    /// Remembers a handshake-era session and its log level.
+    pub fn add_session(&self, peer: Peer<RoleServer>, level: Level) {
         let id = NEXT_WATCHER.fetch_add(1, Ordering::Relaxed);
         let mut watchers = self.lock();
-        watchers.retain(|(_, w)| !matches!(w, Watcher::Session(p) if p.is_transport_closed()));
-        watchers.push((id, Watcher::Session(peer)));
+        watchers.retain(|(_, w)| !matches!(w, Watcher::Session(p, _) if p.is_transport_closed()));
+        watchers.push((id, Watcher::Session(peer, level)));
     }
 
     /// Remembers a listen stream; returns its id for [`Watchers::remove`].
@@ -67,34 +108,137 @@ impl Watchers {
         self.lock().len()
     }
 
+    /// The lowest log level a live session asked for (`None`: none asked).
+    pub fn lowest_level(&self) -> Option<LogLevel> {
+        self.lock()
+            .iter()
+            .filter_map(|(_, w)| match w {
+                Watcher::Session(peer, level) if !peer.is_transport_closed() => level_of(level),
+                _ => None,
+            })
+            .min()
+    }
+
     /// Sends `notifications/tools/list_changed` to every watcher, forgetting those gone.
     pub async fn tools_changed(&self) {
+        self.changed(List::Tools).await;
+    }
+
+    /// Sends the `list_changed` of `list` to every session and to every listen stream that
+    /// asked for it, forgetting those gone.
+    pub async fn changed(&self, list: List) {
         let watchers: Vec<(u64, Watcher)> = self.lock().clone();
         let mut gone = Vec::new();
         for (id, watcher) in &watchers {
             let sent = match watcher {
-                Watcher::Session(peer) => {
-                    if peer.is_transport_closed() {
-                        Err("session closed".to_string())
-                    } else {
-                        peer.notify_tool_list_changed()
-                            .await
-                            .map_err(|e| e.to_string())
-                    }
+                Watcher::Session(peer, _) if peer.is_transport_closed() => {
+                    Err("session closed".to_string())
                 }
-                Watcher::Listen(sink) => sink
-                    .notify_tool_list_changed()
-                    .await
-                    .map_err(|e| e.to_string()),
+                Watcher::Session(peer, _) => match list {
+                    List::Tools => peer.notify_tool_list_changed().await,
+                    List::Resources => peer.notify_resource_list_changed().await,
+                    List::Prompts => peer.notify_prompt_list_changed().await,
+                }
+                .map_err(|e| e.to_string()),
+                Watcher::Listen(sink) => {
+                    let accepted = sink.accepted();
+                    let wanted = match list {
+                        List::Tools => accepted.tools_list_changed,
+                        List::Resources => accepted.resources_list_changed,
+                        List::Prompts => accepted.prompts_list_changed,
+                    };
+                    if wanted != Some(true) {
+                        continue;
+                    }
+                    match list {
+                        List::Tools => sink.notify_tool_list_changed().await,
+                        List::Resources => sink.notify_resource_list_changed().await,
+                        List::Prompts => sink.notify_prompt_list_changed().await,
+                    }
+                    .map_err(|e| e.to_string())
+                }
             };
             if let Err(error) = sent {
-                tracing::debug!(%error, "tools/list_changed not delivered; forgetting the watcher");
+                tracing::debug!(%error, "{} not delivered; forgetting the watcher", list.method());
                 gone.push(*id);
             }
         }
         if !gone.is_empty() {
             self.lock().retain(|(id, _)| !gone.contains(id));
         }
+    }
+
+    /// Passes a server's log message to every session whose level admits it, the server
+    /// named in `logger` (`SERVER`, or `SERVER/LOGGER` when the server named one). Listen
+    /// streams get none: 2026-07-28 carries logs on the request that asked for them.
+    pub async fn log(&self, log: &ServerLog) {
+        let sessions: Vec<(u64, Peer<RoleServer>)> = self
+            .lock()
+            .iter()
+            .filter_map(|(id, w)| match w {
+                Watcher::Session(peer, level)
+                    if level_of(level).is_none_or(|wanted| log.level >= wanted) =>
+                {
+                    Some((*id, peer.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        if sessions.is_empty() {
+            return;
+        }
+        let logger = match &log.logger {
+            Some(logger) => format!("{}/{logger}", log.server),
+            None => log.server.clone(),
+        };
+        let mut param =
+            LoggingMessageNotificationParam::new(logging_level(log.level), log.data.clone());
+        param.logger = Some(logger);
+        let mut gone = Vec::new();
+        for (id, peer) in sessions {
+            if peer.is_transport_closed() {
+                gone.push(id);
+                continue;
+            }
+            #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet the handshake era's.
+            if let Err(error) = peer.notify_logging_message(param.clone()).await {
+                tracing::debug!(%error, "a server log not delivered; forgetting the session");
+                gone.push(id);
+            }
+        }
+        if !gone.is_empty() {
+            self.lock().retain(|(id, _)| !gone.contains(id));
+        }
+    }
+}
+
+/// The library's log level as rmcp's.
+#[allow(deprecated)]
+pub fn logging_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        _ => LoggingLevel::Emergency,
+    }
+}
+
+/// rmcp's log level as the library's.
+#[allow(deprecated)]
+pub fn log_level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        LoggingLevel::Emergency => LogLevel::Emergency,
     }
 }
 
@@ -114,8 +258,38 @@ pub fn fingerprint(tools: &[mcpmux::Tool]) -> u64 {
     hasher.finish()
 }
 
+/// A digest of the servers (in scope, connected) that offer resources, and of those that
+/// offer prompts: when one changes, so does that list.
+pub fn offers(hub: &mcpmux::Hub, hidden: &Hidden) -> (u64, u64) {
+    let mut resources = std::collections::hash_map::DefaultHasher::new();
+    let mut prompts = std::collections::hash_map::DefaultHasher::new();
+    for server in hub.servers() {
+        if !hidden.shown(&server.name) {
+            continue;
+        }
+        if server.resources {
+            server.name.hash(&mut resources);
+        }
+        if server.prompts {
+            server.name.hash(&mut prompts);
+        }
+    }
+    (resources.finish(), prompts.finish())
+}
+
+/// What the watcher of the hub compares after each event.
+pub struct Looks<T, O> {
+    /// The tools served now.
+    pub tools: T,
+    /// A digest of which servers offer resources and prompts now: (resources, prompts).
+    pub offers: O,
+}
+
 /// Watches the hub until `stop`: after each event (or a burst of them), lists the tools and
-/// tells the watchers when the set differs from the last one announced.
+/// tells the watchers when the set differs from the last one announced; likewise when the
+/// servers offering resources or prompts are not those last announced (a server that
+/// connected or went away changes those lists; a server's own `list_changed` is passed on
+/// elsewhere, as it comes).
 ///
 /// The first announcement waits for `settled` (startup over, or the first `tools/list`'s
 /// wait for it given up): a client's first list already waits for startup, so the servers
@@ -123,7 +297,7 @@ pub fn fingerprint(tools: &[mcpmux::Tool]) -> u64 {
 pub async fn forward_changes(
     mut events: broadcast::Receiver<mcpmux::HubEvent>,
     settled: impl Future<Output = ()>,
-    tools: impl Fn() -> Vec<mcpmux::Tool>,
+    looks: Looks<impl Fn() -> Vec<mcpmux::Tool>, impl Fn() -> (u64, u64)>,
     watchers: Arc<Watchers>,
     stop: CancellationToken,
 ) {
@@ -132,7 +306,8 @@ pub async fn forward_changes(
         () = settled => {}
     }
     while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
-    let mut announced = fingerprint(&tools());
+    let mut announced = fingerprint(&(looks.tools)());
+    let mut offered = (looks.offers)();
     loop {
         let event = tokio::select! {
             () = stop.cancelled() => return,
@@ -144,7 +319,7 @@ pub async fn forward_changes(
         }
         // A burst (many servers connecting) becomes one look at the tool set.
         while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
-        let now = fingerprint(&tools());
+        let now = fingerprint(&(looks.tools)());
         if now != announced {
             announced = now;
             tracing::debug!(
@@ -153,5 +328,13 @@ pub async fn forward_changes(
             );
             watchers.tools_changed().await;
         }
+        let offers = (looks.offers)();
+        if offers.0 != offered.0 {
+            watchers.changed(List::Resources).await;
+        }
+        if offers.1 != offered.1 {
+            watchers.changed(List::Prompts).await;
+        }
+        offered = offers;
     }
 }

@@ -19,7 +19,8 @@ use crate::oauth::{DEFAULT_TOKEN_TTL_SECS, PresetClient};
 /// process, not a mock.
 ///
 /// Tools: echo, add, slow, image, pid, hang, fail, huge, flood, change_tools (toggles `extra`),
-/// write_stderr, sleep_then_exit, hostile.
+/// change_lists, bump, log, ask (2026-07-28 input_required), ask_client (handshake-era
+/// server→client requests), write_stderr, sleep_then_exit, hostile.
 #[derive(Debug, Parser)]
 #[command(name = "mcpmux-testserver", version, about, long_about, after_long_help = AFTER_HELP)]
 pub struct Cli {
@@ -105,9 +106,16 @@ pub struct Cli {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100_000), help_heading = "Tools")]
     pub many_tools: Option<u32>,
 
+    /// Also offer prompts (`greet`), the resource template `test://item/{id}` and completions
+    /// of their arguments.
+    #[arg(long, help_heading = "Tools")]
+    pub prompts: bool,
+
     /// Append one JSON line per `tools/call` received, before handling it:
     /// `{"tool": NAME, "arguments": {...}}` (arguments is null when the client sent none);
-    /// and `{"cancelled": TOOL}` when the client cancels a running `hang` or `slow`.
+    /// `{"cancelled": TOOL}` when the client cancels a running `hang` or `slow`; and
+    /// `{"subscribe": URI}` / `{"unsubscribe": URI}` for each resources/subscribe and
+    /// resources/unsubscribe.
     #[arg(long, value_name = "FILE", help_heading = "Tools")]
     pub call_log: Option<PathBuf>,
 

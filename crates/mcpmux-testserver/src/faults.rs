@@ -104,7 +104,12 @@ impl CallLog {
 impl CallLog {
     /// Records that the client cancelled a call of `tool` (tests prove cancellation arrived).
     pub fn record_cancelled(&self, tool: &str) {
-        let line = format!("{}\n", serde_json::json!({ "cancelled": tool }));
+        self.record_event("cancelled", tool);
+    }
+
+    /// Records `{KIND: WHAT}`: a cancellation, a subscription, an unsubscription.
+    pub fn record_event(&self, kind: &str, what: &str) {
+        let line = format!("{}\n", serde_json::json!({ kind: what }));
         let written = match self.file.lock() {
             Ok(mut file) => file.write_all(line.as_bytes()).and_then(|()| file.flush()),
             Err(poisoned) => {

@@ -6,6 +6,7 @@
 //! front and, over HTTP with `--oauth`, the authorization server of `oauth`. With
 //! `--conformance`, HTTP serves `conformance`'s handler instead of the test tools.
 
+mod asking;
 mod cli;
 mod conformance;
 mod dpop;
@@ -15,6 +16,7 @@ mod hostile;
 mod http;
 mod many;
 mod oauth;
+mod prompts;
 mod server;
 mod stdio;
 mod tools;
@@ -107,6 +109,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         call_log,
         faults: CallFaults::new(cli.crash_after, cli.crash_on, cli.slow_ms),
         extra_enabled: AtomicBool::new(false),
+        prompts: cli.prompts,
         router: {
             let mut router = TestServer::tool_router();
             hostile::add_tools(&mut router, &cli.tool_schema, cli.deep_result);

@@ -4,7 +4,8 @@
 //! `tools/list` pagination, and the order of events around every `tools/call` (call log, crash
 //! faults, dispatch, answer delay), and its one resource, `test://counter`, with its watchers:
 //! sessions that sent `resources/subscribe` (handshake era) and `subscriptions/listen` streams
-//! that name it (2026-07-28). The tools live in `tools`; transports know nothing of this.
+//! that name it (2026-07-28); with `--prompts`, the prompt, template and completions of
+//! `prompts`. The tools live in `tools`; transports know nothing of this.
 
 #![allow(deprecated)] // Logging is SEP-2577-deprecated in rmcp, yet part of the handshake era.
 
@@ -20,11 +21,13 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::tool::{ToolCallContext, ToolRouter},
     model::{
-        CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
-        ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        Resource, ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities,
-        ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        DiscoverResult, ErrorCode, GetPromptRequestParams, GetPromptResult, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        LoggingLevel, PaginatedRequestParams, PromptsCapability, ProtocolVersion,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+        ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
         UnsubscribeRequestParams,
     },
     service::{Peer, RequestContext, SubscriptionContext, SubscriptionSink},
@@ -50,6 +53,8 @@ pub struct Shared {
     pub faults: CallFaults,
     /// Whether `extra` is currently listed (toggled by `change_tools`).
     pub extra_enabled: AtomicBool,
+    /// Whether prompts, a resource template and completions are offered (`--prompts`).
+    pub prompts: bool,
     pub router: ToolRouter<TestServer>,
 }
 
@@ -304,13 +309,20 @@ pub fn page(
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_resources()
             .enable_resources_subscribe()
+            .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.shared.prompts {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
+            capabilities.completions = Some(serde_json::Map::new());
+        }
         let protocol_version = match self.shared.era {
             Era::Stateless => ProtocolVersion::V_2026_07_28,
             Era::Both | Era::Handshake => self
@@ -433,6 +445,11 @@ impl ServerHandler for TestServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if self.shared.prompts
+            && let Some(item) = crate::prompts::read_item(&request.uri)
+        {
+            return Ok(ReadResourceResult::new(vec![item]).into());
+        }
         if !known_resource(&request.uri) {
             return Err(not_found(&request.uri));
         }
@@ -448,6 +465,9 @@ impl ServerHandler for TestServer {
         if !known_resource(&request.uri) {
             return Err(not_found(&request.uri));
         }
+        if let Some(log) = &self.shared.call_log {
+            log.record_event("subscribe", &request.uri);
+        }
         Counter::get().watch(Watcher::Session {
             session: self.session,
             uri: request.uri,
@@ -461,12 +481,67 @@ impl ServerHandler for TestServer {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if let Some(log) = &self.shared.call_log {
+            log.record_event("unsubscribe", &request.uri);
+        }
         Counter::get().forget(&Watcher::Session {
             session: self.session,
             uri: request.uri,
             peer: context.peer,
         });
         Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = if self.shared.prompts {
+            crate::prompts::prompts()
+        } else {
+            Vec::new()
+        };
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        if !self.shared.prompts {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::GetPromptRequestMethod,
+            >());
+        }
+        crate::prompts::get(&request).map(GetPromptResult::into)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let templates = if self.shared.prompts {
+            crate::prompts::templates()
+        } else {
+            Vec::new()
+        };
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        if !self.shared.prompts {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::CompleteRequestMethod,
+            >());
+        }
+        crate::prompts::complete(&request)
     }
 
     /// Listen streams carry resource updates only: a listen that names no resource is refused

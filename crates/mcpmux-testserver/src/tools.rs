@@ -3,8 +3,8 @@
 //! Each tool is a real behaviour a client must cope with: plain and structured results,
 //! progress, cancellation, images, errors, huge payloads, notification floods, a changing tool
 //! list, stderr output, a process that exits, input asked for mid-call (2026-07-28
-//! multi round-trip requests) and a resource that changes. Knows nothing about transports or
-//! fault flags.
+//! multi round-trip requests, and the handshake era's server→client requests), log messages,
+//! list changes and a resource that changes. Knows nothing about transports or fault flags.
 
 #![allow(deprecated)] // Logging is SEP-2577-deprecated in rmcp, yet part of the handshake era.
 
@@ -128,6 +128,28 @@ pub struct AskArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct AskClientArgs {
+    /// What to ask the client: `elicitation` (a name), `sampling` (a reply to the message) or
+    /// `roots`.
+    pub what: String,
+    /// The elicitation's or the sampling's message (default "What is your name?" / "Say
+    /// hello").
+    pub message: Option<String>,
+    /// First wait (20 s at most) until this many calls of `ask_client` are in flight in this
+    /// process (default 1: ask at once).
+    #[serde(default = "default_together")]
+    pub together: u64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LogArgs {
+    /// debug, info, notice, warning, error, critical, alert or emergency.
+    pub level: String,
+    /// What to log.
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct HostileArgs {
     /// `text` (default) answers with [`HOSTILE_TEXT`] as a text block; `error` answers with a
     /// JSON-RPC error whose message is that text.
@@ -156,6 +178,10 @@ fn default_steps() -> u64 {
 }
 
 fn default_rounds() -> u64 {
+    1
+}
+
+fn default_together() -> u64 {
     1
 }
 
@@ -533,6 +559,63 @@ impl TestServer {
     }
 
     #[tool(
+        description = "Handshake era: during the call, send the client a server→client request (`what`: `elicitation` for a name, `sampling` for a reply to `message`, `roots`) and answer with what it said: `name: …`, `reply: … (model …)` or `roots: …`; a refusal is an error result `refused: CODE MESSAGE`. With `together: N`, first wait until N calls of ask_client are in flight in this process.",
+        annotations(read_only_hint = true)
+    )]
+    async fn ask_client(
+        &self,
+        Parameters(args): Parameters<AskClientArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        if args.together > 16 {
+            return error("together is at most 16");
+        }
+        match crate::asking::ask(&args.what, args.message, args.together, &context).await {
+            Ok(line) => text(line),
+            Err(why) => error(why),
+        }
+    }
+
+    #[tool(
+        description = "Send one log message (notifications/message, logger `testserver`) at `level` with `text`, if the session's logging/setLevel admits it. Answers \"logged\" or \"below the level\".",
+        annotations(read_only_hint = true)
+    )]
+    async fn log(
+        &self,
+        Parameters(args): Parameters<LogArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let Ok(level) =
+            serde_json::from_value::<LoggingLevel>(serde_json::Value::String(args.level.clone()))
+        else {
+            return error(format!("`{}` is not a log level", args.level));
+        };
+        if !self.logs_at(level, &context) {
+            return text("below the level");
+        }
+        let mut message =
+            LoggingMessageNotificationParam::new(level, serde_json::Value::String(args.text));
+        message.logger = Some("testserver".into());
+        match context.peer.notify_logging_message(message).await {
+            Ok(()) => text("logged"),
+            Err(send_error) => error(format!("not sent: {send_error}")),
+        }
+    }
+
+    #[tool(
+        description = "Send notifications/resources/list_changed and notifications/prompts/list_changed. Answers \"changed\".",
+        annotations(read_only_hint = true)
+    )]
+    async fn change_lists(&self, context: RequestContext<RoleServer>) -> CallToolResult {
+        let resources = context.peer.notify_resource_list_changed().await;
+        let prompts = context.peer.notify_prompt_list_changed().await;
+        match resources.and(prompts) {
+            Ok(()) => text("changed"),
+            Err(send_error) => error(format!("not sent: {send_error}")),
+        }
+    }
+
+    #[tool(
         description = "Answer \"exiting\", then exit the process with code 7 after `ms` milliseconds (a crash while idle)."
     )]
     async fn sleep_then_exit(
@@ -626,7 +709,9 @@ mod tests {
             [
                 "add",
                 "ask",
+                "ask_client",
                 "bump",
+                "change_lists",
                 "change_tools",
                 "echo",
                 "extra",
@@ -636,6 +721,7 @@ mod tests {
                 "hostile",
                 "huge",
                 "image",
+                "log",
                 "pid",
                 "sleep_then_exit",
                 "slow",

@@ -1,7 +1,9 @@
 //! How one call is made: its deadline, progress, cancellation, patience and scope, as the
-//! harness asks for them. Shared by every layer a call passes through (handler, connection,
-//! hub); knows nothing of servers or transports.
+//! harness asks for them, and, when the call is made for someone else (a gateway's client),
+//! who passes on what its server asks mid-call and who approves it. Shared by every layer a
+//! call passes through (handler, connection, hub); knows nothing of servers or transports.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -9,9 +11,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::scope::Scope;
+use crate::host::Relay;
+use crate::policy::Approver;
 
 /// Options of one call.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct CallOptions {
     /// Deadline of this call (default: the server's `call_timeout`). Progress extends it.
@@ -25,6 +29,25 @@ pub struct CallOptions {
     /// The caller's stage and agent: a tool of a server outside it is refused
     /// ([`Error::OutOfScope`](crate::Error::OutOfScope)), as [`Hub::tools_for`](crate::Hub::tools_for) leaves it out. `None` refuses nothing.
     pub scope: Option<Scope>,
+    /// Passes on the server→client requests (roots, sampling, elicitation) this call causes,
+    /// instead of the hub's [`Host`](crate::Host) answering them.
+    pub relay: Option<Arc<dyn Relay>>,
+    /// Decides, for this call, what a policy `ask` rule asks, instead of the hub's approver.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("progress", &self.progress.is_some())
+            .field("cancel", &self.cancel)
+            .field("fail_fast", &self.fail_fast)
+            .field("scope", &self.scope)
+            .field("relay", &self.relay.as_ref().map(|r| r.party()))
+            .field("approver", &self.approver.is_some())
+            .finish()
+    }
 }
 
 impl CallOptions {
@@ -55,6 +78,18 @@ impl CallOptions {
     /// Builder-style: call as `scope`, refusing tools outside it.
     pub fn with_scope(mut self, scope: Scope) -> Self {
         self.scope = Some(scope);
+        self
+    }
+
+    /// Builder-style: pass the server→client requests this call causes on through `relay`.
+    pub fn with_relay(mut self, relay: Arc<dyn Relay>) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
+    /// Builder-style: let `approver` decide this call's policy `ask`.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
         self
     }
 }

@@ -11,8 +11,13 @@
 //! *replaces* the directories it was configured with by the client's roots, so offering the
 //! current directory unasked would silently narrow a server the user set up explicitly.
 //!
+//! A harness that serves the hub to MCP clients of its own (a gateway) answers none of these
+//! itself: each is passed on, as MCP's JSON, to the client whose call caused it — the
+//! [`Relay`] that call carries ([`CallOptions::with_relay`](crate::CallOptions::with_relay)).
+//! [`Host::relaying`] advertises the three to every server for that.
+//!
 //! Also here: resource-update and list-change notices, which a harness receives from
-//! [`Host::resource_events`].
+//! [`Host::resource_events`], and the servers' own log messages ([`Host::logs`]).
 //!
 //! Knows nothing of rmcp or connections: requests and replies are plain types and JSON, so an
 //! rmcp upgrade does not reach the harness.
@@ -22,12 +27,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 /// Room for bursts of resource notices before a slow subscriber starts missing them.
 const RESOURCE_EVENT_BUFFER: usize = 256;
+
+/// Room for bursts of server log messages before a slow subscriber starts missing them (a
+/// server may log thousands of lines a second; the oldest are dropped, never the server
+/// slowed).
+const LOG_BUFFER: usize = 1024;
 
 /// The harness's answers to server→client requests. Cheap to clone; clones share callbacks and
 /// the resource-event channel.
@@ -36,7 +46,11 @@ pub struct Host {
     roots: Option<Arc<dyn RootsProvider>>,
     sampler: Option<Arc<dyn Sampler>>,
     elicitor: Option<Arc<dyn Elicitor>>,
+    /// Roots, sampling and elicitation are advertised though no callback answers them: the
+    /// relay of the call that caused each one does.
+    relaying: bool,
     events: broadcast::Sender<ResourceEvent>,
+    logs: broadcast::Sender<ServerLog>,
 }
 
 impl std::fmt::Debug for Host {
@@ -45,6 +59,7 @@ impl std::fmt::Debug for Host {
             .field("roots", &self.roots.is_some())
             .field("sampling", &self.sampler.is_some())
             .field("elicitation", &self.elicitor.is_some())
+            .field("relaying", &self.relaying)
             .finish()
     }
 }
@@ -60,11 +75,26 @@ impl Host {
     /// A host that offers nothing: no roots, no sampling, no elicitation.
     pub fn new() -> Self {
         let (events, _) = broadcast::channel(RESOURCE_EVENT_BUFFER);
+        let (logs, _) = broadcast::channel(LOG_BUFFER);
         Self {
             roots: None,
             sampler: None,
             elicitor: None,
+            relaying: false,
             events,
+            logs,
+        }
+    }
+
+    /// A host for a hub served to MCP clients: roots, sampling and elicitation (form and URL)
+    /// are advertised to every server, and each such request is passed on by the [`Relay`] of
+    /// the call that caused it. A request no call explains (asked outside any call, or while
+    /// calls of several parties are in flight on a session that cannot tell them apart) goes to
+    /// this host's own callbacks, if any were set, and is refused otherwise.
+    pub fn relaying() -> Self {
+        Self {
+            relaying: true,
+            ..Self::new()
         }
     }
 
@@ -110,24 +140,50 @@ impl Host {
         self.events.subscribe()
     }
 
-    /// Whether `roots/list` is answered.
+    /// The servers' log messages (`notifications/message`), from every server of the hubs
+    /// this host is given to.
+    pub fn logs(&self) -> broadcast::Receiver<ServerLog> {
+        self.logs.subscribe()
+    }
+
+    /// Whether `roots/list` is advertised (answered by a callback, or relayed).
     pub fn offers_roots(&self) -> bool {
-        self.roots.is_some()
+        self.roots.is_some() || self.relaying
     }
 
-    /// Whether `sampling/createMessage` is answered.
+    /// Whether `sampling/createMessage` is advertised.
     pub fn offers_sampling(&self) -> bool {
-        self.sampler.is_some()
+        self.sampler.is_some() || self.relaying
     }
 
-    /// Whether form-mode `elicitation/create` is answered.
+    /// Whether form-mode `elicitation/create` is advertised.
     pub fn offers_elicitation(&self) -> bool {
-        self.elicitor.is_some()
+        self.elicitor.is_some() || self.relaying
     }
 
-    /// Whether URL-mode `elicitation/create` is answered too.
+    /// Whether URL-mode `elicitation/create` is advertised too.
     pub fn offers_url_elicitation(&self) -> bool {
+        self.relaying || self.elicitor.as_ref().is_some_and(|e| e.supports_url())
+    }
+
+    /// Whether these requests are meant to be relayed (see [`Host::relaying`]).
+    pub fn is_relaying(&self) -> bool {
+        self.relaying
+    }
+
+    /// Whether this host's own elicitor handles URL-mode requests.
+    pub(crate) fn elicitor_takes_urls(&self) -> bool {
         self.elicitor.as_ref().is_some_and(|e| e.supports_url())
+    }
+
+    /// Whether a callback of this host answers `method` itself.
+    pub(crate) fn answers(&self, method: &str) -> bool {
+        match method {
+            "roots/list" => self.roots.is_some(),
+            "sampling/createMessage" => self.sampler.is_some(),
+            "elicitation/create" => self.elicitor.is_some(),
+            _ => false,
+        }
     }
 
     /// The roots for `server`, or `None` when none are offered.
@@ -171,6 +227,82 @@ impl Host {
         // No subscriber is fine: nobody is watching resources.
         let _ = self.events.send(event);
     }
+
+    /// Whether anyone reads the servers' logs (else a log message is not copied for them).
+    pub(crate) fn wants_logs(&self) -> bool {
+        self.logs.receiver_count() > 0
+    }
+
+    pub(crate) fn publish_log(&self, log: ServerLog) {
+        // No subscriber is fine: nobody is reading the servers' logs.
+        let _ = self.logs.send(log);
+    }
+}
+
+/// One server→client request as the server sent it, for a [`Relay`] to pass on.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Relayed {
+    /// The server that asks.
+    pub server: String,
+    /// `roots/list`, `sampling/createMessage` or `elicitation/create`.
+    pub method: String,
+    /// The request's `params` as sent (an empty object for `roots/list`).
+    pub params: Value,
+}
+
+/// Passes the server→client requests one call causes on to someone else (the MCP client the
+/// call was made for), as MCP's JSON both ways, rather than answering them: what
+/// [`CallOptions::with_relay`](crate::CallOptions::with_relay) carries. The hub knows which
+/// call a request belongs to when the transport says so (a streamable-HTTP server sends it
+/// on that call's response stream; a 2026-07-28 server answers the call `input_required`),
+/// or when every call in flight on that server is one party's.
+pub trait Relay: Send + Sync {
+    /// Who the call is made for. Calls whose relays name the same party are one client's: a
+    /// request that can only be narrowed down to calls of one party goes to that party.
+    fn party(&self) -> u64;
+
+    /// Passes `request` on: the answer's `result` object, or the error the server is sent
+    /// (refuse what the client cannot answer with code -32601, "method not found").
+    fn relay(&self, request: Relayed) -> BoxFuture<'_, Result<Value, HostError>>;
+}
+
+/// How much a log message matters (RFC 5424's levels, as MCP's `logging/setLevel` names
+/// them), least first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LogLevel {
+    /// Detailed debugging.
+    Debug,
+    /// Informational.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+/// One log message a server sent (`notifications/message`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerLog {
+    /// The server that sent it.
+    pub server: String,
+    /// How much it matters.
+    pub level: LogLevel,
+    /// The server's logger name, if it gave one.
+    pub logger: Option<String>,
+    /// What it said (any JSON).
+    pub data: Value,
 }
 
 /// A filesystem root a server may work in.
@@ -434,6 +566,14 @@ pub struct HostError {
 }
 
 impl HostError {
+    /// An error with this JSON-RPC code and message (a relayed client's own answer).
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
     /// The user (or the harness's policy) said no: code -1, as the spec's sampling example.
     pub fn rejected(message: impl Into<String>) -> Self {
         Self {

@@ -61,8 +61,8 @@ pub use host::Host;
 pub use hub::{Hub, HubOptions, ServerStatus};
 pub use policy::{Approver, Decision, Policy, SideEffect, SideEffects};
 pub use resources::{
-    Listing, Page, Prompt, PromptArgument, PromptMessage, PromptMessages, Resource,
-    ResourceContents, ResourceTemplate,
+    Completion, CompletionRef, Listing, Page, Prompt, PromptArgument, PromptMessage,
+    PromptMessages, Resource, ResourceContents, ResourceTemplate,
 };
 pub use result::{IntoToolResult, Json, ToolResult, error_result};
 pub use spill::Spill;

@@ -216,6 +216,40 @@ pub struct PromptMessage {
     pub content: Value,
 }
 
+/// What a completion is asked for: an argument of a prompt, or of a resource template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+#[non_exhaustive]
+pub enum CompletionRef {
+    /// An argument of the prompt the server names `name`.
+    #[serde(rename = "ref/prompt")]
+    Prompt {
+        /// The server's own name of the prompt.
+        name: String,
+    },
+    /// A variable of the resource template `uri` (the template as the server lists it).
+    #[serde(rename = "ref/resource")]
+    Resource {
+        /// The URI template.
+        uri: String,
+    },
+}
+
+/// A server's suggestions for an argument's value (`completion/complete`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Completion {
+    /// Suggested values, best first (MCP allows at most 100).
+    pub values: Vec<String>,
+    /// How many values there are in all, if the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u32>,
+    /// Whether there are more values than these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_more: Option<bool>,
+}
+
 /// One page of a paginated listing.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

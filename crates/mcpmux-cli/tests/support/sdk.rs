@@ -98,6 +98,19 @@ pub fn ts_client(target: Value, actions: Value) -> Vec<Value> {
     run_client(cmd, "the TypeScript SDK client")
 }
 
+/// Several sessions of the TypeScript SDK client on `target`, each declaring and answering as
+/// its entry of `sessions` says, doing `actions` (see `ts-sessions.mjs`).
+pub fn ts_sessions(target: Value, sessions: Value, actions: Value) -> Vec<Value> {
+    let mut scenario = target;
+    scenario["sessions"] = sessions;
+    scenario["actions"] = actions;
+    let mut cmd = Command::new("node");
+    cmd.arg(clients().join("ts-sessions.mjs"))
+        .arg(workspace().join("test-deps/node_modules"))
+        .arg(scenario.to_string());
+    run_client(cmd, "the TypeScript SDK sessions")
+}
+
 /// The Python SDK client on `target` in `mode` (`auto`: 2026-07-28 here; `legacy`) doing
 /// `actions`.
 pub fn py_client(target: Value, mode: &str, actions: Value) -> Vec<Value> {

@@ -18,6 +18,15 @@ With "url", "headers":{...} are sent on every request (an `Authorization: Bearer
     {"do":"read","uri":U}                         -> {"contents":[...]} or {"error":message,"code":n}
     {"do":"prompts"}                              -> {"prompts":[Prompt]}
     {"do":"get_prompt","name":N,"arguments":{...}} -> {"prompt":GetPromptResult} or {"error":message,"code":n}
+    {"do":"listen_events","name":N,"arguments":{...},"filter":{...},"count":n}
+        (2026-07-28) opens a listen with `filter` (tools_list_changed, resources_list_changed,
+        prompts_list_changed, resource_subscriptions), collects "before" events (0 by default),
+        calls N, then collects events until there are n in all (10 s at most each)
+        -> {"events":[{"kind":type,"uri":U}]}
+With "answers": {"name": N, "model": M, "roots": [URI...], "approve": bool} the client
+declares elicitation, sampling and roots, and answers each such request with those (a name,
+or `approve` to a form asking for it; "hello from N"; the roots); what it was asked is
+printed by {"do":"asked"} -> {"asked":[method...]}.
 """
 
 import asyncio
@@ -26,7 +35,7 @@ import os
 import sys
 
 import anyio
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -40,6 +49,35 @@ def target():
     return StdioServerParameters(
         command=stdio["command"], args=stdio.get("args", []), env={**os.environ, **stdio.get("env", {})}
     )
+
+
+answers = scenario.get("answers")
+asked = []
+
+
+async def on_elicitation(context, params):
+    asked.append("elicitation/create")
+    properties = (params.model_dump(by_alias=True).get("requestedSchema") or {}).get("properties") or {}
+    if "approve" in properties:
+        return types.ElicitResult(action="accept", content={"approve": answers.get("approve", False)})
+    return types.ElicitResult(action="accept", content={"name": answers.get("name", "nobody")})
+
+
+async def on_sampling(context, params):
+    asked.append("sampling/createMessage")
+    text = types.TextContent(type="text", text=f"hello from {answers.get('name', 'nobody')}")
+    return types.CreateMessageResult(role="assistant", content=text, model=answers.get("model", "py-model"))
+
+
+async def on_roots(context):
+    asked.append("roots/list")
+    return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in answers.get("roots", [])])
+
+
+def callbacks() -> dict:
+    if answers is None:
+        return {}
+    return {"elicitation_callback": on_elicitation, "sampling_callback": on_sampling, "list_roots_callback": on_roots}
 
 
 def dump(model) -> dict:
@@ -60,7 +98,7 @@ async def main() -> None:
 
 
 async def run(server) -> None:
-    async with Client(server, mode=scenario.get("mode", "auto"), read_timeout_seconds=20) as client:
+    async with Client(server, mode=scenario.get("mode", "auto"), read_timeout_seconds=20, **callbacks()) as client:
         for action in scenario["actions"]:
             kind = action["do"]
             if kind == "version":
@@ -101,6 +139,23 @@ async def run(server) -> None:
                             changed = True
                             break
                 emit({"listChanged": changed})
+            elif kind == "listen_events":
+                events = []
+                async with client.listen(**action.get("filter", {})) as subscription:
+                    stream = aiter(subscription)
+
+                    async def take(n):
+                        with anyio.move_on_after(10):
+                            while len(events) < n:
+                                event = await anext(stream)
+                                events.append({"kind": type(event).__name__, "uri": getattr(event, "uri", None)})
+
+                    await take(action.get("before", 0))
+                    await client.call_tool(action["name"], action.get("arguments", {}))
+                    await take(action.get("count", 1))
+                emit({"events": events})
+            elif kind == "asked":
+                emit({"asked": asked})
             elif kind == "capabilities":
                 emit({"capabilities": client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)})
             elif kind == "resources":

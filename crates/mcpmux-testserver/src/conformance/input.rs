@@ -95,7 +95,10 @@ fn roots() -> Value {
 }
 
 /// An `InputRequiredResult` asking `requests`, with `state` sealed when given.
-fn ask(requests: Value, state: Option<&Value>) -> Result<InputRequiredResult, ErrorData> {
+pub(crate) fn ask(
+    requests: Value,
+    state: Option<&Value>,
+) -> Result<InputRequiredResult, ErrorData> {
     let requests: InputRequests = serde_json::from_value(requests)
         .map_err(|error| ErrorData::internal_error(format!("input requests: {error}"), None))?;
     Ok(InputRequiredResult::new(Some(requests), state.map(seal)))
@@ -106,7 +109,7 @@ fn done(text: impl Into<String>) -> CallToolResponse {
 }
 
 /// The answer under `key` if it is an object (an elicitation, sampling or roots result).
-fn answer<'a>(responses: Option<&'a InputResponses>, key: &str) -> Option<&'a Value> {
+pub(crate) fn answer<'a>(responses: Option<&'a InputResponses>, key: &str) -> Option<&'a Value> {
     responses?.get(key).filter(|value| value.is_object())
 }
 
@@ -120,7 +123,7 @@ fn elicited(answer: &Value, field: &str) -> String {
 }
 
 /// The text of a sampling answer.
-fn sampled(answer: &Value) -> String {
+pub(crate) fn sampled(answer: &Value) -> String {
     let content = &answer["content"];
     let block = if content.is_array() {
         &content[0]

@@ -12,7 +12,7 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
         CreateMessageRequestParams, JsonObject, LoggingLevel, ProgressNotificationParam,
-        ProgressToken, ServerRequest, Tool,
+        ProgressToken, ProtocolVersion, ServerRequest, Tool,
     },
     service::RequestContext,
 };
@@ -189,7 +189,7 @@ pub async fn call(
         }
         "test_sampling" => {
             let prompt = string_argument(arguments, "prompt")?;
-            sample(&context, &prompt).await
+            sample(&context, &request, &prompt).await
         }
         "test_elicitation" => {
             let message = string_argument(arguments, "message")?;
@@ -198,7 +198,7 @@ pub async fn call(
                 "properties": {"response": {"type": "string", "description": "User's response"}},
                 "required": ["response"]
             });
-            elicit(&context, &message, schema, "User response").await
+            elicit(&context, &request, &message, schema, "User response").await
         }
         "test_elicitation_sep1034_defaults" => {
             let schema = json!({
@@ -218,7 +218,7 @@ pub async fn call(
                 "required": []
             });
             let message = "Please review and update the form fields with defaults";
-            elicit(&context, message, schema, "Elicitation completed").await
+            elicit(&context, &request, message, schema, "Elicitation completed").await
         }
         "test_elicitation_sep1330_enums" => {
             let schema = json!({
@@ -266,7 +266,7 @@ pub async fn call(
                 "required": []
             });
             let message = "Please select options from the enum fields";
-            elicit(&context, message, schema, "Elicitation completed").await
+            elicit(&context, &request, message, schema, "Elicitation completed").await
         }
         "json_schema_2020_12_tool" => Ok(text(format!(
             "JSON Schema 2020-12 tool called with: {}",
@@ -305,16 +305,41 @@ async fn progress(context: &RequestContext<RoleServer>) -> Result<CallToolRespon
     Ok(text(shown))
 }
 
+/// Whether this call's client speaks 2026-07-28 or later: it cannot be sent requests and is
+/// asked through an `InputRequiredResult` instead (as a server serving both eras must).
+fn asks_in_rounds(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// The key the handshake-era tools ask under when they ask in rounds.
+const ASKED: &str = "asked";
+
 /// `test_sampling`: asks the client's model, answers with its text.
 async fn sample(
     context: &RequestContext<RoleServer>,
+    request: &CallToolRequestParams,
     prompt: &str,
 ) -> Result<CallToolResponse, ErrorData> {
-    let params: CreateMessageRequestParams = serde_json::from_value(json!({
+    let asked = json!({
         "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
         "maxTokens": 100
-    }))
-    .map_err(|error| ErrorData::internal_error(format!("sampling request: {error}"), None))?;
+    });
+    if asks_in_rounds(context) {
+        return Ok(
+            match input::answer(request.input_responses.as_ref(), ASKED) {
+                Some(given) => text(format!("LLM response: {}", input::sampled(given))),
+                None => input::ask(
+                    json!({ASKED: {"method": "sampling/createMessage", "params": asked}}),
+                    None,
+                )?
+                .into(),
+            },
+        );
+    }
+    let params: CreateMessageRequestParams = serde_json::from_value(asked)
+        .map_err(|error| ErrorData::internal_error(format!("sampling request: {error}"), None))?;
     match context.peer.create_message(params).await {
         Ok(result) => {
             let answer = serde_json::to_value(&result).unwrap_or_default();
@@ -338,10 +363,28 @@ async fn sample(
 /// server does.
 async fn elicit(
     context: &RequestContext<RoleServer>,
+    request: &CallToolRequestParams,
     message: &str,
     schema: Value,
     label: &str,
 ) -> Result<CallToolResponse, ErrorData> {
+    let said = |answer: &Value| {
+        let action = answer["action"].as_str().unwrap_or("unknown");
+        let content = answer.get("content").cloned().unwrap_or(json!({}));
+        text(format!("{label}: action={action}, content={content}"))
+    };
+    if asks_in_rounds(context) {
+        let asked = json!({ASKED: {
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": message, "requestedSchema": schema}
+        }});
+        return Ok(
+            match input::answer(request.input_responses.as_ref(), ASKED) {
+                Some(given) => said(given),
+                None => input::ask(asked, None)?.into(),
+            },
+        );
+    }
     // A raw request: rmcp's typed `create_elicitation` sits behind a feature the workspace
     // does not build, and the schemas here (SEP-1330 enums) must go out exactly as written.
     let request: ServerRequest = serde_json::from_value(json!({
@@ -350,12 +393,7 @@ async fn elicit(
     }))
     .map_err(|error| ErrorData::internal_error(format!("elicitation request: {error}"), None))?;
     match context.peer.send_request(request).await {
-        Ok(result) => {
-            let answer = serde_json::to_value(&result).unwrap_or_default();
-            let action = answer["action"].as_str().unwrap_or("unknown");
-            let content = answer.get("content").cloned().unwrap_or(json!({}));
-            Ok(text(format!("{label}: action={action}, content={content}")))
-        }
+        Ok(result) => Ok(said(&serde_json::to_value(&result).unwrap_or_default())),
         Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
             "Elicitation not supported or error: {error}"
         ))])

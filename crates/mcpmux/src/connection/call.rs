@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
 use super::breaker::Admission;
+use super::callers::Caller;
 use super::client::{self, ProgressRoutes};
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
@@ -228,7 +229,7 @@ impl Connection {
                 None
             } else {
                 idle_rounds = 0;
-                let answers = mrtr::answer(live, server, tool, requests);
+                let answers = mrtr::answer(live, server, tool, options, requests);
                 match self.within(live, tool, options, &mut clock, answers).await {
                     Ok(answers) => Some(answers?),
                     Err(stopped) => return Err(self.stopped(live, tool, stopped).await),
@@ -254,6 +255,8 @@ impl Connection {
         clock: &mut Clock<'_>,
     ) -> Result<ServerResult, Error> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // In flight before it is sent: the server may ask its caller something at once.
+        let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
         let handle = live
             .peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -262,6 +265,7 @@ impl Connection {
             Ok(handle) => handle,
             Err(e) => return Err(self.service_error(live, tool, e).await),
         };
+        caller.identify(handle.id.clone());
         let mut cancel_guard = CancelOnDrop {
             peer: Some(handle.peer.clone()),
             id: handle.id.clone(),

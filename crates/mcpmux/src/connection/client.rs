@@ -1,8 +1,10 @@
 //! Our side of each MCP session: the client identity and capabilities we announce, the
 //! notifications we route (progress to the call that asked for it, list changes to the
-//! supervisor, resource notices to the host, logs to tracing), and the server→client requests
-//! we hand to the harness's [`Host`] callbacks (roots, sampling, elicitation) — converting
-//! between rmcp's types and the host's plain ones here, so rmcp stays inside `connection/`.
+//! supervisor, resource notices and logs to the host, logs to tracing too), and the
+//! server→client requests (roots, sampling, elicitation): passed on by the [`Relay`] of the
+//! call they belong to (`callers` says which), else handed to the harness's [`Host`]
+//! callbacks — converting between rmcp's types and the host's plain ones here, so rmcp stays
+//! inside `connection/`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,14 +19,16 @@ use rmcp::model::{
     ResourceUpdatedNotificationParam, RootsCapabilities, SamplingCapability,
     UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
+use super::callers::{Attribution, Caller, Callers};
 use crate::call::Progress;
 use crate::host::{
-    ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, ResourceEvent,
-    SamplingMessage, SamplingRequest,
+    ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, LogLevel, Relay,
+    Relayed, ResourceEvent, SamplingMessage, SamplingRequest, ServerLog,
 };
 
 /// Where the progress of one call goes: the caller's channel, if it asked for progress, and
@@ -78,6 +82,16 @@ pub(crate) struct HubClient {
     pub(crate) tools_changed: Arc<Notify>,
     /// The harness's callbacks for server→client requests.
     pub(crate) host: Host,
+    /// The calls in flight on this session: whose a server→client request is.
+    pub(crate) callers: Callers,
+}
+
+/// Who answers one server→client request.
+enum Answerer {
+    /// The relay of the call it belongs to.
+    Relay(Arc<dyn Relay>),
+    /// The harness's host callbacks.
+    Host,
 }
 
 /// The client identity announced in every session (rmcp's default says "rmcp"), with a
@@ -114,6 +128,32 @@ fn not_offered(method: &str) -> ErrorData {
     ErrorData::new(
         ErrorCode::METHOD_NOT_FOUND,
         format!("{method} is not supported by this client (no host callback is set)"),
+        None,
+    )
+}
+
+/// The refusal of a request no call explains, by a hub that only relays such requests.
+fn outside_any_call(method: &str, server: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "{method} from server `{server}` came outside any tool call, and this client passes \
+             such requests only to the client whose call caused them"
+        ),
+        None,
+    )
+}
+
+/// The refusal of a request that could belong to the calls of several parties.
+fn ambiguous(method: &str, server: &str, parties: usize) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INVALID_REQUEST,
+        format!(
+            "{method} from server `{server}` cannot be tied to one tool call: calls made for \
+             {parties} different clients are in flight on this session and its transport does \
+             not say which one asks (streamable HTTP does; stdio does not), so it is refused \
+             rather than shown to the wrong client"
+        ),
         None,
     )
 }
@@ -169,6 +209,68 @@ fn sampling_request(server: &str, params: CreateMessageRequestParams) -> Samplin
     }
 }
 
+impl HubClient {
+    /// Who answers `method`, asked as `context` says: the relay of the call it belongs to,
+    /// else the host's callback; refused when neither can.
+    async fn answerer(
+        &self,
+        method: &str,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<Answerer, ErrorData> {
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        match self.callers.attribute(origin).await {
+            Attribution::Call(Caller {
+                relay: Some(relay), ..
+            }) => Ok(Answerer::Relay(relay)),
+            Attribution::Call(_) | Attribution::Outside if self.host.answers(method) => {
+                Ok(Answerer::Host)
+            }
+            Attribution::Outside if self.host.is_relaying() => {
+                Err(outside_any_call(method, &self.server))
+            }
+            Attribution::Call(_) | Attribution::Outside => Err(not_offered(method)),
+            Attribution::Ambiguous(parties) => Err(ambiguous(method, &self.server, parties)),
+        }
+    }
+
+    /// Passes `method` with `params` on through `relay` and reads its answer as `T`.
+    async fn relay<T: DeserializeOwned>(
+        &self,
+        relay: Arc<dyn Relay>,
+        method: &str,
+        params: Value,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<T, ErrorData> {
+        tracing::debug!(server = %self.server, method, party = relay.party(), "relaying a server request to the caller's client");
+        let request = Relayed {
+            server: self.server.clone(),
+            method: method.to_string(),
+            params,
+        };
+        let answer = unless_cancelled(context, relay.relay(request))
+            .await?
+            .map_err(host_error)?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("the answer relayed to {method} is not a valid MCP result: {e}"),
+                None,
+            )
+        })
+    }
+}
+
+/// A request's params as JSON, to be relayed.
+fn params_of(params: &impl serde::Serialize) -> Result<Value, ErrorData> {
+    serde_json::to_value(params).map_err(|e| {
+        ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("the request could not be encoded to be relayed: {e}"),
+            None,
+        )
+    })
+}
+
 impl ClientHandler for HubClient {
     fn get_info(&self) -> ClientConfig {
         client_info(&self.host)
@@ -180,6 +282,10 @@ impl ClientHandler for HubClient {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
+        if let Answerer::Relay(relay) = self.answerer("roots/list", &context).await? {
+            let params = Value::Object(serde_json::Map::new());
+            return self.relay(relay, "roots/list", params, &context).await;
+        }
         let roots = unless_cancelled(&context, self.host.roots(&self.server))
             .await?
             .ok_or_else(|| not_offered("roots/list"))?;
@@ -203,8 +309,11 @@ impl ClientHandler for HubClient {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        if !self.host.offers_sampling() {
-            return Err(not_offered("sampling/createMessage"));
+        let method = "sampling/createMessage";
+        if let Answerer::Relay(relay) = self.answerer(method, &context).await? {
+            return self
+                .relay(relay, method, params_of(&params)?, &context)
+                .await;
         }
         tracing::debug!(server = %self.server, "asking the host to sample");
         let request = sampling_request(&self.server, params);
@@ -234,8 +343,11 @@ impl ClientHandler for HubClient {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if !self.host.offers_elicitation() {
-            return Err(not_offered("elicitation/create"));
+        let method = "elicitation/create";
+        if let Answerer::Relay(relay) = self.answerer(method, &context).await? {
+            return self
+                .relay(relay, method, params_of(&request)?, &context)
+                .await;
         }
         let (message, kind) = match request {
             ElicitRequestParams::FormElicitationParams {
@@ -254,7 +366,7 @@ impl ClientHandler for HubClient {
                 elicitation_id,
                 ..
             } => {
-                if !self.host.offers_url_elicitation() {
+                if !self.host.elicitor_takes_urls() {
                     return Err(not_offered("URL-mode elicitation/create"));
                 }
                 (
@@ -334,6 +446,14 @@ impl ClientHandler for HubClient {
         _context: NotificationContext<RoleClient>,
     ) {
         let logger = params.logger.as_deref().unwrap_or("");
+        if self.host.wants_logs() {
+            self.host.publish_log(ServerLog {
+                server: self.server.clone(),
+                level: log_level(params.level),
+                logger: params.logger.clone(),
+                data: params.data.clone(),
+            });
+        }
         match params.level {
             LoggingLevel::Emergency
             | LoggingLevel::Alert
@@ -343,5 +463,35 @@ impl ClientHandler for HubClient {
             }
             _ => tracing::debug!(server = %self.server, logger, data = %params.data, "server log"),
         }
+    }
+}
+
+/// rmcp's logging level as the host's.
+#[allow(deprecated)]
+pub(crate) fn log_level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        LoggingLevel::Emergency => LogLevel::Emergency,
+    }
+}
+
+/// The host's logging level as rmcp's.
+#[allow(deprecated)]
+pub(crate) fn logging_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
     }
 }

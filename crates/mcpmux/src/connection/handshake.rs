@@ -14,6 +14,7 @@ use rmcp::transport::Transport;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
+use super::callers::Callers;
 use super::client::{HubClient, ProgressRoutes};
 use super::era::EraEntry;
 use super::{Shared, probe};
@@ -218,6 +219,7 @@ async fn attempt(
         progress: progress.clone(),
         tools_changed: tools_changed.clone(),
         host: shared.host.clone(),
+        callers: Callers::default(),
     };
     let opened = transport::open(spec, &shared.ctx).await?;
     let probe_deadline =
@@ -238,6 +240,7 @@ async fn attempt(
                 progress: handler.progress.clone(),
                 tools_changed: handler.tools_changed.clone(),
                 host: handler.host.clone(),
+                callers: handler.callers.clone(),
             };
             let first =
                 handshake(handler, transport, lifecycle, probe.clone(), name, deadline).await;

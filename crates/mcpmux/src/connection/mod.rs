@@ -7,6 +7,7 @@
 
 mod breaker;
 mod call;
+mod callers;
 mod client;
 pub mod era;
 mod flights;
@@ -52,6 +53,9 @@ struct Live {
     host: crate::host::Host,
     /// The calls in flight on this session (shared by every `Live` of the session).
     flights: Arc<flights::Flights>,
+    /// The calls in flight on this session, by whom they are made for: whose a server→client
+    /// request is (shared with the session's client handler).
+    callers: callers::Callers,
 }
 
 impl Live {

@@ -2,7 +2,8 @@
 //! middle of a call (an elicitation, a sampling, the roots) answers `tools/call` with an
 //! `input_required` result instead of sending requests of its own. This module answers the
 //! requests such a result carries, through the same [`HubClient`] handler — and so the same
-//! host callbacks and the same refusals — as the handshake era's server→client requests.
+//! host callbacks, the same relay of the call's caller and the same refusals — as the
+//! handshake era's server→client requests.
 //!
 //! The rounds themselves (re-sending the call with the answers and the echoed `requestState`,
 //! under the call's one deadline) belong to the call path (`call.rs`). `requestState` is never
@@ -20,7 +21,9 @@ use rmcp::service::{Peer, RequestContext, RoleClient};
 use tokio::sync::Notify;
 
 use super::Live;
+use super::callers::{Caller, Callers};
 use super::client::HubClient;
+use crate::call::CallOptions;
 use crate::error::Error;
 
 /// The most `input_required` results one call answers: a server that keeps asking after this
@@ -54,6 +57,7 @@ pub(super) async fn answer(
     live: &Live,
     server: &str,
     tool: &str,
+    options: &CallOptions,
     requests: InputRequests,
 ) -> Result<InputResponses, Error> {
     let handler = HubClient {
@@ -62,7 +66,10 @@ pub(super) async fn answer(
         // The handler's notification side is not used here.
         tools_changed: Arc::new(Notify::new()),
         host: live.host.clone(),
+        // These requests came inside this call's result: they are its caller's.
+        callers: Callers::only(Caller::of(options.relay.as_ref())),
     };
+    let relayed = options.relay.is_some();
     let answers = requests.into_iter().map(|(key, request)| {
         let handler = &handler;
         async move {
@@ -71,7 +78,7 @@ pub(super) async fn answer(
             answer_one(handler, &live.peer, &key, request)
                 .await
                 .map(|value| (key, value))
-                .map_err(|e| refusal(server, tool, method, e))
+                .map_err(|e| refusal(server, tool, method, relayed, e))
         }
     });
     Ok(futures::future::try_join_all(answers)
@@ -124,9 +131,10 @@ fn method_of(request: &InputRequest) -> &'static str {
 /// A request the handler refused. "Method not found" is the refusal of something this client
 /// does not offer (no host callback is set), which a 2026-07-28 server must not ask for: the
 /// server broke the protocol. Any other error is the host's own refusal or failure: the
-/// harness stopped the call, the server did nothing wrong.
-fn refusal(server: &str, tool: &str, method: &str, error: ErrorData) -> Error {
-    if error.code == ErrorCode::METHOD_NOT_FOUND {
+/// harness stopped the call, the server did nothing wrong. A `relayed` request was offered
+/// (the hub relays it): whatever its relay answered, the server did nothing wrong either.
+fn refusal(server: &str, tool: &str, method: &str, relayed: bool, error: ErrorData) -> Error {
+    if error.code == ErrorCode::METHOD_NOT_FOUND && !relayed {
         Error::Protocol {
             server: server.to_string(),
             message: format!(
@@ -160,15 +168,19 @@ mod tests {
             "elicitation/create is not supported by this client (no host callback is set)",
             None,
         );
-        let error = refusal("s", "t", "elicitation/create", not_offered);
+        let error = refusal("s", "t", "elicitation/create", false, not_offered.clone());
         assert!(matches!(error, Error::Protocol { .. }), "{error}");
         assert!(
             error.to_string().contains("no host callback is set"),
             "{error}"
         );
 
+        // Relayed, the same refusal is the caller's client's, not a broken server.
+        let relayed = refusal("s", "t", "elicitation/create", true, not_offered);
+        assert!(matches!(relayed, Error::Cancelled(_)), "{relayed}");
+
         let rejected = ErrorData::new(ErrorCode(-1), "the user said no", None);
-        let error = refusal("s", "t", "sampling/createMessage", rejected);
+        let error = refusal("s", "t", "sampling/createMessage", false, rejected);
         assert!(matches!(error, Error::Cancelled(_)), "{error}");
         assert!(error.to_string().contains("the user said no"), "{error}");
         assert!(!error.counts_against_server());

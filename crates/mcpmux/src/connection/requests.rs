@@ -1,13 +1,19 @@
 //! Requests to one server beside tool calls: its resources, templates and prompts (a page, or
-//! every page with a guard against a cursor that loops), a resource read, a prompt filled in.
-//! Each goes to the live session (waiting for the first connection attempt to settle) within
+//! every page with a guard against a cursor that loops), a resource read, a prompt filled in,
+//! a completion of an argument, the level of the logs it sends. Each goes to the live session (waiting for the first connection attempt to settle) within
 //! the server's call deadline, and its failure is said as an [`Error`] naming the server.
 //! Knows nothing of other servers: the hub fans out.
 
 use std::collections::HashSet;
 use std::future::Future;
 
-use rmcp::model::{GetPromptRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, CompletionContext, GetPromptRequestParams,
+    PaginatedRequestParams, ReadResourceRequestParams, Reference, ServerCapabilities,
+};
+// Logging is SEP-2577-deprecated, yet part of the handshake era.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -16,7 +22,8 @@ use serde_json::{Map, Value};
 use super::Connection;
 use crate::defaults;
 use crate::error::{Error, Result};
-use crate::resources::{Named, Page, PromptMessages, ResourceContents};
+use crate::host::LogLevel;
+use crate::resources::{Completion, CompletionRef, Named, Page, PromptMessages, ResourceContents};
 
 /// Which list a request walks.
 #[derive(Clone, Copy)]
@@ -63,6 +70,32 @@ impl Connection {
     /// Whether the live session says it has this kind of thing (false while not connected).
     pub(crate) fn offers(&self, kind: ListKind) -> bool {
         self.peer().is_some_and(|peer| kind.offered_by(&peer))
+    }
+
+    /// What the live session says it offers (nothing while not connected).
+    fn capabilities(&self) -> Option<ServerCapabilities> {
+        self.peer()
+            .and_then(|peer| peer.peer_info())
+            .map(|info| info.capabilities.clone())
+    }
+
+    /// Whether the live session completes prompt and template arguments.
+    pub(crate) fn offers_completions(&self) -> bool {
+        self.capabilities().is_some_and(|c| c.completions.is_some())
+    }
+
+    /// Whether the live session sends log messages (and takes `logging/setLevel`).
+    pub(crate) fn offers_logging(&self) -> bool {
+        self.capabilities().is_some_and(|c| c.logging.is_some())
+    }
+
+    /// Whether the live session notifies updates of resources one subscribes to.
+    pub(crate) fn offers_subscriptions(&self) -> bool {
+        self.capabilities().is_some_and(|c| {
+            c.resources
+                .as_ref()
+                .is_some_and(|r| r.subscribe == Some(true))
+        })
     }
 
     /// Whether the server offers `kind` once its first connection attempt has settled (a
@@ -174,6 +207,50 @@ impl Connection {
             server: server.to_string(),
             message: format!("prompts/get answered something that is not a prompt: {e}"),
         })
+    }
+
+    /// Suggestions for the value of `argument` of `reference`, given the `context` of the
+    /// arguments already filled in.
+    pub(crate) async fn complete(
+        &self,
+        reference: &CompletionRef,
+        argument: (&str, &str),
+        context: std::collections::HashMap<String, String>,
+    ) -> Result<Completion> {
+        let server = self.spec.name.as_str();
+        let reference = match reference {
+            CompletionRef::Prompt { name } => Reference::for_prompt(name.clone()),
+            CompletionRef::Resource { uri } => Reference::for_resource(uri.clone()),
+        };
+        let mut params =
+            CompleteRequestParams::new(reference, ArgumentInfo::new(argument.0, argument.1));
+        if !context.is_empty() {
+            params.context = Some(CompletionContext::with_arguments(context));
+        }
+        let result = self
+            .request("completion/complete", |peer| async move {
+                peer.complete(params).await
+            })
+            .await?;
+        let value = to_json(server, &result)?;
+        value
+            .get("completion")
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .ok_or_else(|| Error::Protocol {
+                server: server.to_string(),
+                message: "completion/complete answered something that is not a completion".into(),
+            })
+    }
+
+    /// Asks the server to send log messages of `level` and above (`logging/setLevel`).
+    #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet part of the handshake era.
+    pub(crate) async fn set_log_level(&self, level: LogLevel) -> Result<()> {
+        let params = SetLevelRequestParams::new(super::client::logging_level(level));
+        self.request("logging/setLevel", |peer| async move {
+            peer.set_level(params).await
+        })
+        .await
     }
 
     /// Sends one request on the live session (waiting for the first connection attempt to

@@ -286,6 +286,7 @@ impl Supervisor {
             tools_changed,
         } = session;
         let peer = running.peer().clone();
+        let callers = running.service().callers.clone();
         let closed = CancellationToken::new();
         let exit = side.process.as_ref().map(|p| p.exit_watch());
         let flights = Arc::new(Flights::default());
@@ -322,6 +323,7 @@ impl Supervisor {
                 stderr: stderr.clone(),
                 host: self.shared.host.clone(),
                 flights: flights.clone(),
+                callers: callers.clone(),
             })
         };
         let mut tools_version: u64 = 1;

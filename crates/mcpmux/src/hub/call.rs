@@ -92,7 +92,15 @@ impl Hub {
                 None => SideEffects::from_annotations(&tool.annotations),
             };
             policy
-                .enforce(tool, effects, &arguments, inner.approver.as_ref())
+                .enforce(
+                    tool,
+                    effects,
+                    &arguments,
+                    options
+                        .approver
+                        .as_deref()
+                        .unwrap_or(inner.approver.as_ref()),
+                )
                 .await
                 .map_err(Error::Denied)?;
         }

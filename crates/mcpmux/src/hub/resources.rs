@@ -1,6 +1,7 @@
 //! The hub's resources and prompts: one server's by name, or every server's at once (a
-//! listing collects what each answers and the error of each that could not), and the
-//! subscriptions a harness makes. Each request itself is the connection's
+//! listing collects what each answers and the error of each that could not), the
+//! subscriptions a harness makes, completions of prompt and template arguments, and the
+//! level of the logs servers send. Each request itself is the connection's
 //! (`connection::requests`, `connection::subscriptions`); this file only chooses the servers.
 
 use std::sync::Arc;
@@ -11,8 +12,10 @@ use serde_json::{Map, Value};
 use super::Hub;
 use crate::connection::{Connection, ListKind};
 use crate::error::{Error, Result};
+use crate::host::LogLevel;
 use crate::resources::{
-    Listing, Named, Page, Prompt, PromptMessages, Resource, ResourceContents, ResourceTemplate,
+    Completion, CompletionRef, Listing, Named, Page, Prompt, PromptMessages, Resource,
+    ResourceContents, ResourceTemplate,
 };
 
 impl Hub {
@@ -68,6 +71,48 @@ impl Hub {
         self.connection_named(server)?
             .get_prompt(name, arguments)
             .await
+    }
+
+    /// The server a read of `uri` goes to (see [`Hub::read_resource`]): the one that lists
+    /// it, else the one whose template matches it, else the only server offering resources.
+    pub async fn resource_owner(&self, uri: &str) -> Result<String> {
+        Ok(self.owner_of(uri).await?.spec.name.clone())
+    }
+
+    /// `server`'s suggestions for the value `value` of the argument `argument` of
+    /// `reference` (a prompt or a resource template of that server), given the arguments
+    /// already filled in (`context`).
+    pub async fn complete(
+        &self,
+        server: &str,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: std::collections::HashMap<String, String>,
+    ) -> Result<Completion> {
+        self.connection_named(server)?
+            .complete(reference, (argument, value), context)
+            .await
+    }
+
+    /// Asks every connected server that sends log messages to send those of `level` and
+    /// above (`logging/setLevel`; they arrive on [`Host::logs`](crate::host::Host::logs)).
+    /// Returns why each server that could not be told was not. A server that connects
+    /// later, or reconnects, sends what it sends by default.
+    pub async fn set_log_level(&self, level: LogLevel) -> Vec<Error> {
+        let connections: Vec<Arc<Connection>> = self
+            .inner
+            .table()
+            .connections()
+            .filter(|c| c.offers_logging())
+            .cloned()
+            .collect();
+        let asked = connections.iter().map(|c| c.set_log_level(level));
+        futures::future::join_all(asked)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect()
     }
 
     pub(crate) fn connection_named(&self, server: &str) -> Result<Arc<Connection>> {

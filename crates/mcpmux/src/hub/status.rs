@@ -40,6 +40,12 @@ pub struct ServerStatus {
     pub resources: bool,
     /// Whether its live session offers prompts.
     pub prompts: bool,
+    /// Whether its live session notifies updates of subscribed resources.
+    pub subscriptions: bool,
+    /// Whether its live session completes prompt and template arguments.
+    pub completions: bool,
+    /// Whether its live session sends log messages.
+    pub logging: bool,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -154,6 +160,9 @@ impl Hub {
                     warnings: warnings_for(&table.problems, spec),
                     resources: c.offers(ListKind::Resources),
                     prompts: c.offers(ListKind::Prompts),
+                    subscriptions: c.offers_subscriptions(),
+                    completions: c.offers_completions(),
+                    logging: c.offers_logging(),
                 }
             })
             .collect();
@@ -180,6 +189,9 @@ impl Hub {
                 warnings: warnings_for(&table.problems, spec),
                 resources: false,
                 prompts: false,
+                subscriptions: false,
+                completions: false,
+                logging: false,
             });
         }
         for problem in &table.problems {
@@ -216,6 +228,9 @@ impl Hub {
                 warnings: Vec::new(),
                 resources: false,
                 prompts: false,
+                subscriptions: false,
+                completions: false,
+                logging: false,
             });
         }
         out

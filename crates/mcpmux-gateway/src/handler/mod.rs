@@ -1,0 +1,799 @@
+//! The gateway as an MCP server: rmcp's `ServerHandler` over a [`mcpmux::Hub`]. `tools/list`
+//! is the hub's tool set (named as the hub exposes it, in the configured scope, in pages:
+//! `paging`); `tools/call` goes through `Hub::call_with`, with the downstream request's
+//! cancellation and progress token passed up and its progress passed down, and with the
+//! calling client as the one that answers what the upstream server asks mid-call and that
+//! approves a policy `ask` (`relay`); list changes reach every watcher (`watchers`);
+//! resources, templates, prompts and completions are `resources`'s, subscriptions
+//! `subscriptions`'s, upstream notices `notices`'s, and each capability is declared once some
+//! upstream server offers it. Owns the count of calls in flight that a graceful shutdown
+//! waits for. Knows nothing of HTTP or stdio: a transport makes one handler per session
+//! ([`Gateway::session`]).
+
+use std::borrow::Cow;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        ProgressToken, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    },
+    service::{NotificationContext, RequestContext, SubscriptionContext},
+};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+// Logging is SEP-2577-deprecated in rmcp, yet the handshake era's `logging/setLevel`.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
+
+mod reconfigure;
+
+pub use reconfigure::ReconfigureError;
+
+use crate::{
+    convert,
+    metrics::Metrics,
+    options::GatewayOptions,
+    paging::Pager,
+    passthrough::Naming,
+    relay::{Caller, ClientApproval, ClientRelay},
+    resources::{Catalog, Hidden},
+    rounds::{Call, Rounds},
+    session::Session,
+    subscriptions::{Subscriptions, Target},
+    watchers::{Looks, Watchers},
+};
+
+/// Most resources one `subscriptions/listen` may name: each is an upstream subscription.
+const MAX_LISTEN_RESOURCES: usize = 100;
+
+/// How long cancelled calls may take to end (their upstream servers told) at shutdown.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// The hub served as one MCP server. Cheap to clone; each session gets its own handler
+/// ([`Gateway::session`]) over the one gateway they share.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+    session: Arc<Session>,
+}
+
+struct Inner {
+    hub: mcpmux::Hub,
+    options: GatewayOptions,
+    /// The servers `/readyz` waits for: the options' until a reload replaces them.
+    required: RwLock<Vec<String>>,
+    /// The servers outside the scope, whose resources, prompts and notices are not served:
+    /// the options' until a reload replaces them.
+    hidden: Hidden,
+    watchers: Arc<Watchers>,
+    /// Whether the servers' first connection attempts have settled (or a required one
+    /// failed: `Hub::wait_ready` stops there).
+    startup: watch::Receiver<bool>,
+    /// Set when shutdown begins: new calls are refused.
+    closing: CancellationToken,
+    /// Cancelled when the grace period is over: calls still running are cancelled upstream.
+    abort: CancellationToken,
+    /// Ends the background tasks when the gateway is dropped.
+    stop: CancellationToken,
+    in_flight: AtomicUsize,
+    idle: Notify,
+    /// Resources, templates and prompts, and the prompt routing table.
+    catalog: Catalog,
+    /// Calls counted and timed, for `/metrics`.
+    metrics: Metrics,
+    /// Whether some upstream server has offered resources (then prompts): declared from then
+    /// on, so a session never sees a capability vanish because a server is down.
+    offers_resources: AtomicBool,
+    offers_prompts: AtomicBool,
+    offers_subscriptions: AtomicBool,
+    offers_completions: AtomicBool,
+    offers_logging: AtomicBool,
+    /// Who holds which resource.
+    subscriptions: Arc<Subscriptions>,
+    /// Cuts the lists served into pages.
+    pager: Pager,
+    /// 2026-07-28 calls waiting for their clients' answers.
+    rounds: Arc<Rounds>,
+    /// The log level last asked of the upstream servers.
+    upstream_level: std::sync::Mutex<Option<mcpmux::host::LogLevel>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Gateway {
+    /// Serves `hub`; call inside a tokio runtime (it starts watching the hub's events and its
+    /// startup). The hub stays the caller's: shut it down after serving ends.
+    pub fn new(hub: mcpmux::Hub, options: GatewayOptions) -> Self {
+        let watchers = Arc::new(Watchers::default());
+        let hidden = Hidden::new(options.hidden.clone());
+        let stop = CancellationToken::new();
+        let (settled, startup) = watch::channel(false);
+        {
+            let hub = hub.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = stop.cancelled() => {}
+                    _ = hub.wait_ready() => {
+                        let _ = settled.send(true);
+                    }
+                }
+            });
+        }
+        {
+            let events = hub.subscribe();
+            let lister = hub.clone();
+            let offerer = hub.clone();
+            let hidden = hidden.clone();
+            let scope = options.scope.clone();
+            let mut startup = startup.clone();
+            let wait = options.list_wait;
+            let settled = async move {
+                let _ = tokio::time::timeout(wait, startup.wait_for(|settled| *settled)).await;
+            };
+            tokio::spawn(crate::watchers::forward_changes(
+                events,
+                settled,
+                Looks {
+                    tools: move || list(&lister, scope.as_ref()),
+                    offers: move || crate::watchers::offers(&offerer, &hidden),
+                },
+                watchers.clone(),
+                stop.clone(),
+            ));
+        }
+        let subscriptions = Subscriptions::new(hub.clone(), hidden.clone());
+        if let Some(host) = &options.host {
+            tokio::spawn(crate::notices::forward(
+                host.clone(),
+                subscriptions.clone(),
+                watchers.clone(),
+                hidden.clone(),
+                stop.clone(),
+            ));
+        }
+        let catalog = Catalog::new(hidden.clone(), Naming::new(options.passthrough));
+        let pager = Pager::new(options.page_size);
+        Gateway {
+            session: Session::new(subscriptions.clone()),
+            inner: Arc::new(Inner {
+                hub,
+                required: RwLock::new(options.required.clone()),
+                hidden,
+                options,
+                catalog,
+                metrics: Metrics::default(),
+                offers_resources: AtomicBool::new(false),
+                offers_prompts: AtomicBool::new(false),
+                offers_subscriptions: AtomicBool::new(false),
+                offers_completions: AtomicBool::new(false),
+                offers_logging: AtomicBool::new(false),
+                subscriptions,
+                pager,
+                rounds: Arc::default(),
+                upstream_level: std::sync::Mutex::new(None),
+                watchers,
+                startup,
+                closing: CancellationToken::new(),
+                abort: CancellationToken::new(),
+                stop,
+                in_flight: AtomicUsize::new(0),
+                idle: Notify::new(),
+            }),
+        }
+    }
+
+    /// The handler of a new session: what the session asks mid-call and what it subscribes
+    /// to are its own. A transport calls this once per session.
+    pub fn session(&self) -> Gateway {
+        Gateway {
+            inner: self.inner.clone(),
+            session: Session::new(self.inner.subscriptions.clone()),
+        }
+    }
+
+    /// The hub served.
+    pub fn hub(&self) -> &mcpmux::Hub {
+        &self.inner.hub
+    }
+
+    /// How many upstream resource subscriptions are held for downstream clients.
+    pub fn subscriptions(&self) -> usize {
+        self.inner.subscriptions.count()
+    }
+
+    /// The calls counted and timed so far.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// How many downstream parties are told about tool-list changes.
+    pub fn watchers(&self) -> usize {
+        self.inner.watchers.count()
+    }
+
+    /// Refuses new calls from now on (shutdown has begun).
+    pub fn close(&self) {
+        self.inner.closing.cancel();
+    }
+
+    /// Refuses new calls, waits until no call is in flight or `grace` has passed, then
+    /// cancels the calls still running (their upstream servers are told) and waits for them
+    /// to end. Returns how many were cancelled.
+    pub async fn drain(&self, grace: Duration) -> usize {
+        self.close();
+        if tokio::time::timeout(grace, self.idle()).await.is_ok() {
+            return 0;
+        }
+        let left = self.inner.in_flight.load(Ordering::SeqCst);
+        tracing::warn!(
+            calls = left,
+            "grace period over; cancelling calls in flight"
+        );
+        self.inner.abort.cancel();
+        let _ = tokio::time::timeout(CANCEL_WAIT, self.idle()).await;
+        left
+    }
+
+    /// Returns once no call is in flight.
+    async fn idle(&self) {
+        loop {
+            let idle = self.inner.idle.notified();
+            if self.inner.in_flight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    /// The capabilities offered now: tools always; resources (with subscriptions), prompts,
+    /// completions and logging once some upstream server (in scope) has offered them.
+    fn capabilities(&self) -> ServerCapabilities {
+        let inner = &self.inner;
+        for server in inner.hub.servers() {
+            if !inner.hidden.shown(&server.name) {
+                continue;
+            }
+            for (offered, latch) in [
+                (server.resources, &inner.offers_resources),
+                (server.prompts, &inner.offers_prompts),
+                (server.subscriptions, &inner.offers_subscriptions),
+                (server.completions, &inner.offers_completions),
+                (server.logging, &inner.offers_logging),
+            ] {
+                if offered {
+                    latch.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        let offers = |latch: &AtomicBool| latch.load(Ordering::Relaxed);
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if offers(&inner.offers_resources) {
+            let mut resources = ResourcesCapability::default();
+            resources.list_changed = Some(true);
+            if offers(&inner.offers_subscriptions) {
+                resources.subscribe = Some(true);
+            }
+            capabilities.resources = Some(resources);
+        }
+        if offers(&inner.offers_prompts) {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
+        }
+        if offers(&inner.offers_completions) {
+            capabilities.completions = Some(serde_json::Map::new());
+        }
+        if offers(&inner.offers_logging) {
+            capabilities.logging = Some(serde_json::Map::new());
+        }
+        capabilities
+    }
+
+    fn naming(&self) -> Naming {
+        Naming::new(self.inner.options.passthrough)
+    }
+
+    /// The tools served now.
+    fn served(&self) -> Vec<mcpmux::Tool> {
+        list(&self.inner.hub, self.inner.options.scope.as_ref())
+    }
+
+    async fn wait_for_startup(&self) {
+        let mut startup = self.inner.startup.clone();
+        let _ = tokio::time::timeout(
+            self.inner.options.list_wait,
+            startup.wait_for(|settled| *settled),
+        )
+        .await;
+    }
+
+    /// One `tools/call`: through the hub, with the downstream request's cancellation and
+    /// progress; a 2026-07-28 client's in rounds of `input_required` (`rounds`).
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // What the upstream server asks during this call goes to this call's client, and a
+        // policy `ask` is asked of it when it can answer.
+        let caller = Caller::of(self.session.id, &context);
+        if caller.is_stateless() {
+            return self.call_in_rounds(request, context, caller).await;
+        }
+        if self.inner.closing.is_cancelled() {
+            return Ok(convert::refusal("the gateway is shutting down; call again later").into());
+        }
+        let cancel = self.inner.abort.child_token();
+        let token = context.meta.get_progress_token();
+        let mut progress = None;
+        let mut progress_tx = None;
+        if token.is_some() {
+            let (tx, rx) = mpsc::unbounded_channel();
+            progress_tx = Some(tx);
+            progress = Some(rx);
+        }
+        let mut call = pin!(self.run(request, caller, cancel.clone(), progress_tx));
+        let mut cancelled = false;
+        let outcome = loop {
+            tokio::select! {
+                // Progress first: a step sent before the answer is passed on before it.
+                biased;
+                Some(step) = next(&mut progress) => {
+                    forward_progress(&context, token.as_ref(), step).await;
+                }
+                // The downstream client cancelled: cancel upstream, then take the call's answer.
+                () = context.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    cancel.cancel();
+                }
+                outcome = &mut call => break outcome,
+            }
+        };
+        // Steps still queued when the answer came: they happened before it.
+        if let Some(rx) = progress.as_mut() {
+            while let Ok(step) = rx.try_recv() {
+                forward_progress(&context, token.as_ref(), step).await;
+            }
+        }
+        outcome
+    }
+
+    /// A 2026-07-28 client's `tools/call`: a new call run in a task of its own, or, with a
+    /// `requestState`, the answers to a waiting call's last round; either way, what the call
+    /// does next.
+    async fn call_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        caller: Caller,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let rounds = &self.inner.rounds;
+        let token = context.meta.get_progress_token();
+        let call = match request.request_state.clone() {
+            Some(state) => {
+                let responses = request.input_responses.clone().unwrap_or_default();
+                rounds.resume(&state, responses)?
+            }
+            None => {
+                if self.inner.closing.is_cancelled() {
+                    let refused = "the gateway is shutting down; call again later";
+                    return Ok(convert::refusal(refused).into());
+                }
+                let gateway = self.clone();
+                let cancel = self.inner.abort.child_token();
+                let wants_progress = token.is_some();
+                Call::spawn(move |asks, progress| async move {
+                    let progress = wants_progress.then_some(progress);
+                    gateway
+                        .run(request, caller.in_rounds(asks), cancel, progress)
+                        .await
+                })
+            }
+        };
+        rounds.next(call, &context, token.as_ref()).await
+    }
+
+    /// The call itself, made for `caller`: through the hub, counted in flight and in the
+    /// metrics, its outcome in MCP's words.
+    async fn run(
+        &self,
+        request: CallToolRequestParams,
+        caller: Caller,
+        cancel: CancellationToken,
+        progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let _in_flight = InFlight::enter(&self.inner);
+        let arguments = request
+            .arguments
+            .map_or(serde_json::Value::Null, serde_json::Value::Object);
+        let mut options = mcpmux::CallOptions::default()
+            .with_cancel(cancel)
+            .with_relay(Arc::new(ClientRelay(caller.clone())));
+        if self.inner.options.ask_clients && caller.takes_forms() {
+            options = options.with_approver(Arc::new(ClientApproval(caller)));
+        }
+        if let Some(scope) = &self.inner.options.scope {
+            options = options.with_scope(scope.clone());
+        }
+        if let Some(progress) = progress {
+            options = options.with_progress(progress);
+        }
+        let hub = &self.inner.hub;
+        // In pass-through mode the name served is the server's own: the hub's is looked up.
+        let name: Cow<'_, str> = if self.inner.options.passthrough {
+            Cow::Owned(self.naming().hub_tool(&request.name, &self.served(), hub))
+        } else {
+            Cow::Borrowed(&request.name)
+        };
+        let started = std::time::Instant::now();
+        let outcome = hub.call_with(&name, arguments, options).await;
+        let tool = hub.tool(&name);
+        let failed = outcome.as_ref().map_or(true, |result| result.is_error);
+        self.inner.metrics.record(
+            tool.as_ref().map(|t| (t.server.as_str(), t.name.as_str())),
+            started.elapsed(),
+            failed,
+        );
+        match outcome {
+            Ok(result) => Ok(convert::result(&result).into()),
+            Err(error) => {
+                tracing::debug!(tool = %request.name, %error, "call failed");
+                convert::error(&error).map(Into::into)
+            }
+        }
+    }
+}
+
+/// Sends one progress step to the downstream client under its progress token.
+pub(crate) async fn forward_progress(
+    context: &RequestContext<RoleServer>,
+    token: Option<&ProgressToken>,
+    step: mcpmux::Progress,
+) {
+    let Some(token) = token else {
+        return;
+    };
+    let mut param = ProgressNotificationParam::new(token.clone(), step.progress);
+    param.total = step.total;
+    param.message = step.message;
+    if let Err(error) = context.peer.notify_progress(param).await {
+        tracing::debug!(%error, "progress not passed downstream");
+    }
+}
+
+/// The next progress step, or never when the call has no progress channel.
+async fn next(
+    progress: &mut Option<mpsc::UnboundedReceiver<mcpmux::Progress>>,
+) -> Option<mcpmux::Progress> {
+    match progress {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The cursor a list request carries.
+fn cursor_of(request: Option<&PaginatedRequestParams>) -> Option<&str> {
+    request.and_then(|r| r.cursor.as_deref())
+}
+
+/// The tools served: the hub's, or those of the scope.
+fn list(hub: &mcpmux::Hub, scope: Option<&mcpmux::Scope>) -> Vec<mcpmux::Tool> {
+    let tools = match scope {
+        Some(scope) => hub.tools_for(scope),
+        None => hub.tools(),
+    };
+    tools.into_iter().filter(|t| t.unusable.is_none()).collect()
+}
+
+/// Counts one call in flight while it lives (in a task of its own, too).
+struct InFlight(Arc<Inner>);
+
+impl InFlight {
+    fn enter(inner: &Arc<Inner>) -> Self {
+        inner.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(inner.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(self.capabilities())
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .with_server_info(Implementation::new("mcpmux", env!("CARGO_PKG_VERSION")))
+            .with_instructions(if self.inner.options.passthrough {
+                "mcpmux: one MCP server's tools, under the server's own names."
+            } else {
+                "mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL."
+            })
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    // The capabilities depend on what the upstream servers offer: both openers wait for
+    // startup to settle (as the first `tools/list` does) before answering.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.wait_for_startup().await;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        self.wait_for_startup().await;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.wait_for_startup().await;
+        let page = (&self.inner.pager, cursor_of(request.as_ref()));
+        self.inner.catalog.resources(&self.inner.hub, page).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.wait_for_startup().await;
+        let page = (&self.inner.pager, cursor_of(request.as_ref()));
+        self.inner.catalog.templates(&self.inner.hub, page).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.wait_for_startup().await;
+        let read = self.inner.catalog.read(&self.inner.hub, &request.uri);
+        Ok(read.await?.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.wait_for_startup().await;
+        let page = (&self.inner.pager, cursor_of(request.as_ref()));
+        self.inner.catalog.prompts(&self.inner.hub, page).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.wait_for_startup().await;
+        let arguments = request.arguments.unwrap_or_default();
+        let filled = self
+            .inner
+            .catalog
+            .get_prompt(&self.inner.hub, &request.name, arguments);
+        Ok(filled.await?.into())
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.wait_for_startup().await;
+        let tools = self.served();
+        let (page, next) =
+            self.inner
+                .pager
+                .page("tools/list", tools, cursor_of(request.as_ref()))?;
+        let mut result = ListToolsResult::with_all_items(self.naming().served_tools(&page));
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context).await
+    }
+
+    // rmcp checks a call's `Mcp-Param-*` headers (SEP-2243) against the tool's schema.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let served = if self.inner.options.passthrough {
+            self.served()
+        } else {
+            Vec::new()
+        };
+        self.naming().served_tool(name, &served, &self.inner.hub)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.wait_for_startup().await;
+        self.inner.catalog.complete(&self.inner.hub, request).await
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = crate::watchers::log_level(request.level);
+        match self.session.level.lock() {
+            Ok(mut mine) => *mine = Some(level),
+            Err(poisoned) => *poisoned.into_inner() = Some(level),
+        }
+        // The servers send what the most talkative session wants; each session is then sent
+        // only what it asked for.
+        let lowest = self
+            .inner
+            .watchers
+            .lowest_level()
+            .map_or(level, |l| l.min(level));
+        let changed = {
+            let mut sent = match self.inner.upstream_level.lock() {
+                Ok(sent) => sent,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let changed = *sent != Some(lowest);
+            *sent = Some(lowest);
+            changed
+        };
+        if changed {
+            for error in self.inner.hub.set_log_level(lowest).await {
+                tracing::debug!(%error, "logging/setLevel not passed on");
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/subscribe is the handshake era's; listen is 2026-07-28's.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.wait_for_startup().await;
+        let target = Target::Session(context.peer);
+        self.inner
+            .subscriptions
+            .subscribe(self.session.id, target, &request.uri)
+            .await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner
+            .subscriptions
+            .unsubscribe(self.session.id, &request.uri)
+            .await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.inner
+            .watchers
+            .add_session(context.peer, self.session.level.clone());
+    }
+
+    // A session's roots are asked of it afresh each time an upstream server asks during one
+    // of its calls; nothing is kept that this would make stale, and the upstream servers are
+    // shared by every session, so they are not told.
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        tracing::debug!(session = self.session.id, "a client's roots changed");
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        let asked = |flag: Option<bool>| (flag == Some(true)).then_some(true);
+        accepted.tools_list_changed = asked(requested.tools_list_changed);
+        accepted.resources_list_changed = asked(requested.resources_list_changed);
+        accepted.prompts_list_changed = asked(requested.prompts_list_changed);
+        accepted.resource_subscriptions = requested
+            .resource_subscriptions
+            .as_ref()
+            .map(|uris| uris.iter().take(MAX_LISTEN_RESOURCES).cloned().collect());
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let accepted = context.accepted().clone();
+        let lists = [
+            accepted.tools_list_changed,
+            accepted.resources_list_changed,
+            accepted.prompts_list_changed,
+        ]
+        .contains(&Some(true));
+        let uris = accepted.resource_subscriptions.unwrap_or_default();
+        if !lists && uris.is_empty() {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let watcher = lists.then(|| self.inner.watchers.add_listen(context.sink().clone()));
+        let holder = crate::session::next_id();
+        for uri in &uris {
+            let target = Target::Listen(context.sink().clone());
+            match self
+                .inner
+                .subscriptions
+                .subscribe(holder, target, uri)
+                .await
+            {
+                // rmcp acknowledged the listen before this method ran, and the upstream
+                // subscription is only made now: a change in between reached nobody. One
+                // update per resource closes that gap (an update means "read it again").
+                Ok(()) => {
+                    if let Err(error) = context.sink().notify_resource_updated(uri).await {
+                        tracing::debug!(%uri, %error, "a listen's first update was not delivered");
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%uri, %error, "a listen's resource could not be subscribed upstream");
+                }
+            }
+        }
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = self.inner.stop.cancelled() => {}
+            // Shutdown begins: a listen would hold the graceful wait to its end.
+            () = self.inner.closing.cancelled() => {}
+        }
+        if let Some(id) = watcher {
+            self.inner.watchers.remove(id);
+        }
+        self.inner.subscriptions.release(holder).await;
+        Ok(())
+    }
+}

@@ -1,0 +1,94 @@
+//! What a running gateway serves changes: a reload's new servers, the servers readiness
+//! waits for and those outside the scope (`reconfigure`), and whether it is ready now.
+
+use super::Gateway;
+
+/// Why [`Gateway::reconfigure`] changed nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReconfigureError {
+    /// The gateway serves one server under its own names and the new config has not one.
+    #[error(transparent)]
+    Passthrough(#[from] crate::passthrough::PassthroughError),
+    /// The hub refused the new config.
+    #[error(transparent)]
+    Hub(#[from] mcpmux::Error),
+}
+
+impl Gateway {
+    /// Whether the gateway is ready, else why not: every required server connected (in the
+    /// state it is in now, so one that failed and came back is ready again); with none
+    /// required, once the servers' first connection attempts have settled.
+    pub fn readiness(&self) -> Result<(), String> {
+        let required = self.required();
+        if required.is_empty() {
+            return if *self.inner.startup.borrow() {
+                Ok(())
+            } else {
+                Err("servers are still starting".into())
+            };
+        }
+        let servers = self.inner.hub.servers();
+        let missing: Vec<String> = required
+            .iter()
+            .filter_map(|name| match servers.iter().find(|s| &s.name == name) {
+                None => Some(format!("required server `{name}` is not configured")),
+                Some(status) if matches!(status.state, mcpmux::ServerState::Connected { .. }) => {
+                    None
+                }
+                Some(status) => Some(format!(
+                    "required server `{name}` is {}{}",
+                    status.state.label(),
+                    status.error().map(|e| format!(": {e}")).unwrap_or_default()
+                )),
+            })
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(missing.join("; "))
+        }
+    }
+
+    /// The servers readiness waits for now.
+    fn required(&self) -> Vec<String> {
+        match self.inner.required.read() {
+            Ok(required) => required.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Serves the servers of `config` from now on (see [`mcpmux::Hub::reconfigure`]), with
+    /// `required` the servers readiness waits for and `hidden` those whose resources, prompts
+    /// and notices are not served. Sessions are kept; those that listen for tool-list changes
+    /// hear of the new tool set. An invalid config changes nothing.
+    pub async fn reconfigure(
+        &self,
+        config: mcpmux::ConfigSet,
+        required: Vec<String>,
+        hidden: Vec<String>,
+    ) -> Result<mcpmux::Reload, ReconfigureError> {
+        let inner = &self.inner;
+        if inner.options.passthrough {
+            // Names are served unprefixed only because there is one server to route to.
+            let names: Vec<String> = config.servers.iter().map(|s| s.name.clone()).collect();
+            crate::passthrough::check_one_server(&names)?;
+        }
+        // Hidden before the servers arrive, so a new server's resources are never shown
+        // outside the scope; put back if the config is refused.
+        let hidden_before = inner.hidden.replace(hidden);
+        match inner.hub.reconfigure(config).await {
+            Ok(reload) => {
+                match inner.required.write() {
+                    Ok(mut old) => *old = required,
+                    Err(poisoned) => *poisoned.into_inner() = required,
+                }
+                Ok(reload)
+            }
+            Err(error) => {
+                inner.hidden.replace(hidden_before);
+                Err(error.into())
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! What the tool `ask_client` does in the handshake era: inside its call, it sends the client
+//! a real server→client request (`elicitation/create`, `sampling/createMessage` or
+//! `roots/list`) and answers with what the client said, so a test sees which client was
+//! asked. With `together: N` it first waits until N calls of `ask_client` are in flight in
+//! this process (each session's and each HTTP session's alike), so a test can be sure the
+//! requests of concurrent calls overlap. Knows nothing of transports.
+
+#![allow(deprecated)] // Sampling and roots are SEP-2577-deprecated in rmcp, yet the handshake era's.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::{
+    RoleServer,
+    model::{ClientResult, ServerRequest},
+    service::{Peer, RequestContext},
+};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// How long `together` waits for the other calls before asking anyway.
+const GATHER_WAIT: Duration = Duration::from_secs(20);
+
+/// The calls of `ask_client` in flight in this process, and a bell rung at each arrival.
+static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
+static ARRIVED: Notify = Notify::const_new();
+
+/// Counts one call of `ask_client` in flight while it lives.
+struct Present;
+
+impl Present {
+    fn arrive() -> Self {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        ARRIVED.notify_waiters();
+        Present
+    }
+}
+
+impl Drop for Present {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Asks the client of `context` for `what` (`elicitation`, `sampling`, `roots`), after `together`
+/// calls are in flight. The answer as one line (`name: …`, `reply: … (model …)`,
+/// `roots: …`), or why the client refused (`Err`).
+pub async fn ask(
+    what: &str,
+    message: Option<String>,
+    together: u64,
+    context: &RequestContext<RoleServer>,
+) -> Result<String, String> {
+    let _present = Present::arrive();
+    let deadline = tokio::time::Instant::now() + GATHER_WAIT;
+    loop {
+        let arrived = ARRIVED.notified();
+        tokio::pin!(arrived);
+        arrived.as_mut().enable();
+        if IN_FLIGHT.load(Ordering::SeqCst) >= together {
+            break;
+        }
+        tokio::select! {
+            () = arrived => {}
+            () = tokio::time::sleep_until(deadline) => break,
+            () = context.ct.cancelled() => return Err("cancelled".into()),
+        }
+    }
+    let request = match what {
+        "elicitation" => json!({
+            "method": "elicitation/create",
+            "params": {
+                "message": message.unwrap_or_else(|| "What is your name?".into()),
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "description": "Your name"}},
+                    "required": ["name"]
+                }
+            }
+        }),
+        "sampling" => json!({
+            "method": "sampling/createMessage",
+            "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": message.unwrap_or_else(|| "Say hello".into())}}],
+                "maxTokens": 50
+            }
+        }),
+        "roots" => json!({"method": "roots/list"}),
+        other => {
+            return Err(format!(
+                "`what` is elicitation, sampling or roots, not `{other}`"
+            ));
+        }
+    };
+    let request: ServerRequest =
+        serde_json::from_value(request).map_err(|e| format!("cannot build the request: {e}"))?;
+    let answer = send(&context.peer, request, context).await?;
+    let answer = serde_json::to_value(answer).unwrap_or(Value::Null);
+    Ok(match what {
+        "elicitation" => match answer["action"].as_str() {
+            Some("accept") => format!(
+                "name: {}",
+                answer["content"]["name"].as_str().unwrap_or_default()
+            ),
+            action => format!("name: ({})", action.unwrap_or("no action")),
+        },
+        "sampling" => {
+            let content = &answer["content"];
+            let block = if content.is_array() {
+                &content[0]
+            } else {
+                content
+            };
+            format!(
+                "reply: {} (model {})",
+                block["text"].as_str().unwrap_or_default(),
+                answer["model"].as_str().unwrap_or_default()
+            )
+        }
+        _ => format!(
+            "roots: {}",
+            answer["roots"]
+                .as_array()
+                .map(|roots| roots
+                    .iter()
+                    .filter_map(|r| r["uri"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "))
+                .unwrap_or_default()
+        ),
+    })
+}
+
+/// Sends `request` to the client (within this call: over HTTP, on its stream) and waits for
+/// the answer, or the call's cancellation.
+async fn send(
+    peer: &Peer<RoleServer>,
+    request: ServerRequest,
+    context: &RequestContext<RoleServer>,
+) -> Result<ClientResult, String> {
+    tokio::select! {
+        answer = peer.send_request(request) => answer.map_err(|e| match e {
+            rmcp::service::ServiceError::McpError(error) => {
+                format!("refused: {} {}", error.code.0, error.message)
+            }
+            other => format!("failed: {other}"),
+        }),
+        () = context.ct.cancelled() => Err("cancelled".into()),
+    }
+}
