@@ -12,6 +12,9 @@
 //!   send's task finds no write under way writes everything queued in one `write` (rmcp
 //!   writes and flushes each message under an async lock, one task after another). Under
 //!   load many messages leave in one syscall and reach the server in one read.
+//! - **Large results**: a large answer to a `tools/call` is read as a tool result straight
+//!   from the line (rmcp reads every message through untagged enums, which buffer and copy
+//!   its strings twice more: a 10 MB result took 30 MB of heap).
 //! - **Bounds**: the outgoing buffer holds at most `HIGH_WATER` bytes before senders wait,
 //!   so a server that stops reading cannot make us buffer without end.
 //!
@@ -21,7 +24,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::RoleClient;
-use rmcp::model::{ErrorCode, ErrorData, NumberOrString, RequestId};
+use rmcp::model::{
+    CallToolResult, ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, NumberOrString,
+    RequestId, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -40,6 +46,14 @@ const HIGH_WATER: usize = 8 * 1024 * 1024;
 /// does not hold its memory for the life of the session.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
+/// Answers longer than this to a `tools/call` are read as a tool result directly; shorter ones
+/// take rmcp's general path, whose copies cost nothing worth saving.
+const DIRECT_READ: usize = 64 * 1024;
+
+/// Most `tools/call` ids remembered for a direct read: past it (calls whose answers never
+/// came), they are forgotten and their answers take the general path.
+const MAX_CALLS_REMEMBERED: usize = 4096;
+
 /// JSON-RPC "Parse error": a response that could not be read as MCP fails its request with it.
 const PARSE_ERROR: i32 = -32700;
 
@@ -48,6 +62,10 @@ pub(crate) struct LineTransport<R, W> {
     reader: LineReader<R>,
     outbox: Arc<Outbox<W>>,
 }
+
+/// The ids of the `tools/call` requests sent whose answers have not come yet: an answer to one
+/// of them is a tool result (or an error), which is what lets it be read directly.
+type ToolCalls = Arc<Mutex<std::collections::HashSet<RequestId>>>;
 
 impl<R, W> LineTransport<R, W>
 where
@@ -59,6 +77,19 @@ where
         Self {
             reader: LineReader::new(read, server, max_line),
             outbox: Arc::new(Outbox::new(write)),
+        }
+    }
+
+    /// Remembers the id of a `tools/call` about to be sent.
+    fn note(&self, item: &TxJsonRpcMessage<RoleClient>) {
+        if let ClientJsonRpcMessage::Request(request) = item
+            && let ClientRequest::CallToolRequest(_) = &request.request
+        {
+            let mut calls = crate::sync::lock(&self.reader.tool_calls);
+            if calls.len() >= MAX_CALLS_REMEMBERED {
+                calls.clear();
+            }
+            calls.insert(request.id.clone());
         }
     }
 }
@@ -77,6 +108,7 @@ where
         // Queued now, in the order rmcp sends, unless the queue is full: the future then
         // waits its turn. rmcp spawns each send's future as a task of its own; the first of
         // them to run writes what every send before it queued, in one write.
+        self.note(&item);
         let queued = encode(&item).map(|bytes| Outbox::queue(&self.outbox, bytes));
         let outbox = self.outbox.clone();
         async move {
@@ -140,6 +172,8 @@ struct LineReader<R> {
     /// The current line is over `max_line`: skip to its end.
     discarding: bool,
     ready: VecDeque<RxJsonRpcMessage<RoleClient>>,
+    /// The `tools/call` requests whose answers are awaited.
+    tool_calls: ToolCalls,
     /// Messages that were JSON but not MCP, each owed an "invalid request" answer.
     invalid: usize,
     eof: bool,
@@ -155,6 +189,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             line: Vec::new(),
             discarding: false,
             ready: VecDeque::new(),
+            tool_calls: ToolCalls::default(),
             invalid: 0,
             eof: false,
         }
@@ -265,10 +300,51 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return;
             }
         };
+        if line.len() > DIRECT_READ
+            && let Some(message) = self.tool_result(line)
+        {
+            self.ready.push_back(message);
+            return;
+        }
         match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
-            Ok(message) => self.ready.push_back(message),
+            Ok(message) => {
+                let answered = match &message {
+                    ServerJsonRpcMessage::Response(response) => Some(&response.id),
+                    ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
+                    _ => None,
+                };
+                if let Some(id) = answered {
+                    crate::sync::lock(&self.tool_calls).remove(id);
+                }
+                self.ready.push_back(message);
+            }
             Err(error) => self.unreadable(line, &error),
         }
+    }
+
+    /// `line` read as the answer to one of our `tools/call` requests, its result read straight
+    /// into a tool result; `None` when it is anything else, or does not read so (the general
+    /// path then reads it, and says why if it cannot).
+    fn tool_result(&self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            id: Option<RequestId>,
+            #[serde(borrow)]
+            result: Option<&'a serde_json::value::RawValue>,
+            method: Option<serde::de::IgnoredAny>,
+        }
+        let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
+        let (Some(id), Some(result), None) = (envelope.id, envelope.result, envelope.method) else {
+            return None;
+        };
+        if !crate::sync::lock(&self.tool_calls).remove(&id) {
+            return None;
+        }
+        let result: CallToolResult = serde_json::from_str(result.get()).ok()?;
+        Some(ServerJsonRpcMessage::response(
+            ServerResult::CallToolResult(result),
+            id,
+        ))
     }
 
     /// A JSON-RPC line serde could not read as MCP. Broken JSON is dropped (as every SDK

@@ -235,3 +235,45 @@ async fn messages_sent_while_the_queue_is_full_arrive_in_the_order_sent() {
     let order = reader.await.unwrap();
     assert_eq!(order, (0..200).collect::<Vec<u64>>());
 }
+
+#[tokio::test]
+async fn a_large_answer_to_a_tool_call_is_read_as_its_result_and_other_answers_are_not() {
+    let (mut transport, mut server_out, _server_in) = pair(64 << 20);
+    let call: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "huge", "arguments": {}}
+    }))
+    .unwrap();
+    transport.send(call).await.unwrap();
+    let text = "q".repeat(DIRECT_READ * 3);
+    let answer = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":false}}}}\n"
+    );
+    server_out.write_all(answer.as_bytes()).await.unwrap();
+    let ServerJsonRpcMessage::Response(response) = transport.receive().await.unwrap() else {
+        panic!("not a response");
+    };
+    let ServerResult::CallToolResult(result) = response.result else {
+        panic!("not read as a tool result");
+    };
+    let value = serde_json::to_value(&result).unwrap();
+    assert_eq!(value["content"][0]["text"].as_str().unwrap().len(), text.len());
+
+    // Id 8 was no tools/call: a large tool list stays a tool list.
+    let tools: Vec<serde_json::Value> = (0..2000)
+        .map(|i| serde_json::json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}, "description": "d".repeat(40)}))
+        .collect();
+    let listed = serde_json::json!({"jsonrpc": "2.0", "id": 8, "result": {"tools": tools}});
+    server_out
+        .write_all(format!("{listed}\n").as_bytes())
+        .await
+        .unwrap();
+    let ServerJsonRpcMessage::Response(response) = transport.receive().await.unwrap() else {
+        panic!("not a response");
+    };
+    assert!(
+        matches!(response.result, ServerResult::ListToolsResult(_)),
+        "{:?}",
+        serde_json::to_string(&response.result).unwrap().get(..80)
+    );
+}
