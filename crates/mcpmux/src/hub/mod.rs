@@ -13,6 +13,7 @@ mod call;
 mod options;
 mod resources;
 mod status;
+mod tasks;
 mod tools;
 
 pub use options::HubOptions;

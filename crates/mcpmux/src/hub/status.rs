@@ -40,6 +40,9 @@ pub struct ServerStatus {
     pub resources: bool,
     /// Whether its live session offers prompts.
     pub prompts: bool,
+    /// Whether its live session's server declares the Tasks extension (SEP-2663): its calls
+    /// may be made as tasks ([`Hub::call_task`]).
+    pub tasks: bool,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -151,6 +154,7 @@ impl Hub {
                     warnings: self.warnings_for(&c.spec),
                     resources: c.offers(ListKind::Resources),
                     prompts: c.offers(ListKind::Prompts),
+                    tasks: c.offers_tasks(),
                 }
             })
             .collect();
@@ -177,6 +181,7 @@ impl Hub {
                 warnings: self.warnings_for(spec),
                 resources: false,
                 prompts: false,
+                tasks: false,
             });
         }
         for problem in &self.inner.problems {
@@ -213,6 +218,7 @@ impl Hub {
                 warnings: Vec::new(),
                 resources: false,
                 prompts: false,
+                tasks: false,
             });
         }
         out
