@@ -2,8 +2,8 @@
 //! is the hub's tool set (named as the hub exposes it, in the configured scope); `tools/call`
 //! goes through `Hub::call_with`, with the downstream request's cancellation and progress
 //! token passed up and its progress passed down; tool-list changes reach every watcher
-//! (`watchers`); resources, templates and prompts are `resources`'s, and their capabilities
-//! are declared once some upstream server offers them. Owns the count of calls in flight that
+//! (`watchers`); resources, templates and prompts are `resources`'s, tasks `tasks`'s, and
+//! their capabilities are declared once some upstream server offers them. Owns the count of calls in flight that
 //! a graceful shutdown waits for. Knows nothing of HTTP or stdio: a transport hands it
 //! sessions.
 
@@ -16,12 +16,13 @@ use std::time::Duration;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, DiscoverResult, GetPromptRequestParams,
-        GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, PromptsCapability,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability,
-        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, DiscoverResult,
+        GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        ProgressToken, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool, UpdateTaskParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -130,6 +131,8 @@ struct Inner {
     /// on, so a session never sees a capability vanish because a server is down.
     offers_resources: AtomicBool,
     offers_prompts: AtomicBool,
+    /// The tasks upstream servers run for downstream clients (SEP-2663).
+    tasks: crate::tasks::Tasks,
 }
 
 impl Drop for Inner {
@@ -183,6 +186,7 @@ impl Gateway {
                 metrics: Metrics::default(),
                 offers_resources: AtomicBool::new(false),
                 offers_prompts: AtomicBool::new(false),
+                tasks: crate::tasks::Tasks::default(),
                 watchers,
                 startup,
                 closing: CancellationToken::new(),
@@ -302,6 +306,8 @@ impl Gateway {
         if inner.offers_prompts.load(Ordering::Relaxed) {
             capabilities.prompts = Some(PromptsCapability::default());
         }
+        let hidden = &inner.options.hidden;
+        inner.tasks.declare(&inner.hub, hidden, &mut capabilities);
         capabilities
     }
 
@@ -354,7 +360,8 @@ impl Gateway {
             .naming()
             .hub_tool(&request.name, &self.served(), &self.inner.hub);
         let started = std::time::Instant::now();
-        let mut call = pin!(hub.call_with(&name, arguments, options));
+        let as_task = crate::tasks::wanted(&context);
+        let mut call = pin!(crate::tasks::call(hub, &name, arguments, options, as_task));
         let mut cancelled = false;
         let outcome = loop {
             tokio::select! {
@@ -378,14 +385,18 @@ impl Gateway {
             }
         }
         let tool = hub.tool(&name);
-        let failed = outcome.as_ref().map_or(true, |result| result.is_error);
+        let failed = outcome.as_ref().map_or(true, mcpmux::TaskCall::is_error);
         self.inner.metrics.record(
             tool.as_ref().map(|t| (t.server.as_str(), t.name.as_str())),
             started.elapsed(),
             failed,
         );
         match outcome {
-            Ok(result) => Ok(convert::result(&result).into()),
+            Ok(mcpmux::TaskCall::Completed(result)) => Ok(convert::result(&result).into()),
+            Ok(mcpmux::TaskCall::Started(task)) => {
+                let holder = crate::tasks::Holder::of(&context);
+                self.inner.tasks.started(hub, task, holder)
+            }
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "call failed");
                 convert::error(&error).map(Into::into)
@@ -564,6 +575,37 @@ impl ServerHandler for Gateway {
             Vec::new()
         };
         self.naming().served_tool(name, &served, &self.inner.hub)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = &self.inner.tasks;
+        tasks.get(&self.inner.hub, &request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let responses = request.input_responses.into_iter().collect();
+        let tasks = &self.inner.tasks;
+        let update = tasks.update(&self.inner.hub, &request.task_id, responses, &context);
+        update.await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = &self.inner.tasks;
+        tasks
+            .cancel(&self.inner.hub, &request.task_id, &context)
+            .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

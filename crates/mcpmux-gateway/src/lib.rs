@@ -6,8 +6,8 @@
 //! `handler` is the MCP server, `convert` the hub's records in MCP's words, `resources` the
 //! resources, templates and prompts served, `metrics` what `/metrics` shows, `watchers` who
 //! hears of tool-list changes, `passthrough` the names served for a single upstream server
-//! (`--passthrough`), `guard` the HTTP door's rules, `http` and `stdio` the two
-//! ways in. This file only re-exports.
+//! (`--passthrough`), `tasks` the tasks upstream servers run for clients (SEP-2663), `guard`
+//! the HTTP door's rules, `http` and `stdio` the two ways in. This file only re-exports.
 
 mod convert;
 mod guard;
@@ -17,6 +17,7 @@ mod metrics;
 mod passthrough;
 mod resources;
 mod stdio;
+mod tasks;
 mod watchers;
 
 pub use guard::{GuardError, Token, origin_allowed};
