@@ -450,7 +450,7 @@ pub(super) async fn ended(
 }
 
 /// The message at the end of an error's source chain, without the transport's type names.
-fn innermost_message(error: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn innermost_message(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = error;
     while let Some(next) = current.source() {
         current = next;

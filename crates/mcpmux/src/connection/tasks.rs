@@ -64,7 +64,33 @@ impl Session {
                 .as_ref()
                 .is_some_and(|exit| exit.borrow().is_some())
     }
+
+    /// Whether the session is over, or ends within [`ENDING_WAIT`]: a request that failed on
+    /// a broken pipe may see the failure before the process's exit is known.
+    async fn ends_soon(&self) -> bool {
+        if self.ended() {
+            return true;
+        }
+        let exited = async {
+            match &self.exit {
+                Some(exit) => {
+                    let _ = exit.clone().wait_for(Option::is_some).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let ending = async {
+            tokio::select! {
+                () = self.closed.cancelled() => {}
+                () = exited => {}
+            }
+        };
+        tokio::time::timeout(ENDING_WAIT, ending).await.is_ok()
+    }
 }
+
+/// How long a request that failed in the transport waits to learn whether its session ended.
+const ENDING_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// One remembered task.
 struct Entry {
@@ -296,15 +322,26 @@ impl Connection {
             e,
             ServiceError::TransportClosed | ServiceError::TransportSend(_)
         );
-        if transport && session.ended() {
+        if transport && session.ends_soon().await {
             return self.lost(id, session).await;
         }
-        if let ServiceError::McpError(data) = &e
-            && data.code == ErrorCode::INVALID_PARAMS
-        {
-            self.tasks.forget(id);
+        match e {
+            // A failed send on a live session (an HTTP server gone): the transport's own words.
+            ServiceError::TransportSend(error) => Error::ConnectionLost {
+                server: self.spec.name.clone(),
+                what: what.to_string(),
+                reason: call::innermost_message(&error),
+                stderr_tail: Vec::new(),
+            },
+            e => {
+                if let ServiceError::McpError(data) = &e
+                    && data.code == ErrorCode::INVALID_PARAMS
+                {
+                    self.tasks.forget(id);
+                }
+                super::requests::service_error(&self.spec.name, what, e)
+            }
         }
-        super::requests::service_error(&self.spec.name, what, e)
     }
 
     async fn lost(&self, id: &str, session: &Session) -> Error {
