@@ -284,7 +284,7 @@ impl Tasks {
                 detailed(id, state).map(GetTaskResult::new)
             }
             Err(error @ mcpmux::Error::TaskLost { .. }) => {
-                let reason = error.to_string();
+                let reason = hide(&error.to_string(), &known.id, id);
                 let mut failed = known;
                 failed.status = TaskStatus::Failed;
                 self.note(id, &failed, Some(reason.clone()));
@@ -333,6 +333,12 @@ impl Tasks {
     /// gateway made for it (-32602) is said as such, and the task forgotten here too.
     fn failure(&self, id: &str, task: &mcpmux::Task, error: &mcpmux::Error) -> ErrorData {
         tracing::debug!(task = %cut(id), server = %task.server, %error, "task request failed");
+        let mut answer = self.said(id, task, error);
+        answer.message = hide(&answer.message, &task.id, id).into();
+        answer
+    }
+
+    fn said(&self, id: &str, task: &mcpmux::Task, error: &mcpmux::Error) -> ErrorData {
         match error {
             mcpmux::Error::Server { code, .. } if *code == ErrorCode::INVALID_PARAMS.0 => {
                 self.forget(id);
@@ -347,6 +353,18 @@ impl Tasks {
             }
             other => convert::protocol_error(other),
         }
+    }
+}
+
+/// `message` with the server's id of the task (whole, or cut as the library cuts it for a
+/// message) replaced by the gateway's: the client knows the task by the latter only.
+fn hide(message: &str, upstream: &str, id: &str) -> String {
+    let message = message.replace(upstream, id);
+    let cut_upstream = cut(upstream);
+    if cut_upstream == upstream {
+        message
+    } else {
+        message.replace(&cut_upstream, id)
     }
 }
 
@@ -521,6 +539,18 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn the_servers_id_for_a_task_never_reaches_the_client() {
+        let said = "server `s`: task `upstream-1` is lost: process exited";
+        assert_eq!(
+            hide(said, "upstream-1", "g-1"),
+            "server `s`: task `g-1` is lost: process exited"
+        );
+        let long = "u".repeat(100);
+        let said = format!("tasks/get `{}` timed out", cut(&long));
+        assert_eq!(hide(&said, &long, "g-1"), "tasks/get `g-1` timed out");
     }
 
     #[test]
