@@ -403,3 +403,78 @@ fn a_task_whose_http_server_went_away_gets_a_clear_error_at_once() {
     let (status, stderr) = served.terminate(Duration::from_secs(10));
     assert!(status.success(), "{status}: {stderr}");
 }
+
+#[test]
+fn over_stdio_the_one_client_gets_its_tasks_through_the_passthrough() {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = Sandbox::with_user_servers(json!({
+        "c": {"command": testserver(), "args": ["--conformance"]},
+    }));
+    let mut child = sandbox
+        .command(&["serve", "--passthrough"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines, answers) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(message) = serde_json::from_str(&line) {
+                let _ = lines.send(message);
+            }
+        }
+    });
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{message}").unwrap();
+        loop {
+            let answer = answers
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("no answer to {method}"));
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    };
+    let initialized = ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"extensions": {TASKS: {}}},
+               "clientInfo": {"name": "tasks-test", "version": "1"}}),
+    );
+    assert!(
+        initialized["result"]["capabilities"]["extensions"][TASKS].is_object(),
+        "{initialized}"
+    );
+    let created = ask(
+        2,
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 0.1}}),
+    );
+    let task = created["result"]["taskId"].as_str().unwrap().to_string();
+    let mut done = Value::Null;
+    for id in 3..200 {
+        done = ask(id, "tasks/get", json!({"taskId": task}));
+        if done["result"]["status"] == "completed" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "computed after 0.1s",
+        "{done}"
+    );
+    drop(stdin);
+    let exited = eventually_blocking(Duration::from_secs(10), Duration::from_millis(10), || {
+        child.try_wait().unwrap()
+    });
+    if exited.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("mcpmux serve did not exit when its stdin closed");
+    }
+}
