@@ -90,9 +90,32 @@ pub fn error(error: &mcpmux::Error) -> Result<CallToolResult, ErrorData> {
         mcpmux::Error::UnknownTool { .. } => {
             Err(ErrorData::invalid_params(error.to_string(), None))
         }
+        // The client lacks what the tool needs (a task-only tool, called without the Tasks
+        // extension): its to fix, so its error, as the server sent it.
+        mcpmux::Error::MissingCapability { .. } => Err(protocol_error(error)),
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
             error.to_string(),
         )])),
+    }
+}
+
+/// A failed request as a JSON-RPC error: the upstream server's own error keeps its code, a
+/// missing client capability its `requiredCapabilities` (-32021); anything else (a server
+/// down, a timeout, a lost task) is an internal error whose text names the server and what
+/// became of it.
+pub fn protocol_error(error: &mcpmux::Error) -> ErrorData {
+    match error {
+        mcpmux::Error::Server { code, .. } => {
+            ErrorData::new(rmcp::model::ErrorCode(*code), error.to_string(), None)
+        }
+        mcpmux::Error::MissingCapability { required, .. } => ErrorData::new(
+            rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            error.to_string(),
+            required
+                .as_ref()
+                .map(|required| json!({"requiredCapabilities": required})),
+        ),
+        _ => ErrorData::internal_error(error.to_string(), None),
     }
 }
 
@@ -123,6 +146,27 @@ mod tests {
         assert_eq!(result.is_error, Some(true));
         let text = serde_json::to_string(&result).unwrap();
         assert!(text.contains("server `files` is stopped"), "{text}");
+    }
+
+    #[test]
+    fn a_missing_client_capability_is_passed_on_with_what_is_required() {
+        let missing = mcpmux::Error::MissingCapability {
+            server: "s".into(),
+            message: "Missing required client capability".into(),
+            required: Some(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})),
+        };
+        let error = error(&missing).unwrap_err();
+        assert_eq!(error.code.0, -32021);
+        let data = error.data.unwrap();
+        assert!(
+            data["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+            "{data}"
+        );
+        assert!(
+            error.message.contains("call the tool as a task"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

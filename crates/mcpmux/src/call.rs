@@ -104,3 +104,7 @@ pub struct Progress {
     /// What is happening.
     pub message: Option<String>,
 }
+
+/// The identifier of the Tasks extension (SEP-2663) a task-augmented call declares
+/// ([`Hub::call_task`](crate::Hub::call_task)).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

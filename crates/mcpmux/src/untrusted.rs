@@ -246,6 +246,23 @@ impl Error {
                 server,
                 message.clone(),
             ),
+            Error::MissingCapability {
+                server, message, ..
+            } => (
+                "needs a client capability the request did not declare".to_string(),
+                server,
+                message.clone(),
+            ),
+            Error::TaskLost {
+                server,
+                reason,
+                stderr_tail,
+                ..
+            } => (
+                "lost the task: its session ended".to_string(),
+                server,
+                with_tail(reason, stderr_tail),
+            ),
             _ => return None,
         };
         Some((ours, server.clone(), theirs))

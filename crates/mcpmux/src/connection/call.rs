@@ -3,7 +3,9 @@
 //! happened (exit status, stderr tail). A 2026-07-28 server may answer a call with
 //! `input_required` (MRTR, SEP-2322): the call then answers its requests through the host
 //! callbacks (`mrtr.rs`) and is sent again with the answers and the server's `requestState`,
-//! round after round, all under the call's one deadline.
+//! round after round, all under the call's one deadline. A task-augmented call (SEP-2663)
+//! takes the same path, declaring the Tasks extension on each round, and may end in the task
+//! the server made instead of a result (`task_wire.rs`).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,10 +13,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, RequestId, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, RequestId,
+    RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, Sleep};
 
 use super::breaker::Admission;
@@ -22,11 +25,14 @@ use super::callers::Caller;
 use super::client::{self, ProgressRoutes};
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
+use super::task_wire::{self, Answer};
 use super::{Connection, Live, ServerState};
 use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::Error;
 use crate::result::ToolResult;
+use crate::transport::ExitInfo;
+use crate::transport::stdio::StderrTail;
 
 impl Connection {
     /// Calls `tool` (its raw name) with `arguments`: waits for a reconnecting server within the
@@ -39,6 +45,29 @@ impl Connection {
         safe: bool,
         options: &CallOptions,
     ) -> Result<ToolResult, Error> {
+        match self.call_as(tool, arguments, safe, options, false).await? {
+            Answer::Result(result) => Ok(result),
+            // Only a call that declared the extension takes a task (`call_once`).
+            Answer::Task(task, _) => Err(Error::Protocol {
+                server: self.spec.name.clone(),
+                message: format!(
+                    "answered tools/call `{tool}` with task `{}`, which the call did not ask for",
+                    task_wire::cut(&task.id)
+                ),
+            }),
+        }
+    }
+
+    /// [`Connection::call`], declaring the Tasks extension when `as_task`: the server may then
+    /// answer with a task.
+    pub(super) async fn call_as(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        safe: bool,
+        options: &CallOptions,
+        as_task: bool,
+    ) -> Result<Answer, Error> {
         let timeout = options.timeout.unwrap_or(self.spec.call_timeout);
         let deadline = Instant::now() + timeout;
         let retries = if safe {
@@ -60,7 +89,9 @@ impl Connection {
                 None => spare.clone().flatten(),
             };
             let flight = live.flights.start();
-            let result = self.call_once(&live, tool, args, options, timeout).await;
+            let result = self
+                .call_once(&live, tool, args, options, timeout, as_task)
+                .await;
             let session_lost = matches!(result, Err(Error::ConnectionLost { .. })) && live.ended();
             // A session that ended under the call is the supervisor's to count (a crash during
             // a call) and to repair; the caller counts the failures of a server that is up.
@@ -146,8 +177,8 @@ impl Connection {
     }
 
     /// One attempt on the live session: the call, and, when a 2026-07-28 server answers
-    /// `input_required`, the rounds of answers and re-sends until its result — all under one
-    /// deadline that progress extends, up to an absolute cap.
+    /// `input_required`, the rounds of answers and re-sends until its result (or, `as_task`,
+    /// its task) — all under one deadline that progress extends, up to an absolute cap.
     async fn call_once(
         &self,
         live: &Arc<Live>,
@@ -155,8 +186,10 @@ impl Connection {
         arguments: Option<JsonObject>,
         options: &CallOptions,
         timeout: Duration,
-    ) -> Result<ToolResult, Error> {
+        as_task: bool,
+    ) -> Result<Answer, Error> {
         let server = &self.spec.name;
+        let declaring = as_task.then(|| task_wire::declaring(&live.host));
         // Only a session that may answer `input_required` keeps the arguments to send again.
         let kept = mrtr::possible(&live.peer).then(|| arguments.clone());
         let mut params = CallToolRequestParams::new(tool.to_string());
@@ -177,11 +210,15 @@ impl Connection {
         let mut idle_rounds = 0;
         loop {
             let answer = self
-                .send_round(live, tool, params, options, &mut clock)
+                .send_round(live, tool, params, declaring.clone(), options, &mut clock)
                 .await?;
             let (asked, kept) = match (answer, &kept) {
                 (ServerResult::CallToolResult(result), _) => {
-                    return Ok(super::tool_result::from_rmcp(result));
+                    return Ok(Answer::Result(super::tool_result::from_rmcp(result)));
+                }
+                (ServerResult::CreateTaskResult(created), _) if as_task => {
+                    let task = task_wire::task_of(server, created.task)?;
+                    return Ok(Answer::Task(task, live.clone()));
                 }
                 (ServerResult::InputRequiredResult(asked), Some(kept)) => (asked, kept),
                 (other, _) => {
@@ -244,22 +281,26 @@ impl Connection {
         }
     }
 
-    /// Sends one `tools/call` request and waits for its answer on `clock`, telling the server
-    /// to stop if the caller gives up or the deadline passes first.
+    /// Sends one `tools/call` request (with `meta` added to its `_meta`) and waits for its
+    /// answer on `clock`, telling the server to stop if the caller gives up or the deadline
+    /// passes first.
     async fn send_round(
         &self,
         live: &Arc<Live>,
         tool: &str,
         params: CallToolRequestParams,
+        meta: Option<RequestMetaObject>,
         options: &CallOptions,
         clock: &mut Clock<'_>,
     ) -> Result<ServerResult, Error> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
+        let mut request_options = PeerRequestOptions::no_options();
+        request_options.meta = meta;
         let handle = live
             .peer
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .send_cancellable_request(request, request_options)
             .await;
         let handle = match handle {
             Ok(handle) => handle,
@@ -378,28 +419,42 @@ impl Connection {
     }
 
     async fn lost_error(&self, live: &Live, tool: &str) -> Error {
-        let what = format!("tools/call `{tool}`");
-        let reason = match &live.exit {
-            Some(exit) => wait_exit(exit.clone(), Duration::from_millis(100))
-                .await
-                .map(|info| info.to_string())
-                .unwrap_or_else(|| "the connection closed".into()),
-            None => "the connection closed".into(),
-        };
-        if let Some(stderr) = &live.stderr {
-            stderr.drained(STDERR_DRAIN).await;
-        }
+        let (reason, stderr_tail) = ended(live.exit.as_ref(), live.stderr.as_ref()).await;
         Error::ConnectionLost {
             server: self.spec.name.clone(),
-            what,
+            what: format!("tools/call `{tool}`"),
             reason,
-            stderr_tail: tail_of(live),
+            stderr_tail,
         }
     }
 }
 
+/// What ended a session, from its process's `exit` watch and `stderr` (a process's session
+/// has both): the exit status (waited for briefly) or that the connection closed, and the last
+/// lines of stderr (once drained).
+pub(super) async fn ended(
+    exit: Option<&watch::Receiver<Option<ExitInfo>>>,
+    stderr: Option<&StderrTail>,
+) -> (String, Vec<String>) {
+    let reason = match exit {
+        Some(exit) => wait_exit(exit.clone(), Duration::from_millis(100))
+            .await
+            .map(|info| info.to_string())
+            .unwrap_or_else(|| "the connection closed".into()),
+        None => "the connection closed".into(),
+    };
+    let tail = match stderr {
+        Some(stderr) => {
+            stderr.drained(STDERR_DRAIN).await;
+            stderr.last(defaults::ERROR_TAIL_LINES)
+        }
+        None => Vec::new(),
+    };
+    (reason, tail)
+}
+
 /// The message at the end of an error's source chain, without the transport's type names.
-fn innermost_message(error: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn innermost_message(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = error;
     while let Some(next) = current.source() {
         current = next;
@@ -436,13 +491,6 @@ impl Drop for RouteGuard<'_> {
     }
 }
 
-fn tail_of(live: &Live) -> Vec<String> {
-    live.stderr
-        .as_ref()
-        .map(|tail| tail.last(defaults::ERROR_TAIL_LINES))
-        .unwrap_or_default()
-}
-
 fn result_kind(result: &ServerResult) -> String {
     serde_json::to_value(result)
         .ok()
@@ -455,9 +503,9 @@ fn result_kind(result: &ServerResult) -> String {
 
 /// Sends `notifications/cancelled` when a call is abandoned by its caller (its future dropped
 /// or cancelled): rmcp's raw requests do not.
-struct CancelOnDrop {
-    peer: Option<Peer<RoleClient>>,
-    id: RequestId,
+pub(super) struct CancelOnDrop {
+    pub(super) peer: Option<Peer<RoleClient>>,
+    pub(super) id: RequestId,
 }
 
 impl Drop for CancelOnDrop {

@@ -307,6 +307,17 @@ impl Connection {
 /// call path adds what it knows of a session that ended (exit status, stderr).
 pub(super) fn service_error(server: &str, what: &str, e: ServiceError) -> Error {
     match e {
+        ServiceError::McpError(data)
+            if data.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+        {
+            Error::MissingCapability {
+                server: server.to_string(),
+                message: data.message.into_owned(),
+                required: data
+                    .data
+                    .and_then(|mut data| data.get_mut("requiredCapabilities").map(Value::take)),
+            }
+        }
         ServiceError::McpError(data) => Error::Server {
             server: server.to_string(),
             code: data.code.0,
