@@ -39,7 +39,7 @@ impl TaskAsk {
 impl Gateway {
     /// One `tools/call`: through the hub, with the downstream request's cancellation and
     /// progress; a 2026-07-28 client's in rounds of `input_required` (`rounds`).
-    async fn call(
+    pub(super) async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,

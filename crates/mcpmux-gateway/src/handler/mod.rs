@@ -43,7 +43,6 @@ pub(crate) use call::forward_progress;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
-    convert,
     metrics::Metrics,
     options::GatewayOptions,
     paging::Pager,
@@ -309,7 +308,9 @@ impl Gateway {
         if offers(&inner.offers_logging) {
             capabilities.logging = Some(serde_json::Map::new());
         }
-        inner.tasks.declare(&inner.hub, &inner.hidden, &mut capabilities);
+        inner
+            .tasks
+            .declare(&inner.hub, &inner.hidden, &mut capabilities);
         capabilities
     }
 
@@ -331,7 +332,6 @@ impl Gateway {
         .await;
     }
 }
-
 
 /// The cursor a list request carries.
 fn cursor_of(request: Option<&PaginatedRequestParams>) -> Option<&str> {
