@@ -324,15 +324,6 @@ impl Connection {
             token,
         };
         let answer = self.within(live, tool, options, clock, handle.rx).await;
-        if options.progress.is_some() && answer.is_ok() {
-            // rmcp hands each notification to a task of its own but a response straight to
-            // its waiter, so a step the server sent just before its answer may not have been
-            // delivered yet. Those tasks were spawned before the answer arrived: let them run
-            // before the route is removed, or the caller loses the last steps.
-            for _ in 0..defaults::PROGRESS_SETTLE_YIELDS {
-                tokio::task::yield_now().await;
-            }
-        }
         if !matches!(answer, Err(Stopped::Waiting(_))) {
             // Answered, or the session is gone: there is nothing left to cancel.
             cancel_guard.peer = None;

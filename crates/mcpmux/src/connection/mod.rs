@@ -15,6 +15,7 @@ mod flights;
 mod handshake;
 mod mrtr;
 mod probe;
+mod progress_tap;
 mod requests;
 mod session_repair;
 mod subscriptions;
