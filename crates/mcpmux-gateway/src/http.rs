@@ -1,5 +1,6 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
-//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests) and `/metrics`, behind
+//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests), legacy SSE at `/sse`
+//! and `/message` (`sse`) and `/metrics`, behind
 //! the door's rules (`guard`: `Origin`, bearer token), with `/healthz` and `/readyz` beside it. Owns
 //! binding (loopback unless a token is configured), the `Host` allowlist handed to rmcp, and
 //! the graceful shutdown: stop accepting, let calls in flight finish within the grace period,
@@ -30,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     Gateway,
     guard::{self, GuardError, Token},
+    sse::{Legacy, SseOptions},
 };
 
 /// How long calls in flight may run on after shutdown begins.
@@ -56,6 +58,8 @@ pub struct HttpOptions {
     pub grace: Duration,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// The bounds of legacy SSE sessions (`/sse`).
+    pub sse: SseOptions,
 }
 
 impl HttpOptions {
@@ -68,6 +72,7 @@ impl HttpOptions {
             allowed_hosts: Vec::new(),
             grace: DEFAULT_GRACE,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            sse: SseOptions::default(),
         }
     }
 }
@@ -215,8 +220,15 @@ impl HttpServer {
         let scraped = Router::new()
             .route("/metrics", get(metrics))
             .with_state((gateway.clone(), session_manager));
+        let legacy = Legacy::new(
+            gateway.clone(),
+            options.sse.clone(),
+            options.max_body_bytes,
+            sessions.clone(),
+        );
         let mcp = Router::new()
             .route_service("/mcp", service)
+            .merge(legacy.routes())
             .merge(scraped)
             .layer(middleware::from_fn_with_state(door, check_door));
         let app = Router::new()
@@ -244,13 +256,15 @@ impl HttpServer {
         tracing::info!(addr = %local, "shutting down: no new connections");
         accepting.cancel();
         gateway.close();
-        if tokio::time::timeout(options.grace, requests.idle())
+        // A legacy SSE answer goes out on its session's stream, not on its POST: both waited for.
+        let answered = || async { tokio::join!(requests.idle(), legacy.idle()) };
+        if tokio::time::timeout(options.grace, answered())
             .await
             .is_err()
         {
             let cancelled = gateway.drain(Duration::ZERO).await;
             tracing::warn!(cancelled, "calls cancelled at the end of the grace period");
-            let _ = tokio::time::timeout(CLOSE_WAIT, requests.idle()).await;
+            let _ = tokio::time::timeout(CLOSE_WAIT, answered()).await;
         }
         sessions.cancel();
         if tokio::time::timeout(CLOSE_WAIT, &mut server).await.is_err() {
