@@ -19,6 +19,7 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::get,
+    serve::ListenerExt,
 };
 use futures::StreamExt;
 use rmcp::transport::{
@@ -238,6 +239,13 @@ impl HttpServer {
             .merge(mcp);
 
         let accepting = CancellationToken::new();
+        // Without TCP_NODELAY an answer written in pieces (headers, then SSE chunks) waits for
+        // the client's delayed ACK: ~40 ms a call on loopback.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "TCP_NODELAY not set");
+            }
+        });
         let server = axum::serve(listener, app)
             .with_graceful_shutdown(accepting.clone().cancelled_owned())
             .into_future();
