@@ -1,6 +1,7 @@
 //! One quick run of the gateway bench, so it cannot rot: a real `mcpmux serve --http` in front
 //! of a real test server, a few sessions each making calls two at a time with every answer
-//! checked, the latency rounds and the idle-session memory, every figure reported. And a run
+//! checked, the latency rounds and the idle-session memory (`/mcp` and `/sse`), every figure
+//! reported. And a run
 //! whose upstream starts failing mid-way, which must fail and say what went wrong: the bench is only
 //! worth its figures if it cannot pass when calls go unanswered. Smoke runs, not timed tests:
 //! no figure is compared with a goal.
@@ -82,6 +83,7 @@ fn a_quick_gateway_run_answers_every_call_and_reports_every_figure() {
         ("latency", "gateway_p99_us"),
         ("memory", "rss_none_kib"),
         ("memory", "rss_idle_kib"),
+        ("memory", "legacy_rss_idle_kib"),
     ] {
         let value = figures[phase][figure].as_f64().unwrap_or(0.0);
         assert!(value > 0.0, "{phase}.{figure} = {value} in {figures}");

@@ -1,10 +1,12 @@
 //! The downstream client of the gateway bench: one handshake-era streamable-HTTP session per
 //! rmcp client (the same code against the gateway and against the test server directly), an
 //! echo call bounded by a deadline, and the judgement of what came back: the answer to exactly
-//! that call, another call's answer (misrouted), an error, or nothing (lost).
+//! that call, another call's answer (misrouted), an error, or nothing (lost). And an idle
+//! legacy SSE session (`/sse`), opened with plain HTTP.
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -21,6 +23,59 @@ pub async fn connect(http: &reqwest::Client, url: &str) -> anyhow::Result<Sessio
     config.max_concurrent_requests = 64;
     let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     Ok(().serve(transport).await?)
+}
+
+/// An idle legacy SSE session: its stream, held open and not read past the handshake.
+pub struct LegacySession {
+    _stream: reqwest::Response,
+}
+
+/// Opens a legacy SSE session at `base`: `GET /sse`, then the handshake over the `POST`
+/// endpoint its first event names, the answer read from the stream.
+pub async fn connect_legacy(http: &reqwest::Client, base: &str) -> anyhow::Result<LegacySession> {
+    let mut stream = http
+        .get(format!("{base}/sse"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await?
+        .error_for_status()?;
+    let mut events = String::new();
+    let endpoint = loop {
+        if let Some(end) = events.find("\n\n") {
+            let event: String = events.drain(..end + 2).collect();
+            if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) {
+                break data.trim().to_string();
+            }
+            continue;
+        }
+        let chunk = stream
+            .chunk()
+            .await?
+            .context("the SSE stream ended before `endpoint`")?;
+        events.push_str(&String::from_utf8_lossy(&chunk));
+    };
+    let endpoint = format!("{base}{endpoint}");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name": "mcpmux-bench", "version": "1"}}});
+    http.post(&endpoint)
+        .json(&initialize)
+        .send()
+        .await?
+        .error_for_status()?;
+    while !events.contains("\"id\":1") {
+        let chunk = stream
+            .chunk()
+            .await?
+            .context("the SSE stream ended before the answer")?;
+        events.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    http.post(&endpoint)
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(LegacySession { _stream: stream })
 }
 
 /// What one call came back with.

@@ -12,12 +12,15 @@
 //!   gateway, one call each in turn (the order swapped every call), in rounds; each round's
 //!   p50s, and the gateway's added latency as the median over rounds of their difference.
 //! - **memory**: the gateway's resident set with N idle sessions open against none (after one
-//!   session came and went), divided by N.
+//!   session came and went), divided by N; streamable-HTTP sessions, then legacy SSE ones.
 //!
 //! `cargo run --release -p mcpmux-bench -- gateway [--sessions 64] [--calls 2000]
 //! [--in-flight 1] [--rounds 7] [--round-calls 1000] [--idle 256] [--phase
 //! all|load|latency|memory] [--quick] [--json] [--mcpmux PATH --server PATH]
-//! [--upstream-arg ARG]…` (without `--mcpmux`/`--server`, release builds are made).
+//! [--upstream-arg ARG]… [--upstream http|stdio]` (without `--mcpmux`/`--server`, release
+//! builds are made). The gateway reaches the test server the direct calls reach, over
+//! streamable HTTP; with `--upstream stdio` it runs one of its own over stdio instead (the
+//! direct calls still go over HTTP), which leaves out the second HTTP round trip.
 
 mod client;
 mod processes;
@@ -29,8 +32,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Serialize;
 
-use client::{Outcome, Session, connect, echo, echo_checked, judge};
-use processes::Listening;
+use client::{Outcome, Session, connect, connect_legacy, echo, echo_checked, judge};
+use processes::{Listening, Upstream};
 
 /// How long one call may take before it counts as lost.
 const CALL_DEADLINE: Duration = Duration::from_secs(30);
@@ -46,6 +49,9 @@ struct Args {
     warm: usize,
     idle: usize,
     phase: String,
+    /// How the gateway reaches the test server: `http` (the same server the direct calls
+    /// reach) or `stdio` (a child of the gateway).
+    upstream: String,
     json: bool,
     mcpmux: Option<PathBuf>,
     server: Option<PathBuf>,
@@ -62,6 +68,7 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         warm: 200,
         idle: 256,
         phase: "all".into(),
+        upstream: "http".into(),
         json: false,
         mcpmux: None,
         server: None,
@@ -78,6 +85,7 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--round-calls" => parsed.round_calls = value()?.parse()?,
             "--idle" => parsed.idle = value()?.parse()?,
             "--phase" => parsed.phase = value()?,
+            "--upstream" => parsed.upstream = value()?,
             "--mcpmux" => parsed.mcpmux = Some(PathBuf::from(value()?)),
             "--server" => parsed.server = Some(PathBuf::from(value()?)),
             "--upstream-arg" => parsed.upstream_args.push(value()?),
@@ -93,8 +101,8 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             }
             other => bail!(
                 "unknown flag {other}; flags: --sessions N --calls N --in-flight N --rounds N \
-                 --round-calls N --idle N --phase all|load|latency|memory --quick --json \
-                 --mcpmux PATH --server PATH --upstream-arg ARG"
+                 --round-calls N --idle N --phase all|load|latency|memory --upstream http|stdio \
+                 --quick --json --mcpmux PATH --server PATH --upstream-arg ARG"
             ),
         }
     }
@@ -103,6 +111,9 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
     }
     if !["all", "load", "latency", "memory"].contains(&parsed.phase.as_str()) {
         bail!("--phase is all, load, latency or memory");
+    }
+    if !["http", "stdio"].contains(&parsed.upstream.as_str()) {
+        bail!("--upstream is http or stdio");
     }
     Ok(parsed)
 }
@@ -157,6 +168,10 @@ struct Memory {
     rss_none_kib: u64,
     rss_idle_kib: u64,
     per_idle_session_kib: f64,
+    /// The same for legacy SSE sessions (`/sse`), measured after the others closed.
+    legacy_rss_none_kib: u64,
+    legacy_rss_idle_kib: u64,
+    per_idle_legacy_session_kib: f64,
 }
 
 /// Runs the phases asked for and prints the figures; fails when a call was not answered.
@@ -187,7 +202,7 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string(&figures)?);
     } else {
-        print_table(&mcpmux, &figures);
+        print_table(&mcpmux, &args.upstream, &figures);
     }
     if let Some(load) = &figures.load {
         let unanswered = load.misrouted + load.errored + load.lost;
@@ -209,7 +224,11 @@ async fn run(args: &Args, mcpmux: &Path, server: &Path, home: &Path) -> anyhow::
         .pool_idle_timeout(Duration::from_secs(60))
         .build()?;
     let upstream = processes::upstream(server, &args.upstream_args)?;
-    let gateway = processes::gateway(mcpmux, home, &upstream.url, &http).await?;
+    let to = match args.upstream.as_str() {
+        "stdio" => Upstream::Stdio(server, &args.upstream_args),
+        _ => Upstream::Http(&upstream.url),
+    };
+    let gateway = processes::gateway(mcpmux, home, to, &http).await?;
     let mut figures = Figures::default();
     // Memory first, on a gateway nothing has grown yet.
     if args.runs("memory") {
@@ -243,11 +262,26 @@ async fn memory(
     tokio::time::sleep(SETTLE).await;
     let rss_idle_kib = gateway.rss_kib()?;
     futures_close(idle).await;
+    // Then legacy SSE sessions, one come and gone first as well.
+    drop(connect_legacy(http, gateway.base()).await?);
+    tokio::time::sleep(SETTLE).await;
+    let legacy_rss_none_kib = gateway.rss_kib()?;
+    let mut legacy = Vec::with_capacity(args.idle);
+    for _ in 0..args.idle {
+        legacy.push(connect_legacy(http, gateway.base()).await?);
+    }
+    tokio::time::sleep(SETTLE).await;
+    let legacy_rss_idle_kib = gateway.rss_kib()?;
+    drop(legacy);
+    let per = |none: u64, idle: u64| (idle as f64 - none as f64) / args.idle.max(1) as f64;
     Ok(Memory {
         idle_sessions: args.idle,
         rss_none_kib,
         rss_idle_kib,
-        per_idle_session_kib: (rss_idle_kib as f64 - rss_none_kib as f64) / args.idle.max(1) as f64,
+        per_idle_session_kib: per(rss_none_kib, rss_idle_kib),
+        legacy_rss_none_kib,
+        legacy_rss_idle_kib,
+        per_idle_legacy_session_kib: per(legacy_rss_none_kib, legacy_rss_idle_kib),
     })
 }
 
@@ -427,22 +461,36 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn print_table(mcpmux: &Path, figures: &Figures) {
+fn print_table(mcpmux: &Path, upstream: &str, figures: &Figures) {
     println!(
-        "mcpmux: {}; gateway and test server on loopback",
+        "mcpmux: {}; gateway and test server on loopback; the gateway's upstream over {upstream}",
         mcpmux.display()
     );
     if let Some(m) = &figures.memory {
         println!();
         println!("| idle sessions | gateway RSS, none | with them | per idle session |");
-        println!("|---:|---:|---:|---:|");
-        println!(
-            "| {} | {:.1} MiB | {:.1} MiB | {:.1} KiB |",
-            m.idle_sessions,
-            m.rss_none_kib as f64 / 1024.0,
-            m.rss_idle_kib as f64 / 1024.0,
-            m.per_idle_session_kib
-        );
+        println!("|---|---:|---:|---:|");
+        for (kind, none, idle, per) in [
+            (
+                "streamable HTTP (`/mcp`)",
+                m.rss_none_kib,
+                m.rss_idle_kib,
+                m.per_idle_session_kib,
+            ),
+            (
+                "legacy SSE (`/sse`)",
+                m.legacy_rss_none_kib,
+                m.legacy_rss_idle_kib,
+                m.per_idle_legacy_session_kib,
+            ),
+        ] {
+            println!(
+                "| {} {kind} | {:.1} MiB | {:.1} MiB | {per:.1} KiB |",
+                m.idle_sessions,
+                none as f64 / 1024.0,
+                idle as f64 / 1024.0,
+            );
+        }
     }
     if let Some(l) = &figures.latency {
         println!();

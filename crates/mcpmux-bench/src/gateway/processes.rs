@@ -130,18 +130,34 @@ pub fn upstream(server: &Path, extra: &[String]) -> anyhow::Result<Listening> {
     Listening::start(command, "the test server")
 }
 
-/// `mcpmux serve --http 127.0.0.1:0` in `home`, its one server `t` the streamable HTTP server
-/// at `upstream`; returns once `/readyz` answers 200.
+/// How the gateway reaches its one server `t`.
+pub enum Upstream<'a> {
+    /// The streamable HTTP server at this URL.
+    Http(&'a str),
+    /// The test server at this path with these arguments, over stdio (a child of the gateway).
+    Stdio(&'a Path, &'a [String]),
+}
+
+/// `mcpmux serve --http 127.0.0.1:0` in `home`, its one server `t` reached as `upstream`
+/// says; returns once `/readyz` answers 200.
 pub async fn gateway(
     mcpmux: &Path,
     home: &Path,
-    upstream: &str,
+    upstream: Upstream<'_>,
     http: &reqwest::Client,
 ) -> anyhow::Result<Listening> {
     std::fs::create_dir_all(home)?;
+    let server = match upstream {
+        Upstream::Http(url) => serde_json::json!({"type": "http", "url": url}),
+        Upstream::Stdio(command, extra) => {
+            let mut args = vec!["--era".to_string(), "handshake".to_string()];
+            args.extend(extra.iter().cloned());
+            serde_json::json!({"command": command, "args": args})
+        }
+    };
     std::fs::write(
         home.join(".claude.json"),
-        serde_json::json!({"mcpServers": {"t": {"type": "http", "url": upstream}}}).to_string(),
+        serde_json::json!({"mcpServers": {"t": server}}).to_string(),
     )?;
     let mut command = Command::new(mcpmux);
     command
