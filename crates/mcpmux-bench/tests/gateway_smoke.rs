@@ -1,10 +1,9 @@
 //! One quick run of the gateway bench, so it cannot rot: a real `mcpmux serve --http` in front
 //! of a real test server, a few sessions each making calls two at a time with every answer
 //! checked, the latency rounds and the idle-session memory (`/mcp` and `/sse`), every figure
-//! reported. And a run
-//! whose upstream starts failing mid-way, which must fail and say what went wrong: the bench is only
-//! worth its figures if it cannot pass when calls go unanswered. Smoke runs, not timed tests:
-//! no figure is compared with a goal.
+//! reported. And a run whose upstream starts failing mid-way, which must fail and say what went
+//! wrong: the bench is only worth its figures if it cannot pass when calls go unanswered. Smoke
+//! runs, not timed tests: no figure is compared with a goal.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
