@@ -12,7 +12,8 @@
 //!   gateway, one call each in turn (the order swapped every call), in rounds; each round's
 //!   p50s, and the gateway's added latency as the median over rounds of their difference.
 //! - **memory**: the gateway's resident set with N idle sessions open against none (after one
-//!   session came and went), divided by N; streamable-HTTP sessions, then legacy SSE ones.
+//!   session came and went), divided by N; streamable-HTTP sessions and legacy SSE ones, each
+//!   on a fresh gateway.
 //!
 //! `cargo run --release -p mcpmux-bench -- gateway [--sessions 64] [--calls 2000]
 //! [--in-flight 1] [--rounds 7] [--round-calls 1000] [--idle 256] [--phase
@@ -168,7 +169,7 @@ struct Memory {
     rss_none_kib: u64,
     rss_idle_kib: u64,
     per_idle_session_kib: f64,
-    /// The same for legacy SSE sessions (`/sse`), measured after the others closed.
+    /// The same for legacy SSE sessions (`/sse`), on a gateway of their own.
     legacy_rss_none_kib: u64,
     legacy_rss_idle_kib: u64,
     per_idle_legacy_session_kib: f64,
@@ -224,16 +225,25 @@ async fn run(args: &Args, mcpmux: &Path, server: &Path, home: &Path) -> anyhow::
         .pool_idle_timeout(Duration::from_secs(60))
         .build()?;
     let upstream = processes::upstream(server, &args.upstream_args)?;
-    let to = match args.upstream.as_str() {
-        "stdio" => Upstream::Stdio(server, &args.upstream_args),
-        _ => Upstream::Http(&upstream.url),
+    let start = |home: PathBuf| {
+        let (http, upstream_url) = (http.clone(), upstream.url.clone());
+        async move {
+            let to = match args.upstream.as_str() {
+                "stdio" => Upstream::Stdio(server, &args.upstream_args),
+                _ => Upstream::Http(&upstream_url),
+            };
+            processes::gateway(mcpmux, &home, to, &http).await
+        }
     };
-    let gateway = processes::gateway(mcpmux, home, to, &http).await?;
     let mut figures = Figures::default();
-    // Memory first, on a gateway nothing has grown yet.
+    // Memory first, each kind of session on a gateway of its own that nothing has grown yet
+    // (memory an allocator keeps after sessions closed would pass for the next ones').
     if args.runs("memory") {
-        figures.memory = Some(memory(args, &gateway, &http).await?);
+        let mcp = start(home.join("memory-mcp")).await?;
+        let legacy = start(home.join("memory-sse")).await?;
+        figures.memory = Some(memory(args, &mcp, &legacy, &http).await?);
     }
+    let gateway = start(home.join("gateway")).await?;
     if args.runs("latency") {
         figures.latency = Some(latency(args, &upstream, &gateway, &http).await?);
     }
@@ -243,10 +253,12 @@ async fn run(args: &Args, mcpmux: &Path, server: &Path, home: &Path) -> anyhow::
     Ok(figures)
 }
 
-/// The gateway's resident set with `args.idle` sessions open, against none.
+/// A gateway's resident set with `args.idle` sessions open, against none: streamable-HTTP
+/// sessions on `gateway`, legacy SSE ones on `legacy`.
 async fn memory(
     args: &Args,
     gateway: &Listening,
+    legacy_gateway: &Listening,
     http: &reqwest::Client,
 ) -> anyhow::Result<Memory> {
     // One session comes and goes first: what the first one costs once is not per session.
@@ -262,16 +274,16 @@ async fn memory(
     tokio::time::sleep(SETTLE).await;
     let rss_idle_kib = gateway.rss_kib()?;
     futures_close(idle).await;
-    // Then legacy SSE sessions, one come and gone first as well.
-    drop(connect_legacy(http, gateway.base()).await?);
+    // Legacy SSE sessions, one come and gone first as well.
+    drop(connect_legacy(http, legacy_gateway.base()).await?);
     tokio::time::sleep(SETTLE).await;
-    let legacy_rss_none_kib = gateway.rss_kib()?;
+    let legacy_rss_none_kib = legacy_gateway.rss_kib()?;
     let mut legacy = Vec::with_capacity(args.idle);
     for _ in 0..args.idle {
-        legacy.push(connect_legacy(http, gateway.base()).await?);
+        legacy.push(connect_legacy(http, legacy_gateway.base()).await?);
     }
     tokio::time::sleep(SETTLE).await;
-    let legacy_rss_idle_kib = gateway.rss_kib()?;
+    let legacy_rss_idle_kib = legacy_gateway.rss_kib()?;
     drop(legacy);
     let per = |none: u64, idle: u64| (idle as f64 - none as f64) / args.idle.max(1) as f64;
     Ok(Memory {
