@@ -218,15 +218,17 @@ impl HttpServer {
             allowed_hosts,
             requests: requests.clone(),
         });
-        let scraped = Router::new()
-            .route("/metrics", get(metrics))
-            .with_state((gateway.clone(), session_manager));
         let legacy = Legacy::new(
             gateway.clone(),
             options.sse.clone(),
             options.max_body_bytes,
             sessions.clone(),
         );
+        let scraped = Router::new().route("/metrics", get(metrics)).with_state((
+            gateway.clone(),
+            session_manager,
+            legacy.clone(),
+        ));
         let mcp = Router::new()
             .route_service("/mcp", service)
             .merge(legacy.routes())
@@ -345,11 +347,12 @@ async fn check_door(State(door): State<Arc<Door>>, request: Request, next: Next)
     response
 }
 
-/// `/metrics`: calls, errors and latency per server and tool, server states, open sessions.
+/// `/metrics`: calls, errors and latency per server and tool, server states, open sessions
+/// (`/mcp` and `/sse`).
 async fn metrics(
-    State((gateway, sessions)): State<(Gateway, Arc<LocalSessionManager>)>,
+    State((gateway, sessions, legacy)): State<(Gateway, Arc<LocalSessionManager>, Legacy)>,
 ) -> Response {
-    let open = sessions.sessions.read().await.len();
+    let open = sessions.sessions.read().await.len() + legacy.sessions();
     match gateway.metrics().render(gateway.hub(), open) {
         Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
         Err(error) => {

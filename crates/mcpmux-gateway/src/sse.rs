@@ -136,6 +136,11 @@ impl Legacy {
         self.shared.awaiting.idle().await;
     }
 
+    /// Sessions open now.
+    pub(crate) fn sessions(&self) -> usize {
+        self.table().len()
+    }
+
     fn table(&self) -> MutexGuard<'_, HashMap<String, Session>> {
         match self.shared.table.lock() {
             Ok(table) => table,

@@ -186,6 +186,17 @@ async fn a_legacy_sse_session_lists_and_calls_with_the_answers_on_its_stream() {
         .call(3, "mcp__t__echo", json!({"text": "over legacy sse"}))
         .await;
     assert_eq!(echoed["result"]["content"][0]["text"], "over legacy sse");
+    // Counted among the open sessions /metrics shows.
+    let metrics = reqwest::get(format!("{}/metrics", served.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.lines().any(|l| l == "mcpmux_gateway_sessions 1"),
+        "{metrics}"
+    );
     // A second session is a different one: its id and its answers are its own.
     let mut other = Session::open(&served.base).await;
     assert_ne!(other.endpoint, session.endpoint);
