@@ -437,7 +437,7 @@ async fn a_reader_that_falls_behind_is_cut_off_and_its_session_forgotten() {
     // queue, then the reader is cut off and its session forgotten.
     let text = "y".repeat(60 * 1024);
     let next = std::sync::atomic::AtomicU64::new(2);
-    let cut = eventually_async(WITHIN, ms(2), || async {
+    let cut = eventually_async(3 * WITHIN, ms(2), || async {
         let id = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let status = post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                                  "params": {"name": "mcp__t__echo", "arguments": {"text": text}}}))
