@@ -7,7 +7,8 @@
 //! `cargo run --release -p mcpmux-bench -- peers` runs the peer clients side by side instead
 //! (see `peers.rs`); `-- cli` times whole `mcpmux` processes with many servers configured
 //! (lazy start and the tool cache, see `cli.rs`); `-- search` measures tool search on a real
-//! catalog and at 10 000 tools (see `search.rs`).
+//! catalog and at 10 000 tools (see `search.rs`); `-- gateway` loads `mcpmux serve --http` with
+//! many sessions and measures its added latency and memory per session (see `gateway/`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,6 +22,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
 mod cli;
+mod gateway;
 mod peers;
 mod search;
 
@@ -255,6 +257,7 @@ fn main() -> anyhow::Result<()> {
         Some("client") => return peers::client_main(std::env::args().skip(2)),
         Some("cli") => return cli::main(std::env::args().skip(2)),
         Some("search") => return search::main(std::env::args().skip(2)),
+        Some("gateway") => return gateway::main(std::env::args().skip(2)),
         _ => {}
     }
     let args = parse_args()?;

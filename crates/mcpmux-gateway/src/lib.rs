@@ -14,8 +14,8 @@
 //! changes and logs; `metrics` what `/metrics` shows; `reload` when the config is read again
 //! and applied; `guard` the HTTP door's rules, `oauth` the gateway as an OAuth resource
 //! server, `rate_limit` the buckets per client, `access_log` the line per request, `door` the
-//! middleware that applies them; `http` and `stdio` the two ways in. This file only
-//! re-exports.
+//! middleware that applies them; `http` and `stdio` the two ways in (`sse`, legacy HTTP+SSE, mounted by `http`). This
+//! file only re-exports.
 
 mod access_log;
 mod convert;
@@ -35,6 +35,7 @@ mod reload;
 mod resources;
 mod rounds;
 mod session;
+mod sse;
 mod stdio;
 mod subscriptions;
 mod tasks;
@@ -52,5 +53,8 @@ pub use rate_limit::{Rate, RateLimit, RateParseError};
 pub use relay::APPROVAL_WAIT;
 pub use reload::{
     Baseline, DEFAULT_DEBOUNCE, DEFAULT_POLL, Loaded, Outcome, ReloadOptions, Reloader, Trigger,
+};
+pub use sse::{
+    DEFAULT_MAX_SSE_SESSIONS, DEFAULT_SSE_QUEUE_BYTES, DEFAULT_SSE_QUEUE_MESSAGES, SseOptions,
 };
 pub use stdio::{StdioError, serve_stdio};
