@@ -15,6 +15,7 @@ mod handshake;
 mod mrtr;
 mod probe;
 mod requests;
+mod rounds;
 mod session_repair;
 mod subscriptions;
 mod supervisor;
