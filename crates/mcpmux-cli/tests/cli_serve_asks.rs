@@ -305,3 +305,47 @@ fn the_reference_server_s_sampling_and_elicitation_tools_reach_the_calling_clien
     assert!(elicited.contains("Name: ada"), "{lines:?}");
     assert_eq!(lines[2]["asked"].as_array().unwrap().len(), 2, "{lines:?}");
 }
+
+#[test]
+fn a_2026_server_is_told_what_each_handshake_session_declared_for_its_own_call() {
+    // The gateway could answer all three for some client; each call's server is told only
+    // what the calling session declared in its initialize, and asks for that alone.
+    let upstream = testserver_http(&["--conformance"]);
+    let sandbox = Sandbox::with_user_servers(json!({
+        "c": { "type": "http", "url": upstream.url }
+    }));
+    let served = Served::start(&sandbox, &["--passthrough"]);
+    let call = |session: usize| {
+        json!({"do": "call", "session": session,
+               "name": "test_input_required_result_capabilities", "arguments": {}})
+    };
+    let lines = ts_sessions(
+        served.target(),
+        json!([
+            {"capabilities": {"elicitation": {}}, "name": "ada"},
+            answering("grace"),
+        ]),
+        json!([
+            {"do": "parallel", "actions": [call(0), call(1)]},
+            {"do": "asked", "session": 0},
+        ]),
+    );
+    assert_eq!(
+        parallel_text(&lines[0], 0),
+        "answered: user_name",
+        "{lines:?}"
+    );
+    let all = parallel_text(&lines[0], 1);
+    let mut keys: Vec<&str> = all
+        .strip_prefix("answered: ")
+        .unwrap_or_else(|| panic!("{lines:?}"))
+        .split(", ")
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["client_roots", "greeting", "user_name"], "{lines:?}");
+    assert_eq!(
+        lines[1]["asked"][0]["method"], "elicitation/create",
+        "{lines:?}"
+    );
+    assert_eq!(lines[1]["asked"].as_array().unwrap().len(), 1, "{lines:?}");
+}

@@ -1,7 +1,7 @@
 //! The hub's records in MCP's words: a [`mcpmux::Tool`] as an rmcp `Tool` (named as the hub
 //! exposes it), a [`mcpmux::ToolResult`] as a `CallToolResult`, and a [`mcpmux::Error`] as what
 //! the downstream client is told — an `isError` result naming the server and its state, or a
-//! JSON-RPC error when the request itself cannot be routed. Knows nothing of sessions or
+//! JSON-RPC error when the request itself cannot be routed or the client lacks a capability. Knows nothing of sessions or
 //! transports.
 
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
@@ -82,7 +82,8 @@ pub fn result(result: &mcpmux::ToolResult) -> CallToolResult {
 /// How a failed call reaches the downstream client.
 ///
 /// A name the hub does not know is a JSON-RPC error (-32602, as the spec answers an unknown
-/// tool); every other failure is a tool result with `isError: true` whose text names the
+/// tool), and so is a server's refusal for a client capability the client did not declare
+/// (-32021, with the server's `data`); every other failure is a tool result with `isError: true` whose text names the
 /// server and what became of it (down, breaker open, crashed mid-call, timed out, refused by
 /// policy), so the model reads it and the client never waits.
 pub fn error(error: &mcpmux::Error) -> Result<CallToolResult, ErrorData> {

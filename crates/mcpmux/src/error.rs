@@ -122,6 +122,9 @@ pub enum Error {
         code: i32,
         /// The server's message.
         message: String,
+        /// The error's `data`, as the server sent it (e.g. the `requiredCapabilities` of a
+        /// -32021), for whoever passes the error on.
+        data: Option<serde_json::Value>,
     },
 
     /// The server needs a client capability the request did not declare (-32021): for the

@@ -237,6 +237,7 @@ impl Error {
                 server,
                 code,
                 message,
+                ..
             } => (format!("returned error {code}"), server, message.clone()),
             Error::Protocol { server, message } => {
                 ("violated the protocol".to_string(), server, message.clone())

@@ -1,14 +1,12 @@
 //! The gateway as an MCP server: rmcp's `ServerHandler` over a [`mcpmux::Hub`]. `tools/list`
 //! is the hub's tool set (named as the hub exposes it, in the configured scope, in pages:
-//! `paging`); `tools/call` goes through `Hub::call_with`, with the downstream request's
-//! cancellation and progress token passed up and its progress passed down, and with the
-//! calling client as the one that answers what the upstream server asks mid-call and that
-//! approves a policy `ask` (`relay`); list changes reach every watcher (`watchers`);
-//! resources, templates, prompts and completions are `resources`'s, subscriptions
-//! `subscriptions`'s, tasks `tasks`'s, upstream notices `notices`'s, and each capability is
-//! declared once some upstream server offers it. The call path is `call.rs`. Owns the count of calls in flight that a graceful shutdown
-//! waits for. Knows nothing of HTTP or stdio: a transport makes one handler per session
-//! ([`Gateway::session`]).
+//! `paging`); `tools/call`, `prompts/get` and `resources/read` are made for the client that
+//! sends them (`calls`: what the upstream server asks meanwhile goes to that client, a
+//! 2026-07-28 client's in rounds of `input_required`); list changes reach every watcher
+//! (`watchers`); resources, templates, prompts and completions are `resources`'s,
+//! subscriptions `subscriptions`'s, tasks `tasks`'s, upstream notices `notices`'s, and each capability is
+//! declared once some upstream server offers it. Knows nothing of HTTP or stdio: a transport
+//! makes one handler per session ([`Gateway::session`]).
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -36,10 +34,10 @@ use tokio_util::sync::CancellationToken;
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 
-mod call;
+mod calls;
 mod reconfigure;
 
-pub(crate) use call::forward_progress;
+pub(crate) use calls::forward_progress;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
@@ -103,8 +101,10 @@ struct Inner {
     subscriptions: Arc<Subscriptions>,
     /// Cuts the lists served into pages.
     pager: Pager,
-    /// 2026-07-28 calls waiting for their clients' answers.
-    rounds: Arc<Rounds>,
+    /// 2026-07-28 calls, prompts and reads waiting for their clients' answers.
+    rounds: Arc<Rounds<CallToolResponse>>,
+    prompt_rounds: Arc<Rounds<GetPromptResponse>>,
+    read_rounds: Arc<Rounds<ReadResourceResponse>>,
     /// The log level last asked of the upstream servers.
     upstream_level: std::sync::Mutex<Option<mcpmux::host::LogLevel>>,
     /// The tasks upstream servers run for downstream clients (SEP-2663).
@@ -188,6 +188,8 @@ impl Gateway {
                 subscriptions,
                 pager,
                 rounds: Arc::default(),
+                prompt_rounds: Arc::default(),
+                read_rounds: Arc::default(),
                 upstream_level: std::sync::Mutex::new(None),
                 tasks: crate::tasks::Tasks::default(),
                 watchers,
@@ -347,24 +349,6 @@ fn list(hub: &mcpmux::Hub, scope: Option<&mcpmux::Scope>) -> Vec<mcpmux::Tool> {
     tools.into_iter().filter(|t| t.unusable.is_none()).collect()
 }
 
-/// Counts one call in flight while it lives (in a task of its own, too).
-struct InFlight(Arc<Inner>);
-
-impl InFlight {
-    fn enter(inner: &Arc<Inner>) -> Self {
-        inner.in_flight.fetch_add(1, Ordering::SeqCst);
-        InFlight(inner.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
-}
-
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(self.capabilities())
@@ -427,11 +411,9 @@ impl ServerHandler for Gateway {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.wait_for_startup().await;
-        let read = self.inner.catalog.read(&self.inner.hub, &request.uri);
-        Ok(read.await?.into())
+        self.read_for(request, context).await
     }
 
     async fn list_prompts(
@@ -447,15 +429,9 @@ impl ServerHandler for Gateway {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.wait_for_startup().await;
-        let arguments = request.arguments.unwrap_or_default();
-        let filled = self
-            .inner
-            .catalog
-            .get_prompt(&self.inner.hub, &request.name, arguments);
-        Ok(filled.await?.into())
+        self.get_prompt_for(request, context).await
     }
 
     async fn list_tools(

@@ -17,6 +17,7 @@ mod mrtr;
 mod probe;
 mod progress_tap;
 mod requests;
+mod rounds;
 mod session_repair;
 mod subscriptions;
 mod supervisor;

@@ -34,13 +34,18 @@ pub(crate) enum Answer {
 /// a plain call on the same session never gets a task it cannot follow.
 pub(super) fn declaring(host: &crate::host::Host) -> RequestMetaObject {
     let mut capabilities = client::client_info(host).capabilities;
+    declare_tasks(&mut capabilities);
+    let mut meta = RequestMetaObject::new();
+    meta.set_client_capabilities(capabilities);
+    meta
+}
+
+/// `capabilities` with the Tasks extension declared.
+pub(super) fn declare_tasks(capabilities: &mut rmcp::model::ClientCapabilities) {
     capabilities
         .extensions
         .get_or_insert_with(Default::default)
         .insert(TASKS_EXTENSION_ID.to_string(), JsonObject::new());
-    let mut meta = RequestMetaObject::new();
-    meta.set_client_capabilities(capabilities);
-    meta
 }
 
 /// Whether the session's server declares the Tasks extension.

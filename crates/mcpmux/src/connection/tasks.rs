@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::breaker::Admission;
-use super::call::{self, CancelOnDrop};
+use super::rounds::{self, CancelOnDrop};
 use super::task_wire::{self, Answer};
 use super::{Connection, Live};
 use crate::call::CallOptions;
@@ -330,7 +330,7 @@ impl Connection {
             ServiceError::TransportSend(error) => Error::ConnectionLost {
                 server: self.spec.name.clone(),
                 what: what.to_string(),
-                reason: call::innermost_message(&error),
+                reason: rounds::innermost_message(&error),
                 stderr_tail: Vec::new(),
             },
             e => {
@@ -339,7 +339,7 @@ impl Connection {
                 {
                     self.tasks.forget(id);
                 }
-                super::requests::service_error(&self.spec.name, what, e)
+                super::rounds::service_error(&self.spec.name, what, e)
             }
         }
     }
@@ -347,7 +347,7 @@ impl Connection {
     async fn lost(&self, id: &str, session: &Session) -> Error {
         self.tasks.forget(id);
         let (reason, stderr_tail) =
-            call::ended(session.exit.as_ref(), session.stderr.as_ref()).await;
+            rounds::ended(session.exit.as_ref(), session.stderr.as_ref()).await;
         Error::TaskLost {
             server: self.spec.name.clone(),
             task: task_wire::cut(id),
