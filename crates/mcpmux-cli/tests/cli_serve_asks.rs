@@ -28,6 +28,12 @@ fn ask_client(session: usize, what: &str, together: u64) -> Value {
            "arguments": {"what": what, "together": together}})
 }
 
+/// `call` (an `ask_client` call), staying in flight until its whole group is answered.
+fn lingering(mut call: Value) -> Value {
+    call["arguments"]["linger"] = json!(true);
+    call
+}
+
 /// The text of the result of one `parallel` line's `i`th call.
 fn parallel_text(line: &Value, i: usize) -> String {
     text_of(&line["parallel"][i]["result"])
@@ -192,7 +198,9 @@ fn calls_of_two_sessions_on_a_stdio_server_cannot_be_told_apart_so_its_request_i
         served.target(),
         json!([answering("ada"), answering("grace")]),
         json!([
-            {"do": "parallel", "actions": [ask_client(0, "elicitation", 2), ask_client(1, "elicitation", 2)]},
+            // Each call stays open until both are answered: no request of the pair can come
+            // while only one call is in flight.
+            {"do": "parallel", "actions": [lingering(ask_client(0, "elicitation", 2)), lingering(ask_client(1, "elicitation", 2))]},
             {"do": "parallel", "actions": [ask_client(0, "elicitation", 2), ask_client(0, "elicitation", 2)]},
             {"do": "asked", "session": 1},
         ]),
