@@ -8,7 +8,8 @@
 //! (see `peers.rs`); `-- cli` times whole `mcpmux` processes with many servers configured
 //! (lazy start and the tool cache, see `cli.rs`); `-- search` measures tool search on a real
 //! catalog and at 10 000 tools (see `search.rs`); `-- result` what a large result costs in
-//! memory (see `result.rs`).
+//! memory (see `result.rs`); `-- gateway` loads `mcpmux serve --http` with many sessions and
+//! measures its added latency and memory per session (see `gateway/`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +23,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
 mod cli;
+mod gateway;
 mod peers;
 mod result;
 mod search;
@@ -259,6 +261,7 @@ fn main() -> anyhow::Result<()> {
         Some("search") => return search::main(std::env::args().skip(2)),
         Some("result") => return result::main(std::env::args().skip(2)),
         Some("result-client") => return result::client_main(std::env::args().skip(2)),
+        Some("gateway") => return gateway::main(std::env::args().skip(2)),
         _ => {}
     }
     let args = parse_args()?;

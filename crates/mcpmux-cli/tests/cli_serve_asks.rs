@@ -28,6 +28,12 @@ fn ask_client(session: usize, what: &str, together: u64) -> Value {
            "arguments": {"what": what, "together": together}})
 }
 
+/// `call` (an `ask_client` call), staying in flight until its whole group is answered.
+fn lingering(mut call: Value) -> Value {
+    call["arguments"]["linger"] = json!(true);
+    call
+}
+
 /// The text of the result of one `parallel` line's `i`th call.
 fn parallel_text(line: &Value, i: usize) -> String {
     text_of(&line["parallel"][i]["result"])
@@ -192,7 +198,9 @@ fn calls_of_two_sessions_on_a_stdio_server_cannot_be_told_apart_so_its_request_i
         served.target(),
         json!([answering("ada"), answering("grace")]),
         json!([
-            {"do": "parallel", "actions": [ask_client(0, "elicitation", 2), ask_client(1, "elicitation", 2)]},
+            // Each call stays open until both are answered: no request of the pair can come
+            // while only one call is in flight.
+            {"do": "parallel", "actions": [lingering(ask_client(0, "elicitation", 2)), lingering(ask_client(1, "elicitation", 2))]},
             {"do": "parallel", "actions": [ask_client(0, "elicitation", 2), ask_client(0, "elicitation", 2)]},
             {"do": "asked", "session": 1},
         ]),
@@ -304,4 +312,48 @@ fn the_reference_server_s_sampling_and_elicitation_tools_reach_the_calling_clien
     let elicited = lines[1]["result"].to_string();
     assert!(elicited.contains("Name: ada"), "{lines:?}");
     assert_eq!(lines[2]["asked"].as_array().unwrap().len(), 2, "{lines:?}");
+}
+
+#[test]
+fn a_2026_server_is_told_what_each_handshake_session_declared_for_its_own_call() {
+    // The gateway could answer all three for some client; each call's server is told only
+    // what the calling session declared in its initialize, and asks for that alone.
+    let upstream = testserver_http(&["--conformance"]);
+    let sandbox = Sandbox::with_user_servers(json!({
+        "c": { "type": "http", "url": upstream.url }
+    }));
+    let served = Served::start(&sandbox, &["--passthrough"]);
+    let call = |session: usize| {
+        json!({"do": "call", "session": session,
+               "name": "test_input_required_result_capabilities", "arguments": {}})
+    };
+    let lines = ts_sessions(
+        served.target(),
+        json!([
+            {"capabilities": {"elicitation": {}}, "name": "ada"},
+            answering("grace"),
+        ]),
+        json!([
+            {"do": "parallel", "actions": [call(0), call(1)]},
+            {"do": "asked", "session": 0},
+        ]),
+    );
+    assert_eq!(
+        parallel_text(&lines[0], 0),
+        "answered: user_name",
+        "{lines:?}"
+    );
+    let all = parallel_text(&lines[0], 1);
+    let mut keys: Vec<&str> = all
+        .strip_prefix("answered: ")
+        .unwrap_or_else(|| panic!("{lines:?}"))
+        .split(", ")
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["client_roots", "greeting", "user_name"], "{lines:?}");
+    assert_eq!(
+        lines[1]["asked"][0]["method"], "elicitation/create",
+        "{lines:?}"
+    );
+    assert_eq!(lines[1]["asked"].as_array().unwrap().len(), 1, "{lines:?}");
 }

@@ -1,7 +1,7 @@
 //! The hub's records in MCP's words: a [`mcpmux::Tool`] as an rmcp `Tool` (named as the hub
 //! exposes it), a [`mcpmux::ToolResult`] as a `CallToolResult`, and a [`mcpmux::Error`] as what
 //! the downstream client is told — an `isError` result naming the server and its state, or a
-//! JSON-RPC error when the request itself cannot be routed. Knows nothing of sessions or
+//! JSON-RPC error when the request itself cannot be routed or the client lacks a capability. Knows nothing of sessions or
 //! transports.
 
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
@@ -82,7 +82,8 @@ pub fn result(result: &mcpmux::ToolResult) -> CallToolResult {
 /// How a failed call reaches the downstream client.
 ///
 /// A name the hub does not know is a JSON-RPC error (-32602, as the spec answers an unknown
-/// tool); every other failure is a tool result with `isError: true` whose text names the
+/// tool), and so is a server's refusal for a client capability the client did not declare
+/// (-32021, with the server's `data`); every other failure is a tool result with `isError: true` whose text names the
 /// server and what became of it (down, breaker open, crashed mid-call, timed out, refused by
 /// policy), so the model reads it and the client never waits.
 pub fn error(error: &mcpmux::Error) -> Result<CallToolResult, ErrorData> {
@@ -90,9 +91,32 @@ pub fn error(error: &mcpmux::Error) -> Result<CallToolResult, ErrorData> {
         mcpmux::Error::UnknownTool { .. } => {
             Err(ErrorData::invalid_params(error.to_string(), None))
         }
+        // The client lacks what the tool needs (a task-only tool, called without the Tasks
+        // extension): its to fix, so its error, as the server sent it.
+        mcpmux::Error::MissingCapability { .. } => Err(protocol_error(error)),
         _ => Ok(CallToolResult::error(vec![ContentBlock::text(
             error.to_string(),
         )])),
+    }
+}
+
+/// A failed request as a JSON-RPC error: the upstream server's own error keeps its code, a
+/// missing client capability its `requiredCapabilities` (-32021); anything else (a server
+/// down, a timeout, a lost task) is an internal error whose text names the server and what
+/// became of it.
+pub fn protocol_error(error: &mcpmux::Error) -> ErrorData {
+    match error {
+        mcpmux::Error::Server { code, .. } => {
+            ErrorData::new(rmcp::model::ErrorCode(*code), error.to_string(), None)
+        }
+        mcpmux::Error::MissingCapability { required, .. } => ErrorData::new(
+            rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            error.to_string(),
+            required
+                .as_ref()
+                .map(|required| json!({"requiredCapabilities": required})),
+        ),
+        _ => ErrorData::internal_error(error.to_string(), None),
     }
 }
 
@@ -123,6 +147,27 @@ mod tests {
         assert_eq!(result.is_error, Some(true));
         let text = serde_json::to_string(&result).unwrap();
         assert!(text.contains("server `files` is stopped"), "{text}");
+    }
+
+    #[test]
+    fn a_missing_client_capability_is_passed_on_with_what_is_required() {
+        let missing = mcpmux::Error::MissingCapability {
+            server: "s".into(),
+            message: "Missing required client capability".into(),
+            required: Some(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})),
+        };
+        let error = error(&missing).unwrap_err();
+        assert_eq!(error.code.0, -32021);
+        let data = error.data.unwrap();
+        assert!(
+            data["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+            "{data}"
+        );
+        assert!(
+            error.message.contains("call the tool as a task"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

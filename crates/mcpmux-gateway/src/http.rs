@@ -1,6 +1,7 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
-//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests) and `/metrics`, behind
-//! the door (`door`: `Origin`, authentication, rate limits), with `/healthz`, `/readyz` and,
+//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests), legacy SSE at `/sse`
+//! and `/message` (`sse`) and `/metrics`, behind the door (`door`: `Origin`, authentication,
+//! rate limits), with `/healthz`, `/readyz` and,
 //! under OAuth, the protected resource metadata beside it, and the access log around it all.
 //! Owns binding (loopback unless authentication is configured), the `Host` allowlist handed to
 //! rmcp, and the graceful shutdown: stop accepting, let calls in flight finish within the
@@ -17,6 +18,7 @@ use axum::{
     middleware,
     response::{IntoResponse, Response},
     routing::get,
+    serve::ListenerExt,
 };
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
@@ -30,6 +32,7 @@ use crate::{
     guard::{self, GuardError, Token},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
     rate_limit::{Limiter, RateLimit},
+    sse::{Legacy, SseOptions},
 };
 
 /// How long calls in flight may run on after shutdown begins.
@@ -63,6 +66,8 @@ pub struct HttpOptions {
     pub grace: Duration,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// The bounds of legacy SSE sessions (`/sse`).
+    pub sse: SseOptions,
 }
 
 impl HttpOptions {
@@ -78,6 +83,7 @@ impl HttpOptions {
             allowed_hosts: Vec::new(),
             grace: DEFAULT_GRACE,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            sse: SseOptions::default(),
         }
     }
 }
@@ -198,11 +204,20 @@ impl HttpServer {
             peek: options.access_log,
             requests: requests.clone(),
         });
-        let scraped = Router::new()
-            .route("/metrics", get(metrics))
-            .with_state((gateway.clone(), session_manager));
+        let legacy = Legacy::new(
+            gateway.clone(),
+            options.sse.clone(),
+            options.max_body_bytes,
+            sessions.clone(),
+        );
+        let scraped = Router::new().route("/metrics", get(metrics)).with_state((
+            gateway.clone(),
+            session_manager,
+            legacy.clone(),
+        ));
         let mcp = Router::new()
             .route_service("/mcp", service)
+            .merge(legacy.routes())
             .merge(scraped)
             .layer(middleware::from_fn_with_state(door, door::check_door));
         let mut app = Router::new()
@@ -229,6 +244,13 @@ impl HttpServer {
         }
 
         let accepting = CancellationToken::new();
+        // Without TCP_NODELAY an answer written in pieces (headers, then SSE chunks) waits for
+        // the client's delayed ACK: ~40 ms a call on loopback.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "TCP_NODELAY not set");
+            }
+        });
         let server = axum::serve(
             listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
@@ -250,13 +272,15 @@ impl HttpServer {
         tracing::info!(addr = %local, "shutting down: no new connections");
         accepting.cancel();
         gateway.close();
-        if tokio::time::timeout(options.grace, requests.idle())
+        // A legacy SSE answer goes out on its session's stream, not on its POST: both waited for.
+        let answered = || async { tokio::join!(requests.idle(), legacy.idle()) };
+        if tokio::time::timeout(options.grace, answered())
             .await
             .is_err()
         {
             let cancelled = gateway.drain(Duration::ZERO).await;
             tracing::warn!(cancelled, "calls cancelled at the end of the grace period");
-            let _ = tokio::time::timeout(CLOSE_WAIT, requests.idle()).await;
+            let _ = tokio::time::timeout(CLOSE_WAIT, answered()).await;
         }
         sessions.cancel();
         if tokio::time::timeout(CLOSE_WAIT, &mut server).await.is_err() {
@@ -277,11 +301,12 @@ async fn resource_metadata(State(oauth): State<Arc<ResourceServer>>) -> Response
     response
 }
 
-/// `/metrics`: calls, errors and latency per server and tool, server states, open sessions.
+/// `/metrics`: calls, errors and latency per server and tool, server states, open sessions
+/// (`/mcp` and `/sse`).
 async fn metrics(
-    State((gateway, sessions)): State<(Gateway, Arc<LocalSessionManager>)>,
+    State((gateway, sessions, legacy)): State<(Gateway, Arc<LocalSessionManager>, Legacy)>,
 ) -> Response {
-    let open = sessions.sessions.read().await.len();
+    let open = sessions.sessions.read().await.len() + legacy.sessions();
     match gateway.metrics().render(gateway.hub(), open) {
         Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
         Err(error) => {

@@ -9,12 +9,13 @@
 //! served for a single upstream server (`--passthrough`); `relay` what an upstream server
 //! asks mid-call passed on to the calling client (and a policy `ask` asked of it), a
 //! 2026-07-28 client in `rounds` of `input_required`; `subscriptions` who holds which
-//! resource; `notices` the upstream servers' updates, list changes and logs passed on;
-//! `watchers` who hears of list changes and logs; `metrics` what `/metrics` shows; `reload`
-//! when the config is read again and applied; `guard` the HTTP door's rules, `oauth` the
-//! gateway as an OAuth resource server, `rate_limit` the buckets per client, `access_log` the
-//! line per request, `door` the middleware that applies them; `http` and `stdio` the two ways
-//! in. This file only re-exports.
+//! resource; `tasks` the tasks upstream servers run for clients (SEP-2663); `notices` the
+//! upstream servers' updates, list changes and logs passed on; `watchers` who hears of list
+//! changes and logs; `metrics` what `/metrics` shows; `reload` when the config is read again
+//! and applied; `guard` the HTTP door's rules, `oauth` the gateway as an OAuth resource
+//! server, `rate_limit` the buckets per client, `access_log` the line per request, `door` the
+//! middleware that applies them; `http` and `stdio` the two ways in (`sse`, legacy HTTP+SSE, mounted by `http`). This
+//! file only re-exports.
 
 mod access_log;
 mod convert;
@@ -34,8 +35,10 @@ mod reload;
 mod resources;
 mod rounds;
 mod session;
+mod sse;
 mod stdio;
 mod subscriptions;
+mod tasks;
 mod watchers;
 
 pub use access_log::TARGET as ACCESS_LOG_TARGET;
@@ -50,5 +53,8 @@ pub use rate_limit::{Rate, RateLimit, RateParseError};
 pub use relay::APPROVAL_WAIT;
 pub use reload::{
     Baseline, DEFAULT_DEBOUNCE, DEFAULT_POLL, Loaded, Outcome, ReloadOptions, Reloader, Trigger,
+};
+pub use sse::{
+    DEFAULT_MAX_SSE_SESSIONS, DEFAULT_SSE_QUEUE_BYTES, DEFAULT_SSE_QUEUE_MESSAGES, SseOptions,
 };
 pub use stdio::{StdioError, serve_stdio};

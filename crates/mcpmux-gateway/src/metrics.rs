@@ -118,7 +118,7 @@ impl Default for Metrics {
         );
         registry.register(
             "mcpmux_gateway_sessions",
-            "Open downstream sessions (handshake-era HTTP sessions)",
+            "Open downstream sessions (handshake-era HTTP sessions: /mcp and legacy SSE)",
             sessions.clone(),
         );
         Self {

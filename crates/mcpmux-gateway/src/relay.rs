@@ -5,7 +5,9 @@
 //! ([`ClientApproval`]).
 //!
 //! A request goes to the client only if that client declared the capability (else it is
-//! refused with -32601, naming what is missing). A handshake-era client is sent it as a
+//! refused with -32601, naming what is missing), and a 2026-07-28 upstream server is told, with
+//! each request of the call, what the client declared of those three, so it asks for nothing
+//! else (and refuses, -32021, what needs more). A handshake-era client is sent it as a
 //! request; over streamable HTTP on the response stream of the client's own `tools/call`. A
 //! 2026-07-28 client cannot be sent requests: it is put the request in a round of
 //! `input_required` (`rounds`). Knows nothing of which upstream call a request belongs to:
@@ -14,16 +16,16 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use mcpmux::host::{HostError, Relay, Relayed};
+use mcpmux::host::{HostError, Relay, Relayed, RelayedRound};
 use mcpmux::policy::{Approval, ApprovalRequest};
 use rmcp::{
     RoleServer,
     model::{ClientResult, ErrorCode, GetExtensions, ProtocolVersion, RequestId},
     service::{OriginatingRequestId, Peer, PeerRequestOptions, RequestContext, ServiceError},
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::rounds::Asks;
+use crate::rounds::{Asked, Asks};
 
 /// How long a client's user has to answer the approval of a call (what a person takes to read
 /// a call and decide, with room to spare); past it the call is refused.
@@ -31,6 +33,9 @@ pub const APPROVAL_WAIT: Duration = Duration::from_secs(300);
 
 /// Longest rendering of a call's arguments shown in an approval (the rest is cut, and said).
 const MAX_SHOWN_ARGUMENTS: usize = 2000;
+
+/// The client capabilities that answer what a server asks mid-call: what the gateway relays.
+const RELAYED_CAPABILITIES: [&str; 3] = ["roots", "sampling", "elicitation"];
 
 /// The downstream client a call is made for: its session, how it is asked, and what it
 /// declared it can answer.
@@ -95,6 +100,19 @@ impl Caller {
         }
     }
 
+    /// What the client declared of what a server may ask mid-call (roots, sampling,
+    /// elicitation): what a 2026-07-28 upstream server is told this call's client can answer.
+    /// The rest of its capabilities are left out: the gateway passes nothing else on.
+    pub fn declared_upstream(&self) -> Value {
+        let mut declared = serde_json::Map::new();
+        for capability in RELAYED_CAPABILITIES {
+            if let Some(value) = self.capabilities.get(capability) {
+                declared.insert(capability.to_string(), value.clone());
+            }
+        }
+        Value::Object(declared)
+    }
+
     /// Whether the client can be asked to fill in a form.
     pub fn takes_forms(&self) -> bool {
         !matches!(self.way, Way::Stateless) && elicitation_mode_declared(&self.capabilities, "form")
@@ -141,8 +159,8 @@ impl Caller {
         missing.map(|capability| {
             not_declared(format!(
                 "{method} needs the `{capability}` capability, and the MCP client whose call asks \
-                 for it (gateway session {}) did not declare it in its initialize; mcpmux asks \
-                 no other client instead",
+                 for it (gateway session {}) did not declare it (in its initialize, or in the \
+                 request's _meta); mcpmux asks no other client instead",
                 self.session
             ))
         })
@@ -238,6 +256,50 @@ impl Relay for ClientRelay {
             }
             tracing::debug!(server = %request.server, method = %request.method, session = self.0.session, "passing a server request on to the caller's client");
             self.0.ask(&request.method, request.params).await
+        })
+    }
+
+    fn capabilities(&self) -> Option<Value> {
+        Some(self.0.declared_upstream())
+    }
+
+    // A 2026-07-28 client is put the round whole, under the server's keys; a handshake-era
+    // client is sent each request, all at once. A request the client cannot answer refuses the
+    // whole round before anything is asked.
+    fn relay_round(
+        &self,
+        round: RelayedRound,
+    ) -> BoxFuture<'_, Result<Map<String, Value>, HostError>> {
+        Box::pin(async move {
+            for (_, request) in &round.requests {
+                if let Some(refusal) = self.0.refusal(&request.method, &request.params) {
+                    tracing::debug!(server = %round.server, method = %request.method, session = self.0.session, "round refused: {}", refusal.message);
+                    return Err(refusal);
+                }
+            }
+            tracing::debug!(server = %round.server, requests = round.requests.len(), session = self.0.session, "passing a server's round on to the caller's client");
+            if let Way::Rounds(asks) = &self.0.way {
+                let requests = round
+                    .requests
+                    .into_iter()
+                    .map(|(key, request)| Asked {
+                        key,
+                        method: request.method,
+                        params: request.params,
+                    })
+                    .collect();
+                return asks.round(requests).await;
+            }
+            let asked = round.requests.into_iter().map(|(key, request)| async move {
+                self.0
+                    .ask(&request.method, request.params)
+                    .await
+                    .map(|answer| (key, answer))
+            });
+            Ok(futures::future::try_join_all(asked)
+                .await?
+                .into_iter()
+                .collect())
         })
     }
 }

@@ -144,9 +144,10 @@ impl Catalog {
         &self,
         hub: &mcpmux::Hub,
         uri: &str,
+        options: mcpmux::CallOptions,
     ) -> Result<ReadResourceResult, ErrorData> {
         let contents = hub
-            .read_resource(None, uri)
+            .read_resource_with(None, uri, options)
             .await
             .map_err(|e| naming_uri(failure(&e), uri))?;
         let contents = contents
@@ -301,10 +302,11 @@ impl Catalog {
         hub: &mcpmux::Hub,
         name: &str,
         arguments: Map<String, Value>,
+        options: mcpmux::CallOptions,
     ) -> Result<GetPromptResult, ErrorData> {
         let (server, prompt) = self.prompt_route(hub, name).await?;
         let filled = hub
-            .get_prompt(&server, &prompt, arguments)
+            .get_prompt_with(&server, &prompt, arguments, options)
             .await
             .map_err(|e| failure(&e))?;
         let messages = serde_json::to_value(&filled.messages)
@@ -381,6 +383,8 @@ fn log_errors(what: &str, errors: &[mcpmux::Error]) {
 /// error whose text names the server and what became of it.
 pub fn failure(error: &mcpmux::Error) -> ErrorData {
     match error {
+        // The client's own declaration fell short: it is told what the server needs.
+        mcpmux::Error::MissingCapability { .. } => crate::convert::protocol_error(error),
         mcpmux::Error::Server { code, message, .. } => ErrorData::new(
             rmcp::model::ErrorCode(*code),
             format!("{error}"),
@@ -405,6 +409,7 @@ mod tests {
             server: "e".into(),
             code: -32002,
             message: "Resource not found".into(),
+            data: None,
         };
         let told = failure(&missing);
         assert_eq!(told.code.0, -32002);

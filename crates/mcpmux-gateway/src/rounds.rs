@@ -1,10 +1,13 @@
 //! A 2026-07-28 client cannot be sent requests: what an upstream server asks during its call
 //! (and a policy `ask`) is put to it as rounds of `input_required` (SEP-2322), the way a
-//! 2026-07-28 server asks. Its call runs on in a task of its own; each time the call needs the
-//! client, the client's `tools/call` is answered `input_required` with those requests and a
-//! `requestState` naming the waiting call; the client's next `tools/call` carrying that state
-//! brings the answers, and waits for what comes next: another round, or the result. A call
-//! whose client does not come back within [`ROUND_WAIT`] is cancelled (its server is told).
+//! 2026-07-28 server asks. Its call (a `tools/call`, `prompts/get` or `resources/read`) runs on
+//! in a task of its own; each time the call needs the client, the client's request is answered
+//! `input_required` with those requests and a `requestState` naming the waiting call; the
+//! client's next request carrying that state brings the answers, and waits for what comes
+//! next: another round, or the result. A 2026-07-28 upstream server's round is passed on
+//! whole, under the server's own keys; a handshake-era server's requests and the gateway's own
+//! approval are put under keys of the gateway's (`ask-N`). A call whose client does not come
+//! back within [`ROUND_WAIT`] is cancelled (its server is told).
 //!
 //! The state is the random name of a call waiting in this process: it means nothing to
 //! another replica. Knows nothing of what the call does.
@@ -19,12 +22,11 @@ use mcpmux::host::HostError;
 use rmcp::{
     RoleServer,
     model::{
-        CallToolResponse, ErrorData, InputRequest, InputRequests, InputRequiredResult,
-        InputResponses, ProgressToken,
+        ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses, ProgressToken,
     },
     service::RequestContext,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 /// How long a call waits for its client to come back with the answers of a round: what a
@@ -32,10 +34,29 @@ use tokio::sync::{mpsc, oneshot};
 pub const ROUND_WAIT: Duration = crate::relay::APPROVAL_WAIT;
 
 /// What a running call wants of its client.
-struct Ask {
-    method: String,
-    params: Value,
-    answer: oneshot::Sender<Result<Value, HostError>>,
+enum Ask {
+    /// One request (a handshake-era server's, or the gateway's own approval), put under a
+    /// key of the gateway's.
+    One {
+        method: String,
+        params: Value,
+        answer: oneshot::Sender<Result<Value, HostError>>,
+    },
+    /// A 2026-07-28 server's whole round, put under the server's own keys.
+    Round {
+        requests: Vec<Asked>,
+        answer: oneshot::Sender<Result<Map<String, Value>, HostError>>,
+    },
+}
+
+/// One request of a server's round: its key, method and params.
+pub struct Asked {
+    /// The server's key.
+    pub key: String,
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    /// As the server sent them.
+    pub params: Value,
 }
 
 /// How a running call asks its client (a clone for each relay or approver of the call).
@@ -46,11 +67,26 @@ impl Asks {
     /// Puts `method` with `params` to the client in the next round, and waits for its answer.
     pub async fn ask(&self, method: &str, params: Value) -> Result<Value, HostError> {
         let (answer, answered) = oneshot::channel();
-        let ask = Ask {
+        let ask = Ask::One {
             method: method.to_string(),
             params,
             answer,
         };
+        self.send(ask, answered).await
+    }
+
+    /// Puts a server's whole round to the client under the server's keys, and waits for the
+    /// answers (under the same keys; one the client left out is missing).
+    pub async fn round(&self, requests: Vec<Asked>) -> Result<Map<String, Value>, HostError> {
+        let (answer, answered) = oneshot::channel();
+        self.send(Ask::Round { requests, answer }, answered).await
+    }
+
+    async fn send<T>(
+        &self,
+        ask: Ask,
+        answered: oneshot::Receiver<Result<T, HostError>>,
+    ) -> Result<T, HostError> {
         self.0
             .send(ask)
             .map_err(|_| HostError::failed("the client's call has ended"))?;
@@ -60,29 +96,42 @@ impl Asks {
     }
 }
 
-/// One call run in rounds: what it asks, its progress, its end.
-pub struct Call {
+/// Where the client's answers to one ask of the last round go.
+enum Waiting {
+    /// The answer under the gateway's key.
+    One(String, oneshot::Sender<Result<Value, HostError>>),
+    /// The answers of a server's round: each under the key the client answers, and the
+    /// server's key it goes back under.
+    Round(
+        Vec<(String, String)>,
+        oneshot::Sender<Result<Map<String, Value>, HostError>>,
+    ),
+}
+
+/// One call run in rounds (a `tools/call`, `prompts/get` or `resources/read` answered `R`):
+/// what it asks, its progress, its end.
+pub struct Call<R> {
     asks: mpsc::UnboundedReceiver<Ask>,
     progress: mpsc::UnboundedReceiver<mcpmux::Progress>,
-    done: oneshot::Receiver<Result<CallToolResponse, ErrorData>>,
-    /// The asks of the last round, by the key the client answers under.
-    waiting: Vec<(String, oneshot::Sender<Result<Value, HostError>>)>,
+    done: oneshot::Receiver<Result<R, ErrorData>>,
+    /// The asks of the last round.
+    waiting: Vec<Waiting>,
     /// The call's task: aborted (its server told) when the call is dropped.
     task: tokio::task::AbortHandle,
 }
 
-impl Drop for Call {
+impl<R> Drop for Call<R> {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl Call {
+impl<R: Send + 'static> Call<R> {
     /// Runs `run` in a task of its own, giving it how to ask its client and where its progress
     /// goes.
-    pub fn spawn<F>(run: impl FnOnce(Asks, mpsc::UnboundedSender<mcpmux::Progress>) -> F) -> Call
+    pub fn spawn<F>(run: impl FnOnce(Asks, mpsc::UnboundedSender<mcpmux::Progress>) -> F) -> Self
     where
-        F: Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'static,
+        F: Future<Output = Result<R, ErrorData>> + Send + 'static,
     {
         let (ask_tx, asks) = mpsc::unbounded_channel();
         let (progress_tx, progress) = mpsc::unbounded_channel();
@@ -99,28 +148,56 @@ impl Call {
             task: task.abort_handle(),
         }
     }
+}
 
-    /// Hands the client's answers to the asks of the last round.
+impl<R> Call<R> {
+    /// Hands the client's answers to the asks of the last round. An answer to a request of the
+    /// gateway's own is required; one a server's round misses is left out (the server asks
+    /// again, as a 2026-07-28 server does); keys nobody asked are ignored.
     fn answer(&mut self, mut responses: InputResponses) {
-        for (key, answer) in self.waiting.drain(..) {
-            let given = responses
-                .remove(&key)
-                .ok_or_else(|| HostError::failed(format!("the client sent no answer for `{key}`")));
-            let _ = answer.send(given);
+        for waiting in self.waiting.drain(..) {
+            match waiting {
+                Waiting::One(key, answer) => {
+                    let given = responses.remove(&key).ok_or_else(|| {
+                        HostError::failed(format!("the client sent no answer for `{key}`"))
+                    });
+                    let _ = answer.send(given);
+                }
+                Waiting::Round(keys, answer) => {
+                    let given = keys
+                        .into_iter()
+                        .filter_map(|(mine, theirs)| {
+                            responses.remove(&mine).map(|value| (theirs, value))
+                        })
+                        .collect();
+                    let _ = answer.send(Ok(given));
+                }
+            }
         }
     }
 }
 
-/// The calls waiting for their clients to come back, by the name of their state.
-#[derive(Default)]
-pub struct Rounds {
-    waiting: Mutex<HashMap<String, (Call, tokio::task::AbortHandle)>>,
-    /// Numbers the asks, so each key is unique.
+/// The calls answered `R` waiting for their clients to come back, by the name of their state.
+pub struct Rounds<R> {
+    waiting: Mutex<HashMap<String, Parked<R>>>,
+    /// Numbers the gateway's own asks, so each key is unique.
     asked: std::sync::atomic::AtomicU64,
 }
 
-impl Rounds {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, (Call, tokio::task::AbortHandle)>> {
+/// A waiting call and the timer that cancels it.
+type Parked<R> = (Call<R>, tokio::task::AbortHandle);
+
+impl<R> Default for Rounds<R> {
+    fn default() -> Self {
+        Rounds {
+            waiting: Mutex::new(HashMap::new()),
+            asked: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked<R>>> {
         match self.waiting.lock() {
             Ok(waiting) => waiting,
             Err(poisoned) => poisoned.into_inner(),
@@ -128,11 +205,11 @@ impl Rounds {
     }
 
     /// The call named by `state`, given the client's `responses` to its last round.
-    pub fn resume(&self, state: &str, responses: InputResponses) -> Result<Call, ErrorData> {
+    pub fn resume(&self, state: &str, responses: InputResponses) -> Result<Call<R>, ErrorData> {
         let (mut call, expiry) = self.lock().remove(state).ok_or_else(|| {
             ErrorData::invalid_params(
                 "requestState names no call waiting here (it ended, waited too long, or was \
-                 begun on another gateway): call the tool again without it",
+                 begun on another gateway): send the request again without it",
                 None,
             )
         })?;
@@ -146,10 +223,10 @@ impl Rounds {
     /// client comes back). The client cancelling this request cancels the call.
     pub async fn next(
         self: &Arc<Self>,
-        mut call: Call,
+        mut call: Call<R>,
         context: &RequestContext<RoleServer>,
         token: Option<&ProgressToken>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<R, ErrorData> {
         loop {
             tokio::select! {
                 // Progress first: a step sent before the answer is passed on before it.
@@ -159,8 +236,9 @@ impl Rounds {
                 }
                 Some(ask) = call.asks.recv() => {
                     let mut asks = vec![ask];
-                    // The requests a call makes at once (a 2026-07-28 server's round) are
-                    // queued together: one round for all of them.
+                    // The requests a handshake-era server makes at once are queued together:
+                    // one round for all that are queued (a 2026-07-28 server's round is one
+                    // ask already).
                     while let Ok(more) = call.asks.try_recv() {
                         asks.push(more);
                     }
@@ -181,26 +259,66 @@ impl Rounds {
         }
     }
 
-    /// Keeps `call` waiting for the answers to `asks`, and the `input_required` result that
-    /// puts them to the client.
-    fn round(self: &Arc<Self>, mut call: Call, asks: Vec<Ask>) -> InputRequiredResult {
-        let mut requests = InputRequests::new();
-        for ask in asks {
+    /// A key of the gateway's own, unused in `requests`.
+    fn own_key(&self, requests: &InputRequests) -> String {
+        loop {
             let n = self
                 .asked
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let key = format!("ask-{n}");
-            let request = json!({"method": ask.method, "params": ask.params});
-            match serde_json::from_value::<InputRequest>(request) {
-                Ok(request) => {
-                    requests.insert(key.clone(), request);
-                    call.waiting.push((key, ask.answer));
-                }
-                Err(error) => {
-                    let _ = ask.answer.send(Err(HostError::failed(format!(
-                        "{} cannot be put to a 2026-07-28 client: {error}",
-                        ask.method
-                    ))));
+            if !requests.contains_key(&key) {
+                return key;
+            }
+        }
+    }
+
+    /// Keeps `call` waiting for the answers to `asks`, and the `input_required` result that
+    /// puts them to the client: a server's round under its own keys, the gateway's own asks
+    /// under keys of the gateway's (and a server's key another ask of this round took).
+    fn round(self: &Arc<Self>, mut call: Call<R>, asks: Vec<Ask>) -> InputRequiredResult {
+        let mut requests = InputRequests::new();
+        for ask in asks {
+            match ask {
+                Ask::One {
+                    method,
+                    params,
+                    answer,
+                } => match input_request(&method, params) {
+                    Ok(request) => {
+                        let key = self.own_key(&requests);
+                        requests.insert(key.clone(), request);
+                        call.waiting.push(Waiting::One(key, answer));
+                    }
+                    Err(refused) => {
+                        let _ = answer.send(Err(refused));
+                    }
+                },
+                Ask::Round {
+                    requests: asked,
+                    answer,
+                } => {
+                    let read: Result<Vec<_>, HostError> = asked
+                        .into_iter()
+                        .map(|a| input_request(&a.method, a.params).map(|r| (a.key, r)))
+                        .collect();
+                    match read {
+                        Ok(read) => {
+                            let mut keys = Vec::with_capacity(read.len());
+                            for (theirs, request) in read {
+                                let mine = if requests.contains_key(&theirs) {
+                                    self.own_key(&requests)
+                                } else {
+                                    theirs.clone()
+                                };
+                                requests.insert(mine.clone(), request);
+                                keys.push((mine, theirs));
+                            }
+                            call.waiting.push(Waiting::Round(keys, answer));
+                        }
+                        Err(refused) => {
+                            let _ = answer.send(Err(refused));
+                        }
+                    }
                 }
             }
         }
@@ -222,6 +340,15 @@ impl Rounds {
             .insert(state.clone(), (call, expiry.abort_handle()));
         InputRequiredResult::new(Some(requests), Some(state))
     }
+}
+
+/// `method` with `params` as an input request of a 2026-07-28 round.
+fn input_request(method: &str, params: Value) -> Result<InputRequest, HostError> {
+    serde_json::from_value(json!({"method": method, "params": params})).map_err(|error| {
+        HostError::failed(format!(
+            "{method} cannot be put to a 2026-07-28 client: {error}"
+        ))
+    })
 }
 
 /// 128 random bits, base64url: the name of a waiting call, which no client can guess.
@@ -248,7 +375,7 @@ mod tests {
 
     #[test]
     fn a_state_naming_no_waiting_call_is_refused_as_invalid_params() {
-        let rounds = Rounds::default();
+        let rounds = Rounds::<rmcp::model::CallToolResponse>::default();
         let refused = rounds
             .resume("not-a-call", InputResponses::new())
             .err()

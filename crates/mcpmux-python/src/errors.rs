@@ -145,6 +145,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             server,
             code,
             message,
+            ..
         } => {
             set("kind", "server".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;

@@ -3,7 +3,9 @@
 //! `roots/list`) and answers with what the client said, so a test sees which client was
 //! asked. With `together: N` it first waits until N calls of `ask_client` are in flight in
 //! this process (each session's and each HTTP session's alike), so a test can be sure the
-//! requests of concurrent calls overlap. Knows nothing of transports.
+//! requests of concurrent calls overlap; with `linger`, each call then stays in flight until
+//! all N have their answers, so no call of the group ends before every request was made.
+//! Knows nothing of transports.
 
 #![allow(deprecated)] // Sampling and roots are SEP-2577-deprecated in rmcp, yet the handshake era's.
 
@@ -24,6 +26,48 @@ const GATHER_WAIT: Duration = Duration::from_secs(20);
 /// The calls of `ask_client` in flight in this process, and a bell rung at each arrival.
 static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 static ARRIVED: Notify = Notify::const_new();
+
+/// The calls of `ask_client` answered and lingering: how many wait now, and how many groups
+/// have been let go (a group leaves together once `together` of them wait); a bell rung then.
+static LINGERING: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
+static RELEASED: Notify = Notify::const_new();
+
+/// Stays until `together` calls are answered and lingering (20 s at most, or until the call
+/// is cancelled); then the whole group leaves.
+pub async fn linger(together: u64, context: &RequestContext<RoleServer>) {
+    let released = RELEASED.notified();
+    tokio::pin!(released);
+    released.as_mut().enable();
+    let group = {
+        let mut lingering = LINGERING.lock().unwrap_or_else(|p| p.into_inner());
+        lingering.0 += 1;
+        if lingering.0 >= together {
+            lingering.0 = 0;
+            lingering.1 += 1;
+            RELEASED.notify_waiters();
+            return;
+        }
+        lingering.1
+    };
+    let deadline = tokio::time::Instant::now() + GATHER_WAIT;
+    loop {
+        tokio::select! {
+            () = released.as_mut() => {}
+            () = tokio::time::sleep_until(deadline) => break,
+            () = context.ct.cancelled() => break,
+        }
+        if LINGERING.lock().unwrap_or_else(|p| p.into_inner()).1 != group {
+            return;
+        }
+        released.set(RELEASED.notified());
+        released.as_mut().enable();
+    }
+    // Given up: no longer counted in the group still gathering.
+    let mut lingering = LINGERING.lock().unwrap_or_else(|p| p.into_inner());
+    if lingering.1 == group {
+        lingering.0 = lingering.0.saturating_sub(1);
+    }
+}
 
 /// Counts one call of `ask_client` in flight while it lives.
 struct Present;

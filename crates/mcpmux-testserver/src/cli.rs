@@ -50,12 +50,13 @@ pub struct Cli {
     #[arg(long, requires = "http", help_heading = "Transport")]
     pub stateless_http: bool,
 
-    /// HTTP: serve the official MCP conformance suite's server scenarios instead of the test
-    /// tools: the `test_*` tools, `test://` resources and template, `test_*` prompts,
-    /// completions, logging and subscriptions of the suite's reference server (for
-    /// `conformance server --url http://ADDR/mcp`; see conformance/run-server.sh). Every other
-    /// tool and fault knob is off.
-    #[arg(long, requires = "http", help_heading = "Transport")]
+    /// Serve the official MCP conformance suite's server scenarios instead of the test tools:
+    /// the `test_*` tools, `test://` resources and template, `test_*` prompts, completions,
+    /// logging, subscriptions and the Tasks extension of the suite's reference server (for
+    /// `conformance server --url http://ADDR/mcp` with `--http`; see conformance/run-server.sh;
+    /// over stdio, for tests of a client that needs those tools in a process it can crash).
+    /// Every other tool and fault knob is off.
+    #[arg(long, conflicts_with = "ws", help_heading = "Transport")]
     pub conformance: bool,
 
     /// HTTP: answer simple request/response exchanges with `application/json` instead of an SSE

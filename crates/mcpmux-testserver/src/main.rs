@@ -4,7 +4,7 @@
 //! This file wires the pieces: flags (`cli`) → startup faults (`faults`) → the handler
 //! (`server`, `tools`) on a transport (`stdio`, `http` or `ws`), with the raw-message `gate` in
 //! front and, over HTTP with `--oauth`, the authorization server of `oauth`. With
-//! `--conformance`, HTTP serves `conformance`'s handler instead of the test tools.
+//! `--conformance`, HTTP (or stdio) serves `conformance`'s handler instead of the test tools.
 
 mod asking;
 mod cli;
@@ -154,6 +154,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
     if let Some(addr) = cli.ws {
         return ws::serve(shared, ws::WsOptions { addr, gate }).await;
+    }
+    if cli.conformance {
+        let transport = rmcp::transport::stdio();
+        return match conformance::ConformanceServer::new_session()
+            .serve(transport)
+            .await
+        {
+            Ok(running) => {
+                let reason = running.waiting().await;
+                tracing::info!(?reason, "session ended");
+                Ok(())
+            }
+            Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+            Err(error) => Err(anyhow::Error::from(error).context("serving stdio")),
+        };
     }
 
     let transport = StdioTransport::start(StdioOptions {

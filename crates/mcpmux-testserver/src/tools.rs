@@ -139,6 +139,10 @@ pub struct AskClientArgs {
     /// process (default 1: ask at once).
     #[serde(default = "default_together")]
     pub together: u64,
+    /// Then, once answered (or refused), stay in flight until `together` calls are answered
+    /// too (20 s at most): every request of the group is made while all its calls are open.
+    #[serde(default)]
+    pub linger: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -559,7 +563,7 @@ impl TestServer {
     }
 
     #[tool(
-        description = "Handshake era: during the call, send the client a server→client request (`what`: `elicitation` for a name, `sampling` for a reply to `message`, `roots`) and answer with what it said: `name: …`, `reply: … (model …)` or `roots: …`; a refusal is an error result `refused: CODE MESSAGE`. With `together: N`, first wait until N calls of ask_client are in flight in this process.",
+        description = "Handshake era: during the call, send the client a server→client request (`what`: `elicitation` for a name, `sampling` for a reply to `message`, `roots`) and answer with what it said: `name: …`, `reply: … (model …)` or `roots: …`; a refusal is an error result `refused: CODE MESSAGE`. With `together: N`, first wait until N calls of ask_client are in flight in this process; with `linger`, then stay until N have been answered.",
         annotations(read_only_hint = true)
     )]
     async fn ask_client(
@@ -570,7 +574,11 @@ impl TestServer {
         if args.together > 16 {
             return error("together is at most 16");
         }
-        match crate::asking::ask(&args.what, args.message, args.together, &context).await {
+        let asked = crate::asking::ask(&args.what, args.message, args.together, &context).await;
+        if args.linger {
+            crate::asking::linger(args.together, &context).await;
+        }
+        match asked {
             Ok(line) => text(line),
             Err(why) => error(why),
         }

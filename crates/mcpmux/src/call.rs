@@ -1,12 +1,15 @@
 //! How one call is made: its deadline, progress, cancellation, patience and scope, as the
 //! harness asks for them, and, when the call is made for someone else (a gateway's client),
-//! who passes on what its server asks mid-call and who approves it. Shared by every layer a
-//! call passes through (handler, connection, hub); knows nothing of servers or transports.
+//! who passes on what its server asks mid-call, who approves it, and the answers the caller
+//! already holds. Shared by every layer a call passes through (handler, connection, hub);
+//! knows nothing of servers or transports. A prompt filled in or a resource read for someone
+//! else is made with the same options.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -34,6 +37,11 @@ pub struct CallOptions {
     pub relay: Option<Arc<dyn Relay>>,
     /// Decides, for this call, what a policy `ask` rule asks, instead of the hub's approver.
     pub approver: Option<Arc<dyn Approver>>,
+    /// Answers the caller already holds to a 2026-07-28 server's requests, by the server's
+    /// keys: sent with the first request (a client that retries a round whose server kept no
+    /// `requestState` sends its answers with a call that is new to the hub). A server of the
+    /// handshake era is not sent them.
+    pub input_responses: Option<Map<String, Value>>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -46,6 +54,10 @@ impl std::fmt::Debug for CallOptions {
             .field("scope", &self.scope)
             .field("relay", &self.relay.as_ref().map(|r| r.party()))
             .field("approver", &self.approver.is_some())
+            .field(
+                "input_responses",
+                &self.input_responses.as_ref().map(Map::len),
+            )
             .finish()
     }
 }
@@ -92,6 +104,13 @@ impl CallOptions {
         self.approver = Some(approver);
         self
     }
+
+    /// Builder-style: send `responses` (answers by a 2026-07-28 server's keys) with the first
+    /// request.
+    pub fn with_input_responses(mut self, responses: Map<String, Value>) -> Self {
+        self.input_responses = Some(responses);
+        self
+    }
 }
 
 /// One progress notification of a running call.
@@ -104,3 +123,7 @@ pub struct Progress {
     /// What is happening.
     pub message: Option<String>,
 }
+
+/// The identifier of the Tasks extension (SEP-2663) a task-augmented call declares
+/// ([`Hub::call_task`](crate::Hub::call_task)).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

@@ -177,8 +177,16 @@ pub(crate) const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// one without letting a hung one hold the connection for the whole startup timeout.
 pub(crate) const HEADERS_HELPER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Times a call with progress yields to the runtime after its answer, before its progress
-/// route is removed: rmcp delivers each notification from a task of its own and the answer
-/// directly, so the last steps' tasks are queued but may not have run. A few turns of the
-/// scheduler run them (measured: the serve progress test lost a step in 1 of 3 runs without).
-pub(crate) const PROGRESS_SETTLE_YIELDS: usize = 8;
+/// The longest task id (SEP-2663) taken from a server: an id is sent back in every request
+/// about its task and kept in memory until the task expires. Servers mint short ids (rmcp: a
+/// UUID); 1 KiB leaves room for any encoding.
+pub(crate) const MAX_TASK_ID_BYTES: usize = 1024;
+
+/// Tasks remembered per server (the session each was created in, so a request about it goes
+/// to that session, and a session that ended says the task is lost). Past it the record that
+/// expires first is forgotten: a request about that task then goes to the current session.
+pub(crate) const MAX_REMEMBERED_TASKS: usize = 10_000;
+
+/// How long a task is remembered when its server keeps it without limit (`ttlMs: null`), and
+/// the longest it is remembered whatever the server says: a day, as the tool and spill caches.
+pub(crate) const TASK_KEEP_MAX: Duration = Duration::from_secs(24 * 60 * 60);

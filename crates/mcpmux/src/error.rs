@@ -122,6 +122,42 @@ pub enum Error {
         code: i32,
         /// The server's message.
         message: String,
+        /// The error's `data`, as the server sent it (e.g. the `requiredCapabilities` of a
+        /// -32021), for whoever passes the error on.
+        data: Option<serde_json::Value>,
+    },
+
+    /// The server needs a client capability the request did not declare (-32021): for the
+    /// Tasks extension, a tool that only runs as a task (call it with
+    /// [`Hub::call_task`](crate::Hub::call_task)).
+    #[error(
+        "server `{server}` needs a client capability the request did not declare: {message}{}",
+        required_suffix(required)
+    )]
+    MissingCapability {
+        /// The server's name.
+        server: String,
+        /// The server's message.
+        message: String,
+        /// The capabilities it requires, as it sent them (`requiredCapabilities`), if it did.
+        required: Option<serde_json::Value>,
+    },
+
+    /// The server session a task ran in has ended (the server exited, crashed or was
+    /// restarted): the task is gone with it; call again.
+    #[error(
+        "server `{server}`: task `{task}` is lost: {reason}{}",
+        tail_suffix(stderr_tail)
+    )]
+    TaskLost {
+        /// The server's name.
+        server: String,
+        /// The server's id of the task.
+        task: String,
+        /// What became of the session (exit status, transport error).
+        reason: String,
+        /// The last lines the server wrote to stderr, if any.
+        stderr_tail: Vec<String>,
     },
 
     /// The server answered something that is not valid MCP.
@@ -240,6 +276,32 @@ fn tail_suffix(tail: &[String]) -> String {
             tail.join("\n    ")
         )
     }
+}
+
+/// What a server said it requires: the Tasks extension in words, anything else as its JSON
+/// (cut: it is the server's).
+fn required_suffix(required: &Option<serde_json::Value>) -> String {
+    const MAX: usize = 200;
+    let Some(required) = required else {
+        return String::new();
+    };
+    let tasks = required
+        .pointer("/extensions")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|extensions| extensions.contains_key(crate::call::TASKS_EXTENSION));
+    if tasks {
+        return " (the Tasks extension: call the tool as a task)".to_string();
+    }
+    let mut text = required.to_string();
+    if text.len() > MAX {
+        let mut end = MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    format!(" (requires {text})")
 }
 
 fn suggest_suffix(suggestion: &Option<String>) -> String {

@@ -265,6 +265,45 @@ pub trait Relay: Send + Sync {
     /// Passes `request` on: the answer's `result` object, or the error the server is sent
     /// (refuse what the client cannot answer with code -32601, "method not found").
     fn relay(&self, request: Relayed) -> BoxFuture<'_, Result<Value, HostError>>;
+
+    /// What the party can answer, as MCP client capabilities in JSON (`{"elicitation": {},
+    /// …}`): a 2026-07-28 server is told these for this call (its request's `_meta`), in
+    /// place of the hub's own, so it asks only for what the party can answer and refuses
+    /// what needs more. `None` (the default): the hub's own. A handshake-era server heard the
+    /// hub's own in the handshake; nothing can change them per call.
+    fn capabilities(&self) -> Option<Value> {
+        None
+    }
+
+    /// Passes on a whole round of a 2026-07-28 server (the requests of one `input_required`
+    /// answer), keyed as the server keyed them: the answers under the same keys, or the
+    /// error that ends the call (2026-07-28 has no way to refuse one request of a round).
+    /// The default passes each request on through [`Relay::relay`], all at once.
+    fn relay_round(
+        &self,
+        round: RelayedRound,
+    ) -> BoxFuture<'_, Result<Map<String, Value>, HostError>> {
+        Box::pin(async move {
+            let asked = round.requests.into_iter().map(|(key, request)| async move {
+                self.relay(request).await.map(|answer| (key, answer))
+            });
+            Ok(futures::future::try_join_all(asked)
+                .await?
+                .into_iter()
+                .collect())
+        })
+    }
+}
+
+/// One round of a 2026-07-28 server's requests (an `input_required` answer), for a [`Relay`]
+/// to pass on whole.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RelayedRound {
+    /// The server that asks.
+    pub server: String,
+    /// Each request under the server's key, in the order the server sent them.
+    pub requests: Vec<(String, Relayed)>,
 }
 
 /// How much a log message matters (RFC 5424's levels, as MCP's `logging/setLevel` names

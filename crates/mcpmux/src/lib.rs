@@ -43,10 +43,11 @@ mod result;
 mod spill;
 mod state;
 mod sync;
+mod task;
 mod transport;
 mod untrusted;
 
-pub use call::{CallOptions, Progress};
+pub use call::{CallOptions, Progress, TASKS_EXTENSION};
 pub use catalog::merge::{Dropped, SourceKind, ToolOrigin};
 pub use catalog::naming::assign as exposed_names;
 pub use catalog::scope::{Scope, ScopeParseError};
@@ -67,6 +68,7 @@ pub use resources::{
 pub use result::{IntoToolResult, Json, ToolResult, error_result};
 pub use spill::Spill;
 pub use state::{Era, HubEvent, Reload, ServerState};
+pub use task::{Task, TaskCall, TaskOutcome, TaskState, TaskStatus};
 pub use untrusted::{
     UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,
     wrap_untrusted,

@@ -237,6 +237,7 @@ impl Error {
                 server,
                 code,
                 message,
+                ..
             } => (format!("returned error {code}"), server, message.clone()),
             Error::Protocol { server, message } => {
                 ("violated the protocol".to_string(), server, message.clone())
@@ -245,6 +246,23 @@ impl Error {
                 "(required) failed to start".to_string(),
                 server,
                 message.clone(),
+            ),
+            Error::MissingCapability {
+                server, message, ..
+            } => (
+                "needs a client capability the request did not declare".to_string(),
+                server,
+                message.clone(),
+            ),
+            Error::TaskLost {
+                server,
+                reason,
+                stderr_tail,
+                ..
+            } => (
+                "lost the task: its session ended".to_string(),
+                server,
+                with_tail(reason, stderr_tail),
             ),
             _ => return None,
         };

@@ -1,17 +1,14 @@
 //! The gateway as an MCP server: rmcp's `ServerHandler` over a [`mcpmux::Hub`]. `tools/list`
 //! is the hub's tool set (named as the hub exposes it, in the configured scope, in pages:
-//! `paging`); `tools/call` goes through `Hub::call_with`, with the downstream request's
-//! cancellation and progress token passed up and its progress passed down, and with the
-//! calling client as the one that answers what the upstream server asks mid-call and that
-//! approves a policy `ask` (`relay`); list changes reach every watcher (`watchers`);
-//! resources, templates, prompts and completions are `resources`'s, subscriptions
-//! `subscriptions`'s, upstream notices `notices`'s, and each capability is declared once some
-//! upstream server offers it. Owns the count of calls in flight that a graceful shutdown
-//! waits for. Knows nothing of HTTP or stdio: a transport makes one handler per session
-//! ([`Gateway::session`]).
+//! `paging`); `tools/call`, `prompts/get` and `resources/read` are made for the client that
+//! sends them (`calls`: what the upstream server asks meanwhile goes to that client, a
+//! 2026-07-28 client's in rounds of `input_required`); list changes reach every watcher
+//! (`watchers`); resources, templates, prompts and completions are `resources`'s,
+//! subscriptions `subscriptions`'s, tasks `tasks`'s, upstream notices `notices`'s, and each capability is
+//! declared once some upstream server offers it. Knows nothing of HTTP or stdio: a transport
+//! makes one handler per session ([`Gateway::session`]).
 
 use std::borrow::Cow;
-use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -19,36 +16,37 @@ use std::time::Duration;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
-        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-        ProgressToken, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+        CompleteResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+        GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
         ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
         SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        UpdateTaskParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 // Logging is SEP-2577-deprecated in rmcp, yet the handshake era's `logging/setLevel`.
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 
+mod calls;
 mod reconfigure;
 
+pub(crate) use calls::forward_progress;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
-    convert,
     metrics::Metrics,
     options::GatewayOptions,
     paging::Pager,
     passthrough::Naming,
-    relay::{Caller, ClientApproval, ClientRelay},
     resources::{Catalog, Hidden},
-    rounds::{Call, Rounds},
+    rounds::Rounds,
     session::Session,
     subscriptions::{Subscriptions, Target},
     watchers::{Looks, Watchers},
@@ -103,10 +101,14 @@ struct Inner {
     subscriptions: Arc<Subscriptions>,
     /// Cuts the lists served into pages.
     pager: Pager,
-    /// 2026-07-28 calls waiting for their clients' answers.
-    rounds: Arc<Rounds>,
+    /// 2026-07-28 calls, prompts and reads waiting for their clients' answers.
+    rounds: Arc<Rounds<CallToolResponse>>,
+    prompt_rounds: Arc<Rounds<GetPromptResponse>>,
+    read_rounds: Arc<Rounds<ReadResourceResponse>>,
     /// The log level last asked of the upstream servers.
     upstream_level: std::sync::Mutex<Option<mcpmux::host::LogLevel>>,
+    /// The tasks upstream servers run for downstream clients (SEP-2663).
+    tasks: crate::tasks::Tasks,
 }
 
 impl Drop for Inner {
@@ -186,7 +188,10 @@ impl Gateway {
                 subscriptions,
                 pager,
                 rounds: Arc::default(),
+                prompt_rounds: Arc::default(),
+                read_rounds: Arc::default(),
                 upstream_level: std::sync::Mutex::new(None),
+                tasks: crate::tasks::Tasks::default(),
                 watchers,
                 startup,
                 closing: CancellationToken::new(),
@@ -305,6 +310,9 @@ impl Gateway {
         if offers(&inner.offers_logging) {
             capabilities.logging = Some(serde_json::Map::new());
         }
+        inner
+            .tasks
+            .declare(&inner.hub, &inner.hidden, &mut capabilities);
         capabilities
     }
 
@@ -325,169 +333,6 @@ impl Gateway {
         )
         .await;
     }
-
-    /// One `tools/call`: through the hub, with the downstream request's cancellation and
-    /// progress; a 2026-07-28 client's in rounds of `input_required` (`rounds`).
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // What the upstream server asks during this call goes to this call's client, and a
-        // policy `ask` is asked of it when it can answer.
-        let caller = Caller::of(self.session.id, &context);
-        if caller.is_stateless() {
-            return self.call_in_rounds(request, context, caller).await;
-        }
-        if self.inner.closing.is_cancelled() {
-            return Ok(convert::refusal("the gateway is shutting down; call again later").into());
-        }
-        let cancel = self.inner.abort.child_token();
-        let token = context.meta.get_progress_token();
-        let mut progress = None;
-        let mut progress_tx = None;
-        if token.is_some() {
-            let (tx, rx) = mpsc::unbounded_channel();
-            progress_tx = Some(tx);
-            progress = Some(rx);
-        }
-        let mut call = pin!(self.run(request, caller, cancel.clone(), progress_tx));
-        let mut cancelled = false;
-        let outcome = loop {
-            tokio::select! {
-                // Progress first: a step sent before the answer is passed on before it.
-                biased;
-                Some(step) = next(&mut progress) => {
-                    forward_progress(&context, token.as_ref(), step).await;
-                }
-                // The downstream client cancelled: cancel upstream, then take the call's answer.
-                () = context.ct.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    cancel.cancel();
-                }
-                outcome = &mut call => break outcome,
-            }
-        };
-        // Steps still queued when the answer came: they happened before it.
-        if let Some(rx) = progress.as_mut() {
-            while let Ok(step) = rx.try_recv() {
-                forward_progress(&context, token.as_ref(), step).await;
-            }
-        }
-        outcome
-    }
-
-    /// A 2026-07-28 client's `tools/call`: a new call run in a task of its own, or, with a
-    /// `requestState`, the answers to a waiting call's last round; either way, what the call
-    /// does next.
-    async fn call_in_rounds(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-        caller: Caller,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let rounds = &self.inner.rounds;
-        let token = context.meta.get_progress_token();
-        let call = match request.request_state.clone() {
-            Some(state) => {
-                let responses = request.input_responses.clone().unwrap_or_default();
-                rounds.resume(&state, responses)?
-            }
-            None => {
-                if self.inner.closing.is_cancelled() {
-                    let refused = "the gateway is shutting down; call again later";
-                    return Ok(convert::refusal(refused).into());
-                }
-                let gateway = self.clone();
-                let cancel = self.inner.abort.child_token();
-                let wants_progress = token.is_some();
-                Call::spawn(move |asks, progress| async move {
-                    let progress = wants_progress.then_some(progress);
-                    gateway
-                        .run(request, caller.in_rounds(asks), cancel, progress)
-                        .await
-                })
-            }
-        };
-        rounds.next(call, &context, token.as_ref()).await
-    }
-
-    /// The call itself, made for `caller`: through the hub, counted in flight and in the
-    /// metrics, its outcome in MCP's words.
-    async fn run(
-        &self,
-        request: CallToolRequestParams,
-        caller: Caller,
-        cancel: CancellationToken,
-        progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let _in_flight = InFlight::enter(&self.inner);
-        let arguments = request
-            .arguments
-            .map_or(serde_json::Value::Null, serde_json::Value::Object);
-        let mut options = mcpmux::CallOptions::default()
-            .with_cancel(cancel)
-            .with_relay(Arc::new(ClientRelay(caller.clone())));
-        if self.inner.options.ask_clients && caller.takes_forms() {
-            options = options.with_approver(Arc::new(ClientApproval(caller)));
-        }
-        if let Some(scope) = &self.inner.options.scope {
-            options = options.with_scope(scope.clone());
-        }
-        if let Some(progress) = progress {
-            options = options.with_progress(progress);
-        }
-        let hub = &self.inner.hub;
-        // In pass-through mode the name served is the server's own: the hub's is looked up.
-        let name: Cow<'_, str> = if self.inner.options.passthrough {
-            Cow::Owned(self.naming().hub_tool(&request.name, &self.served(), hub))
-        } else {
-            Cow::Borrowed(&request.name)
-        };
-        let started = std::time::Instant::now();
-        let outcome = hub.call_with(&name, arguments, options).await;
-        let tool = hub.tool(&name);
-        let failed = outcome.as_ref().map_or(true, |result| result.is_error);
-        self.inner.metrics.record(
-            tool.as_ref().map(|t| (t.server.as_str(), t.name.as_str())),
-            started.elapsed(),
-            failed,
-        );
-        match outcome {
-            Ok(result) => Ok(convert::result(&result).into()),
-            Err(error) => {
-                tracing::debug!(tool = %request.name, %error, "call failed");
-                convert::error(&error).map(Into::into)
-            }
-        }
-    }
-}
-
-/// Sends one progress step to the downstream client under its progress token.
-pub(crate) async fn forward_progress(
-    context: &RequestContext<RoleServer>,
-    token: Option<&ProgressToken>,
-    step: mcpmux::Progress,
-) {
-    let Some(token) = token else {
-        return;
-    };
-    let mut param = ProgressNotificationParam::new(token.clone(), step.progress);
-    param.total = step.total;
-    param.message = step.message;
-    if let Err(error) = context.peer.notify_progress(param).await {
-        tracing::debug!(%error, "progress not passed downstream");
-    }
-}
-
-/// The next progress step, or never when the call has no progress channel.
-async fn next(
-    progress: &mut Option<mpsc::UnboundedReceiver<mcpmux::Progress>>,
-) -> Option<mcpmux::Progress> {
-    match progress {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// The cursor a list request carries.
@@ -502,24 +347,6 @@ fn list(hub: &mcpmux::Hub, scope: Option<&mcpmux::Scope>) -> Vec<mcpmux::Tool> {
         None => hub.tools(),
     };
     tools.into_iter().filter(|t| t.unusable.is_none()).collect()
-}
-
-/// Counts one call in flight while it lives (in a task of its own, too).
-struct InFlight(Arc<Inner>);
-
-impl InFlight {
-    fn enter(inner: &Arc<Inner>) -> Self {
-        inner.in_flight.fetch_add(1, Ordering::SeqCst);
-        InFlight(inner.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
 }
 
 impl ServerHandler for Gateway {
@@ -584,11 +411,9 @@ impl ServerHandler for Gateway {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.wait_for_startup().await;
-        let read = self.inner.catalog.read(&self.inner.hub, &request.uri);
-        Ok(read.await?.into())
+        self.read_for(request, context).await
     }
 
     async fn list_prompts(
@@ -604,15 +429,9 @@ impl ServerHandler for Gateway {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.wait_for_startup().await;
-        let arguments = request.arguments.unwrap_or_default();
-        let filled = self
-            .inner
-            .catalog
-            .get_prompt(&self.inner.hub, &request.name, arguments);
-        Ok(filled.await?.into())
+        self.get_prompt_for(request, context).await
     }
 
     async fn list_tools(
@@ -647,6 +466,37 @@ impl ServerHandler for Gateway {
             Vec::new()
         };
         self.naming().served_tool(name, &served, &self.inner.hub)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = &self.inner.tasks;
+        tasks.get(&self.inner.hub, &request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let responses = request.input_responses.into_iter().collect();
+        let tasks = &self.inner.tasks;
+        let update = tasks.update(&self.inner.hub, &request.task_id, responses, &context);
+        update.await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = &self.inner.tasks;
+        tasks
+            .cancel(&self.inner.hub, &request.task_id, &context)
+            .await
     }
 
     async fn complete(

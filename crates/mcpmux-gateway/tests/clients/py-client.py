@@ -1,6 +1,7 @@
 """The official Python SDK client driving `mcpmux serve` for the gateway's integration tests.
 Usage:
-    python py-client.py '{"stdio":{"command":C,"args":[...],"env":{...}}|"url":U,"mode":"auto"|"legacy","actions":[...]}'
+    python py-client.py '{"stdio":{"command":C,"args":[...],"env":{...}}|"url":U|"sse":U,"mode":"auto"|"legacy","actions":[...]}'
+`url` is streamable HTTP (`…/mcp`), `sse` the legacy HTTP+SSE transport (`…/sse`, handshake era).
 With "url", "headers":{...} are sent on every request (an `Authorization: Bearer` token).
 `mode` "auto" probes server/discover and speaks 2026-07-28 with a server that answers it;
 "legacy" forces the initialize handshake. Actions, run in order, each print one JSON line:
@@ -36,6 +37,7 @@ import sys
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters, types
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -45,6 +47,8 @@ scenario = json.loads(sys.argv[1])
 def target():
     if "url" in scenario:
         return scenario["url"]
+    if "sse" in scenario:
+        return sse_client(scenario["sse"])
     stdio = scenario["stdio"]
     return StdioServerParameters(
         command=stdio["command"], args=stdio.get("args", []), env={**os.environ, **stdio.get("env", {})}

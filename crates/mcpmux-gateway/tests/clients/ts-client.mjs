@@ -1,6 +1,7 @@
 // The official TypeScript SDK client (handshake era) driving `mcpmux serve` for the gateway's
 // integration tests. Usage:
-//   node ts-client.mjs MODULES_DIR '{"stdio":{"command":C,"args":[...],"env":{...}}|"url":U,"actions":[...]}'
+//   node ts-client.mjs MODULES_DIR '{"stdio":{"command":C,"args":[...],"env":{...}}|"url":U|"sse":U,"actions":[...]}'
+// `url` is streamable HTTP (`…/mcp`), `sse` the legacy HTTP+SSE transport (`…/sse`).
 // Actions, run in order, each printing one JSON line on stdout:
 //   {"do":"list"}                                   -> {"tools":[names]}
 //   {"do":"call","name":N,"arguments":{...}}        -> {"result":CallToolResult} or {"error":message}
@@ -26,11 +27,14 @@ const require = createRequire(path.join(modules, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
+const { SSEClientTransport } = require("@modelcontextprotocol/sdk/client/sse.js");
 const { ToolListChangedNotificationSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const transport = scenario.url
   ? new StreamableHTTPClientTransport(new URL(scenario.url))
-  : new StdioClientTransport({ stderr: "ignore", ...scenario.stdio });
+  : scenario.sse
+    ? new SSEClientTransport(new URL(scenario.sse))
+    : new StdioClientTransport({ stderr: "ignore", ...scenario.stdio });
 const client = new Client({ name: "gateway-test-ts", version: "1.0.0" });
 let listChanged = 0;
 const listChangedWaiters = [];

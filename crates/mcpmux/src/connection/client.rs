@@ -55,7 +55,8 @@ impl ProgressRoutes {
         self.lock().remove(token);
     }
 
-    fn deliver(&self, params: &ProgressNotificationParam) -> bool {
+    /// Hands a progress step to the call that owns its token; false when no call does.
+    pub(super) fn deliver(&self, params: &ProgressNotificationParam) -> bool {
         let map = self.lock();
         match map.get(&params.progress_token) {
             Some(route) => {

@@ -1,5 +1,6 @@
 //! ONE server: its connection handle, the supervisor task that owns the session and publishes
-//! its state, the era probe and handshake, the circuit breaker and the call path.
+//! its state, the era probe and handshake, the circuit breaker, the call path and the tasks
+//! (SEP-2663) a server runs for calls.
 //!
 //! The hub observes connections; it never pokes their state. Calls go straight to the shared
 //! rmcp `Peer` (it multiplexes concurrent requests), not through the supervisor, so the hot
@@ -14,10 +15,14 @@ mod flights;
 mod handshake;
 mod mrtr;
 mod probe;
+mod progress_tap;
 mod requests;
+mod rounds;
 mod session_repair;
 mod subscriptions;
 mod supervisor;
+mod task_wire;
+mod tasks;
 pub(crate) mod tool_cache;
 mod tool_result;
 
@@ -97,6 +102,8 @@ pub(crate) struct Connection {
     cached: Arc<AtomicBool>,
     /// When the cached list was made, and by which version of the server.
     cached_at: Option<(std::time::SystemTime, Option<String>)>,
+    /// The tasks the server made for this hub, and the session each lives in.
+    tasks: tasks::Book,
 }
 
 /// What the supervisor needs from the hub.
@@ -180,6 +187,7 @@ impl Connection {
             runtime,
             cached,
             cached_at,
+            tasks: tasks::Book::default(),
         }
     }
 

@@ -1,15 +1,17 @@
 //! Requests to one server beside tool calls: its resources, templates and prompts (a page, or
 //! every page with a guard against a cursor that loops), a resource read, a prompt filled in,
-//! a completion of an argument, the level of the logs it sends. Each goes to the live session (waiting for the first connection attempt to settle) within
-//! the server's call deadline, and its failure is said as an [`Error`] naming the server.
-//! Knows nothing of other servers: the hub fans out.
+//! a completion of an argument, the level of the logs it sends. Each goes to the live session
+//! (waiting for the first connection attempt to settle) within the server's call deadline, and
+//! its failure is said as an [`Error`] naming the server. A read and a prompt may take rounds
+//! of a 2026-07-28 server's `input_required`, as a tool call does (`rounds.rs`). Knows nothing
+//! of other servers: the hub fans out.
 
 use std::collections::HashSet;
 use std::future::Future;
 
 use rmcp::model::{
-    ArgumentInfo, CompleteRequestParams, CompletionContext, GetPromptRequestParams,
-    PaginatedRequestParams, ReadResourceRequestParams, Reference, ServerCapabilities,
+    ArgumentInfo, CompleteRequestParams, CompletionContext, PaginatedRequestParams, Reference,
+    ServerCapabilities, ServerResult,
 };
 // Logging is SEP-2577-deprecated, yet part of the handshake era.
 #[allow(deprecated)]
@@ -20,6 +22,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Connection;
+use super::rounds::{Roundtrip, service_error};
+use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::{Error, Result};
 use crate::host::LogLevel;
@@ -174,39 +178,70 @@ impl Connection {
         Ok(Page { items, next_cursor })
     }
 
-    /// Reads `uri`.
-    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>> {
-        let params = ReadResourceRequestParams::new(uri);
-        let result = self
-            .request("resources/read", |peer| async move {
-                peer.read_resource(params).await
-            })
-            .await?;
-        let value = to_json(&self.spec.name, &result)?;
+    /// Reads `uri`; a 2026-07-28 server's rounds of `input_required` answered as `options`
+    /// says (its relay, else the host).
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        options: &CallOptions,
+    ) -> Result<Vec<ResourceContents>> {
+        let roundtrip = Roundtrip::Read {
+            uri: uri.to_string(),
+        };
+        let value = match self.roundtrip("resources/read", roundtrip, options).await? {
+            ServerResult::ReadResourceResult(result) => to_json(&self.spec.name, &result)?,
+            other => return Err(self.not_an_answer("resources/read", "resource contents", &other)),
+        };
         from_field(&self.spec.name, &value, "contents")
     }
 
-    /// The prompt `name` filled in with `arguments`.
+    /// The prompt `name` filled in with `arguments`; a 2026-07-28 server's rounds of
+    /// `input_required` answered as `options` says (its relay, else the host).
     pub(crate) async fn get_prompt(
         &self,
         name: &str,
         arguments: Map<String, Value>,
+        options: &CallOptions,
     ) -> Result<PromptMessages> {
         let server = self.spec.name.as_str();
-        let mut params = GetPromptRequestParams::new(name);
-        if !arguments.is_empty() {
-            params.arguments = Some(arguments);
-        }
-        let result = self
-            .request("prompts/get", |peer| async move {
-                peer.get_prompt(params).await
-            })
-            .await?;
-        let value = to_json(server, &result)?;
+        let roundtrip = Roundtrip::Prompt {
+            name: name.to_string(),
+            arguments: (!arguments.is_empty()).then_some(arguments),
+        };
+        let value = match self.roundtrip("prompts/get", roundtrip, options).await? {
+            ServerResult::GetPromptResult(result) => to_json(server, &result)?,
+            other => return Err(self.not_an_answer("prompts/get", "prompt", &other)),
+        };
         serde_json::from_value(value).map_err(|e| Error::Protocol {
             server: server.to_string(),
             message: format!("prompts/get answered something that is not a prompt: {e}"),
         })
+    }
+
+    /// Sends `roundtrip` on the live session (waiting for the first connection attempt to
+    /// settle) in as many rounds as the server asks for, within the call deadline `options`
+    /// gives (the server's by default).
+    async fn roundtrip(
+        &self,
+        what: &str,
+        roundtrip: Roundtrip,
+        options: &CallOptions,
+    ) -> Result<ServerResult> {
+        let live = self.live_part(what, Connection::live).await?;
+        let timeout = options.timeout.unwrap_or(self.spec.call_timeout);
+        self.exchange(&live, roundtrip, options, timeout, false)
+            .await
+    }
+
+    /// The error of an answer to `method` that is not `expected`.
+    fn not_an_answer(&self, method: &str, expected: &str, answer: &ServerResult) -> Error {
+        Error::Protocol {
+            server: self.spec.name.clone(),
+            message: format!(
+                "{method} answered something that is not a {expected} ({})",
+                super::rounds::result_kind(answer)
+            ),
+        }
     }
 
     /// Suggestions for the value of `argument` of `reference`, given the `context` of the
@@ -299,34 +334,6 @@ impl Connection {
                 after: timeout,
             }),
         }
-    }
-}
-
-/// An rmcp request failure as an [`Error`]: the server's own JSON-RPC error, a timeout, a
-/// connection that closed, or an answer that is not MCP. The one mapping of the library; the
-/// call path adds what it knows of a session that ended (exit status, stderr).
-pub(super) fn service_error(server: &str, what: &str, e: ServiceError) -> Error {
-    match e {
-        ServiceError::McpError(data) => Error::Server {
-            server: server.to_string(),
-            code: data.code.0,
-            message: data.message.into_owned(),
-        },
-        ServiceError::Timeout { timeout } => Error::Timeout {
-            server: server.to_string(),
-            what: what.to_string(),
-            after: timeout,
-        },
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => Error::ConnectionLost {
-            server: server.to_string(),
-            what: what.to_string(),
-            reason: e.to_string(),
-            stderr_tail: Vec::new(),
-        },
-        other => Error::Protocol {
-            server: server.to_string(),
-            message: format!("{what}: {other}"),
-        },
     }
 }
 

@@ -364,10 +364,11 @@ impl Supervisor {
         }
 
         let listener = (era == super::Era::Stateless).then(|| {
-            tokio::spawn(listen_for_tool_changes(
+            tokio::spawn(listen_for_list_changes(
                 peer.clone(),
                 self.spec.name.clone(),
                 tools_changed.clone(),
+                self.shared.host.clone(),
             ))
         });
         let repair = side.http_session.clone().map(|watch| {
@@ -517,31 +518,46 @@ impl Supervisor {
 }
 
 /// The stateless era sends no notification without a subscription: when the server can
-/// announce tool-list changes, subscribe and forward them to the supervisor.
-async fn listen_for_tool_changes(
+/// announce changes of its tool, prompt or resource list, subscribe to those it announces;
+/// a tool-list change goes to the supervisor, the others to the host (as a handshake-era
+/// server's notifications do).
+async fn listen_for_list_changes(
     peer: rmcp::service::Peer<rmcp::RoleClient>,
     server: String,
     tools_changed: Arc<tokio::sync::Notify>,
+    host: crate::host::Host,
 ) {
-    let announces = peer
-        .peer_info()
-        .and_then(|info| {
-            info.capabilities
-                .tools
-                .as_ref()
-                .and_then(|t| t.list_changed)
-        })
+    let Some(info) = peer.peer_info() else {
+        return;
+    };
+    let capabilities = &info.capabilities;
+    let tools = capabilities
+        .tools
+        .as_ref()
+        .and_then(|t| t.list_changed)
         .unwrap_or(false);
-    if !announces {
+    let prompts = capabilities
+        .prompts
+        .as_ref()
+        .and_then(|p| p.list_changed)
+        .unwrap_or(false);
+    let resources = capabilities
+        .resources
+        .as_ref()
+        .and_then(|r| r.list_changed)
+        .unwrap_or(false);
+    if !(tools || prompts || resources) {
         return;
     }
-    let filter = rmcp::model::SubscriptionFilter::builder()
-        .tools_list_changed()
-        .build();
+    let mut filter = rmcp::model::SubscriptionFilter::new();
+    let announced = |yes: bool| yes.then_some(true);
+    filter.tools_list_changed = announced(tools);
+    filter.prompts_list_changed = announced(prompts);
+    filter.resources_list_changed = announced(resources);
     let mut subscription = match peer.listen(filter).await {
         Ok(subscription) => subscription,
         Err(e) => {
-            tracing::debug!(server = %server, "cannot subscribe to tool-list changes: {e}");
+            tracing::debug!(server = %server, "cannot subscribe to list changes: {e}");
             return;
         }
     };
@@ -549,6 +565,16 @@ async fn listen_for_tool_changes(
         match subscription.next().await {
             Ok(Some(rmcp::model::ServerNotification::ToolListChangedNotification(_))) => {
                 tools_changed.notify_one();
+            }
+            Ok(Some(rmcp::model::ServerNotification::PromptListChangedNotification(_))) => {
+                host.publish(crate::host::ResourceEvent::PromptsChanged {
+                    server: server.clone(),
+                });
+            }
+            Ok(Some(rmcp::model::ServerNotification::ResourceListChangedNotification(_))) => {
+                host.publish(crate::host::ResourceEvent::ResourcesChanged {
+                    server: server.clone(),
+                });
             }
             Ok(Some(_)) => {}
             Ok(None) | Err(_) => return,

@@ -1,6 +1,7 @@
 //! One call through the hub: the exact lookup of the exposed name, scope, policy, argument
 //! validation, the call itself (a server's connection or a local tool), then the checks and
-//! the cut of its result. Routing is a lookup, never a parse of the name.
+//! the cut of its result. A task-augmented call (`Hub::call_task`) takes the same path.
+//! Routing is a lookup, never a parse of the name.
 
 use serde_json::Value;
 
@@ -14,6 +15,7 @@ use crate::policy::SideEffects;
 use crate::result::{self, ToolResult};
 use crate::schema;
 use crate::state::ServerState;
+use crate::task::TaskCall;
 
 impl Hub {
     /// Calls the tool exposed as `name` with JSON `arguments` (an object, or null for none).
@@ -29,6 +31,25 @@ impl Hub {
         arguments: Value,
         options: CallOptions,
     ) -> Result<ToolResult> {
+        match self.call_as(name, arguments, options, false).await? {
+            TaskCall::Completed(result) => Ok(result),
+            // The connection takes a task only from a call that declared the extension.
+            TaskCall::Started(task) => Err(Error::Protocol {
+                server: task.server,
+                message: format!("answered `{name}` with a task the call did not ask for"),
+            }),
+        }
+    }
+
+    /// One call, declaring the Tasks extension when `as_task` (the server may then answer
+    /// with a task): lookup, scope, policy, validation, the call, the checks and the cut.
+    pub(super) async fn call_as(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        as_task: bool,
+    ) -> Result<TaskCall> {
         let arguments = match arguments {
             Value::Object(map) => Some(map),
             Value::Null => None,
@@ -128,10 +149,19 @@ impl Hub {
                     });
                 };
                 let connection = &server.connection;
-                let result = connection
-                    .call(&tool.raw_name, Some(map), is_safe(tool), &options)
-                    .await
-                    .map_err(|e| server.explain(e))?;
+                let result = if as_task {
+                    let call =
+                        connection.call_task(&tool.raw_name, Some(map), is_safe(tool), &options);
+                    match call.await.map_err(|e| server.explain(e))? {
+                        TaskCall::Completed(result) => result,
+                        started @ TaskCall::Started(_) => return Ok(started),
+                    }
+                } else {
+                    connection
+                        .call(&tool.raw_name, Some(map), is_safe(tool), &options)
+                        .await
+                        .map_err(|e| server.explain(e))?
+                };
                 (result, server.spec.options.max_result_bytes)
             }
             None => {
@@ -174,7 +204,9 @@ impl Hub {
                 result.output_problems = problems.iter().map(ToString::to_string).collect();
             }
         }
-        Ok(result::truncate(result, max_bytes, &tool.name, Some(&inner.spill)).result)
+        Ok(TaskCall::Completed(
+            result::truncate(result, max_bytes, &tool.name, Some(&inner.spill)).result,
+        ))
     }
 
     /// Starts, without waiting, the server a call to `name` would go to (the one its tools

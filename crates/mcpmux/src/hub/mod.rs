@@ -20,6 +20,7 @@ mod options;
 mod reload;
 mod resources;
 mod status;
+mod tasks;
 mod tools;
 
 pub use options::HubOptions;

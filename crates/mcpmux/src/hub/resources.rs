@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Hub;
+use crate::call::CallOptions;
 use crate::connection::{Connection, ListKind};
 use crate::error::{Error, Result};
 use crate::host::LogLevel;
@@ -54,11 +55,24 @@ impl Hub {
         server: Option<&str>,
         uri: &str,
     ) -> Result<Vec<ResourceContents>> {
+        self.read_resource_with(server, uri, CallOptions::default())
+            .await
+    }
+
+    /// [`Hub::read_resource`] made as `options` says: its deadline, cancellation, progress,
+    /// and who answers what a 2026-07-28 server asks before it answers (`input_required`
+    /// rounds: the options' relay, else the hub's [`Host`](crate::Host)).
+    pub async fn read_resource_with(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<Vec<ResourceContents>> {
         let connection = match server {
             Some(name) => self.connection_named(name)?,
             None => self.owner_of(uri).await?,
         };
-        connection.read_resource(uri).await
+        connection.read_resource(uri, &options).await
     }
 
     /// The prompt `name` of `server` filled in with `arguments`.
@@ -68,8 +82,22 @@ impl Hub {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<PromptMessages> {
+        self.get_prompt_with(server, name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// [`Hub::get_prompt`] made as `options` says: its deadline, cancellation, progress, and
+    /// who answers what a 2026-07-28 server asks before it fills the prompt in
+    /// (`input_required` rounds: the options' relay, else the hub's [`Host`](crate::Host)).
+    pub async fn get_prompt_with(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Map<String, Value>,
+        options: CallOptions,
+    ) -> Result<PromptMessages> {
         self.connection_named(server)?
-            .get_prompt(name, arguments)
+            .get_prompt(name, arguments, &options)
             .await
     }
 

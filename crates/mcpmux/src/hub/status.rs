@@ -46,6 +46,9 @@ pub struct ServerStatus {
     pub completions: bool,
     /// Whether its live session sends log messages.
     pub logging: bool,
+    /// Whether its live session's server declares the Tasks extension (SEP-2663): its calls
+    /// may be made as tasks ([`Hub::call_task`]).
+    pub tasks: bool,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -163,6 +166,7 @@ impl Hub {
                     subscriptions: c.offers_subscriptions(),
                     completions: c.offers_completions(),
                     logging: c.offers_logging(),
+                    tasks: c.offers_tasks(),
                 }
             })
             .collect();
@@ -192,6 +196,7 @@ impl Hub {
                 subscriptions: false,
                 completions: false,
                 logging: false,
+                tasks: false,
             });
         }
         for problem in &table.problems {
@@ -231,6 +236,7 @@ impl Hub {
                 subscriptions: false,
                 completions: false,
                 logging: false,
+                tasks: false,
             });
         }
         out

@@ -257,7 +257,10 @@ async fn a_large_answer_to_a_tool_call_is_read_as_its_result_and_other_answers_a
         panic!("not read as a tool result");
     };
     let value = serde_json::to_value(&result).unwrap();
-    assert_eq!(value["content"][0]["text"].as_str().unwrap().len(), text.len());
+    assert_eq!(
+        value["content"][0]["text"].as_str().unwrap().len(),
+        text.len()
+    );
 
     // Id 8 was no tools/call: a large tool list stays a tool list.
     let tools: Vec<serde_json::Value> = (0..2000)
