@@ -7,8 +7,9 @@
 //! `cargo run --release -p mcpmux-bench -- peers` runs the peer clients side by side instead
 //! (see `peers.rs`); `-- cli` times whole `mcpmux` processes with many servers configured
 //! (lazy start and the tool cache, see `cli.rs`); `-- search` measures tool search on a real
-//! catalog and at 10 000 tools (see `search.rs`); `-- gateway` loads `mcpmux serve --http` with
-//! many sessions and measures its added latency and memory per session (see `gateway/`).
+//! catalog and at 10 000 tools (see `search.rs`); `-- result` what a large result costs in
+//! memory (see `result.rs`); `-- gateway` loads `mcpmux serve --http` with many sessions and
+//! measures its added latency and memory per session (see `gateway/`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +25,7 @@ use serde_json::json;
 mod cli;
 mod gateway;
 mod peers;
+mod result;
 mod search;
 
 struct Args {
@@ -257,6 +259,8 @@ fn main() -> anyhow::Result<()> {
         Some("client") => return peers::client_main(std::env::args().skip(2)),
         Some("cli") => return cli::main(std::env::args().skip(2)),
         Some("search") => return search::main(std::env::args().skip(2)),
+        Some("result") => return result::main(std::env::args().skip(2)),
+        Some("result-client") => return result::client_main(std::env::args().skip(2)),
         Some("gateway") => return gateway::main(std::env::args().skip(2)),
         _ => {}
     }

@@ -300,7 +300,12 @@ async fn attempt(
         ),
         Opened::InProcess { stream, server } => {
             let (read, write) = tokio::io::split(stream);
-            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(read, write);
+            let transport = crate::transport::lines::LineTransport::new(
+                read,
+                write,
+                name,
+                crate::defaults::MAX_STDIO_FRAME,
+            );
             (
                 handshake(handler, transport, lifecycle, probe, name, deadline).await,
                 Side {

@@ -9,6 +9,7 @@ pub(crate) mod http;
 mod http_client;
 pub(crate) mod http_session;
 pub(crate) mod inproc;
+pub(crate) mod lines;
 pub(crate) mod nesting;
 mod refusal;
 pub(crate) mod sse;

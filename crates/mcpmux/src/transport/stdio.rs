@@ -11,8 +11,6 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::RoleClient;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, watch};
@@ -21,9 +19,8 @@ use crate::defaults;
 use crate::error::Error;
 use crate::sync::lock;
 
-/// The rmcp transport over a child's (filtered) stdout and its stdin.
-pub(crate) type StdioTransport =
-    AsyncRwTransport<RoleClient, JsonRpcLines<ChildStdout>, ChildStdin>;
+/// The rmcp transport over a child's stdout and its stdin.
+pub(crate) type StdioTransport = super::lines::LineTransport<ChildStdout, ChildStdin>;
 
 /// How a server process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,8 +222,8 @@ pub(crate) fn spawn(
     };
     let reaper = reapers.spawn(reap(server.to_string(), child, guard, exit_tx, stop_rx));
 
-    let transport = AsyncRwTransport::new_client(JsonRpcLines::new(stdout, server), stdin)
-        .with_max_line_length(defaults::MAX_STDIO_FRAME);
+    let transport =
+        super::lines::LineTransport::new(stdout, stdin, server, defaults::MAX_STDIO_FRAME);
     Ok((
         transport,
         ProcessHandle {
@@ -379,159 +376,9 @@ async fn skip_line(reader: &mut BufReader<ChildStderr>) -> std::io::Result<()> {
     }
 }
 
-/// Passes on only the lines of a server's stdout that are JSON-RPC messages. Servers print
-/// other things there (banners, a JSON logger's records); rmcp answers such a line with an
-/// "invalid request" error, and an rmcp-based server that gets that before `initialized`
-/// quits. Dropped lines are logged at debug level.
-pub(crate) struct JsonRpcLines<R> {
-    inner: R,
-    server: String,
-    read: Box<[u8]>,
-    line: Vec<u8>,
-    out: Vec<u8>,
-    out_pos: usize,
-    discarding: bool,
-    eof: bool,
-}
-
-/// Bytes read from the pipe at a time.
-const READ_CHUNK: usize = 64 * 1024;
-
-impl<R> JsonRpcLines<R> {
-    pub(crate) fn new(inner: R, server: &str) -> Self {
-        Self {
-            inner,
-            server: server.to_string(),
-            read: vec![0; READ_CHUNK].into_boxed_slice(),
-            line: Vec::new(),
-            out: Vec::new(),
-            out_pos: 0,
-            discarding: false,
-            eof: false,
-        }
-    }
-
-    /// Takes a finished line (without its newline).
-    fn finish_line(&mut self) {
-        if self.discarding {
-            self.discarding = false;
-        } else if is_json_rpc(&self.line) {
-            // rmcp would drop a message serde_json cannot decode in silence.
-            match super::nesting::screen(&self.line) {
-                super::nesting::Screen::Pass => {}
-                super::nesting::Screen::Answer(answer) => {
-                    tracing::warn!(server = %self.server, "a response is nested too deep to decode: failing its request");
-                    self.line = answer;
-                }
-                super::nesting::Screen::Drop(reason) => {
-                    tracing::warn!(server = %self.server, "dropping a message: {reason}");
-                    self.line.clear();
-                    return;
-                }
-            }
-            self.line.push(b'\n');
-            if self.out_pos == self.out.len() {
-                self.out.clear();
-                self.out_pos = 0;
-                std::mem::swap(&mut self.out, &mut self.line);
-            } else {
-                self.out.extend_from_slice(&self.line);
-            }
-        } else if !self.line.iter().all(u8::is_ascii_whitespace) {
-            let shown = String::from_utf8_lossy(&self.line[..self.line.len().min(200)]);
-            tracing::debug!(server = %self.server, "ignoring a stdout line that is not JSON-RPC: {shown}");
-        }
-        self.line.clear();
-    }
-}
-
-/// A JSON object with a `"jsonrpc"` member. Serialisers put it first, so the head is checked
-/// first; the tail, then the whole line, only when needed.
-fn is_json_rpc(line: &[u8]) -> bool {
-    let start = line.iter().position(|b| !b.is_ascii_whitespace());
-    if start.map(|i| line[i]) != Some(b'{') {
-        return false;
-    }
-    let needle = b"\"jsonrpc\"";
-    let contains = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
-    let head = &line[..line.len().min(256)];
-    let tail = &line[line.len().saturating_sub(256)..];
-    contains(head) || contains(tail) || contains(line)
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for JsonRpcLines<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        dst: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        use std::task::Poll;
-        let this = &mut *self;
-        loop {
-            if this.out_pos < this.out.len() {
-                let n = dst.remaining().min(this.out.len() - this.out_pos);
-                dst.put_slice(&this.out[this.out_pos..this.out_pos + n]);
-                this.out_pos += n;
-                return Poll::Ready(Ok(()));
-            }
-            if this.eof {
-                return Poll::Ready(Ok(()));
-            }
-            let mut buf = tokio::io::ReadBuf::new(&mut this.read);
-            match std::pin::Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) => {}
-            }
-            let n = buf.filled().len();
-            if n == 0 {
-                // A last line without a newline is incomplete: dropped like any partial line.
-                this.eof = true;
-                continue;
-            }
-            let mut rest = 0..n;
-            while !rest.is_empty() {
-                let chunk = &this.read[rest.clone()];
-                match chunk.iter().position(|b| *b == b'\n') {
-                    Some(i) => {
-                        if !this.discarding {
-                            this.line.extend_from_slice(&chunk[..i]);
-                        }
-                        rest.start += i + 1;
-                        this.finish_line();
-                    }
-                    None => {
-                        if !this.discarding {
-                            this.line.extend_from_slice(chunk);
-                        }
-                        rest.start = rest.end;
-                    }
-                }
-                if this.line.len() > defaults::MAX_STDIO_FRAME {
-                    tracing::warn!(server = %this.server, "dropping a stdout line over {} bytes", defaults::MAX_STDIO_FRAME);
-                    this.line.clear();
-                    this.discarding = true;
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn only_json_rpc_lines_pass() {
-        let input = b"banner text\n{\"hello\":1}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n  {\"id\":2,\"jsonrpc\":\"2.0\",\"result\":{}}\npartial";
-        let mut filtered = JsonRpcLines::new(&input[..], "t");
-        let mut out = String::new();
-        filtered.read_to_string(&mut out).await.unwrap_or_default();
-        assert_eq!(
-            out,
-            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n  {\"id\":2,\"jsonrpc\":\"2.0\",\"result\":{}}\n"
-        );
-    }
 
     #[test]
     fn tail_keeps_only_the_last_lines() {
