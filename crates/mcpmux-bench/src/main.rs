@@ -4,8 +4,8 @@
 //!
 //! `cargo run --release -p mcpmux-bench [-- --calls N --cold N --server PATH]`
 //!
-//! `cargo run --release -p mcpmux-bench -- peers` runs the peer clients side by side instead
-//! (see `peers.rs`); `-- cli` times whole `mcpmux` processes with many servers configured
+//! `cargo run --profile dist -p mcpmux-bench -- peers` runs the peer clients side by side
+//! instead (see `peers.rs`; `dist` is the LTO profile we ship, `--release` works too); `-- cli` times whole `mcpmux` processes with many servers configured
 //! (lazy start and the tool cache, see `cli.rs`); `-- search` measures tool search on a real
 //! catalog and at 10 000 tools (see `search.rs`); `-- result` what a large result costs in
 //! memory (see `result.rs`); `-- gateway` loads `mcpmux serve --http` with many sessions and
