@@ -12,9 +12,11 @@
 //!   send's task finds no write under way writes everything queued in one `write` (rmcp
 //!   writes and flushes each message under an async lock, one task after another). Under
 //!   load many messages leave in one syscall and reach the server in one read.
-//! - **Large results**: a large answer to a `tools/call` is read as a tool result straight
-//!   from the line (rmcp reads every message through untagged enums, which buffer and copy
-//!   its strings twice more: a 10 MB result took 30 MB of heap).
+//! - **Tool results**: the answer to a `tools/call` is read as a tool result straight from
+//!   the line. rmcp reads every message through untagged enums, which buffer the whole
+//!   message, copy its strings twice more (a 10 MB result took 30 MB of heap) and build a
+//!   serde error for each variant tried before the right one (about a tenth of the hub's
+//!   CPU per call).
 //! - **Bounds**: the outgoing buffer holds at most `HIGH_WATER` bytes before senders wait,
 //!   so a server that stops reading cannot make us buffer without end.
 //!
@@ -45,10 +47,6 @@ const HIGH_WATER: usize = 8 * 1024 * 1024;
 /// A line buffer grown past this is given back once its line is read, so one huge message
 /// does not hold its memory for the life of the session.
 const KEEP_CAPACITY: usize = 1024 * 1024;
-
-/// Answers longer than this to a `tools/call` are read as a tool result directly; shorter ones
-/// take rmcp's general path, whose copies cost nothing worth saving.
-const DIRECT_READ: usize = 64 * 1024;
 
 /// Most `tools/call` ids remembered for a direct read: past it (calls whose answers never
 /// came), they are forgotten and their answers take the general path.
@@ -300,9 +298,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return;
             }
         };
-        if line.len() > DIRECT_READ
-            && let Some(message) = self.tool_result(line)
-        {
+        if let Some(message) = self.tool_result(line) {
             self.ready.push_back(message);
             return;
         }
@@ -332,6 +328,10 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             #[serde(borrow)]
             result: Option<&'a serde_json::value::RawValue>,
             method: Option<serde::de::IgnoredAny>,
+        }
+        // Most lines while no call is awaited are notifications: not worth a scan.
+        if crate::sync::lock(&self.tool_calls).is_empty() {
+            return None;
         }
         let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
         let (Some(id), Some(result), None) = (envelope.id, envelope.result, envelope.method) else {

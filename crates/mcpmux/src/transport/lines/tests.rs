@@ -237,7 +237,7 @@ async fn messages_sent_while_the_queue_is_full_arrive_in_the_order_sent() {
 }
 
 #[tokio::test]
-async fn a_large_answer_to_a_tool_call_is_read_as_its_result_and_other_answers_are_not() {
+async fn an_answer_to_a_tool_call_is_read_as_its_result_and_other_answers_are_not() {
     let (mut transport, mut server_out, _server_in) = pair(64 << 20);
     let call: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({
         "jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -245,7 +245,7 @@ async fn a_large_answer_to_a_tool_call_is_read_as_its_result_and_other_answers_a
     }))
     .unwrap();
     transport.send(call).await.unwrap();
-    let text = "q".repeat(DIRECT_READ * 3);
+    let text = "q".repeat(200 * 1024);
     let answer = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":false}}}}\n"
     );
