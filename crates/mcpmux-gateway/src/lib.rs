@@ -29,6 +29,7 @@ mod oauth;
 mod options;
 mod paging;
 mod passthrough;
+mod progress;
 mod rate_limit;
 mod relay;
 mod reload;

@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 
 /// How long a call waits for its client to come back with the answers of a round: what a
 /// person takes to answer a form, with room to spare (the same as an approval).
-pub const ROUND_WAIT: Duration = crate::relay::APPROVAL_WAIT;
+pub const ROUND_WAIT: Duration = Duration::from_secs(300);
 
 /// What a running call wants of its client.
 enum Ask {
@@ -232,7 +232,7 @@ impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
                 // Progress first: a step sent before the answer is passed on before it.
                 biased;
                 Some(step) = call.progress.recv() => {
-                    crate::handler::forward_progress(context, token, step).await;
+                    crate::progress::forward_progress(context, token, step).await;
                 }
                 Some(ask) = call.asks.recv() => {
                     let mut asks = vec![ask];
@@ -246,7 +246,7 @@ impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
                 }
                 done = &mut call.done => {
                     while let Ok(step) = call.progress.try_recv() {
-                        crate::handler::forward_progress(context, token, step).await;
+                        crate::progress::forward_progress(context, token, step).await;
                     }
                     return done.unwrap_or_else(|_| {
                         Err(ErrorData::internal_error("the call ended without an answer", None))

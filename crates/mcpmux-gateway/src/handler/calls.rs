@@ -17,8 +17,7 @@ use rmcp::{
     ErrorData, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-        InputRequiredResult, InputResponses, ProgressNotificationParam, ProgressToken,
-        ReadResourceRequestParams, ReadResourceResponse,
+        InputRequiredResult, InputResponses, ReadResourceRequestParams, ReadResourceResponse,
     },
     service::RequestContext,
 };
@@ -26,6 +25,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Gateway, Inner};
+use crate::progress::forward_progress;
 use crate::{
     convert,
     relay::{Caller, ClientApproval, ClientRelay},
@@ -317,23 +317,6 @@ fn resumed(
 ) -> Option<(String, InputResponses)> {
     let state = state.take()?;
     Some((state, responses.take().unwrap_or_default()))
-}
-
-/// Sends one progress step to the downstream client under its progress token.
-pub(crate) async fn forward_progress(
-    context: &RequestContext<RoleServer>,
-    token: Option<&ProgressToken>,
-    step: mcpmux::Progress,
-) {
-    let Some(token) = token else {
-        return;
-    };
-    let mut param = ProgressNotificationParam::new(token.clone(), step.progress);
-    param.total = step.total;
-    param.message = step.message;
-    if let Err(error) = context.peer.notify_progress(param).await {
-        tracing::debug!(%error, "progress not passed downstream");
-    }
 }
 
 /// The next progress step, or never when the call has no progress channel.

@@ -37,7 +37,6 @@ use rmcp::model::SetLevelRequestParams;
 mod calls;
 mod reconfigure;
 
-pub(crate) use calls::forward_progress;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
