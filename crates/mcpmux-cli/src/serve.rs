@@ -88,6 +88,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = mcpmux_gateway::DEFAULT_PAGE_SIZE as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     page_size: u32,
+    /// Threads serving requests: 1 runs everything on one thread, the least latency per
+    /// call; more spread many busy sessions over cores.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
 }
 
 /// How access log lines are written.
@@ -103,6 +108,11 @@ impl ServeArgs {
     /// The access log asked for, if any.
     pub fn access_log(&self) -> Option<AccessLog> {
         self.access_log
+    }
+
+    /// The threads asked to serve requests (`--threads`).
+    pub fn threads(&self) -> usize {
+        usize::from(self.threads)
     }
 }
 

@@ -1,6 +1,6 @@
 //! `mcpmux serve --http`: the door (a non-loopback address without a token, the bearer
-//! token from a file or the environment) and graceful shutdown (SIGTERM with a call in flight,
-//! the grace period running out).
+//! token from a file or the environment), graceful shutdown (SIGTERM with a call in flight,
+//! the grace period running out) and `--threads` (one thread by default, more asked for).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -70,6 +70,23 @@ fn with_a_token_file_or_variable_serve_wants_the_token() {
     assert_eq!(status, 401);
     let (status, _) = post_initialize(&served.url, &[("Authorization", "Bearer env-token-456")]);
     assert_eq!(status, 200);
+}
+
+#[test]
+fn on_several_threads_serve_answers_calls_and_stops_cleanly() {
+    let sandbox = with_testserver(&[]);
+    let none = sandbox.run_within(
+        &["serve", "--http", "127.0.0.1:0", "--threads", "0"],
+        Duration::from_secs(20),
+    );
+    assert_code(&none, 2);
+    assert!(none.stderr.contains("--threads"), "{none:#?}");
+
+    let served = Served::start(&sandbox, &["--threads", "2"]);
+    let lines = ts_client(served.target(), list_and_echo());
+    assert_listed_and_echoed(&lines, "TypeScript SDK, --threads 2");
+    let (status, stderr) = served.terminate(Duration::from_secs(15));
+    assert!(status.success(), "{status}: {stderr}");
 }
 
 #[test]
