@@ -1,0 +1,18 @@
+//! The async runtime a command runs on: one thread, or a multi-thread runtime of N workers.
+//! `serve` runs on one thread unless told otherwise (`--threads`): a call through the gateway
+//! hops between several tasks, and on one thread none of those hops wakes another thread
+//! (measured on 2 shared cores: the gateway's added latency p50 40-90 µs lower). Every other
+//! command runs on two workers.
+
+/// A runtime of `threads` threads (1: current-thread), timers and IO enabled.
+pub fn build(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(n);
+            builder
+        }
+    };
+    builder.enable_all().build()
+}
