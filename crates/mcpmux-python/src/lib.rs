@@ -28,6 +28,7 @@ use pyo3::prelude::*;
 /// The extension module `mcpmux._mcpmux`.
 #[pymodule]
 fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::configure();
     m.add_class::<hub::NativeHub>()?;
     m.add_class::<result::ToolResult>()?;
     m.add_class::<events::EventStream>()?;
