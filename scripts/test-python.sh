@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python package's tests: builds the extension (dev profile, into the workspace's target
+# The Python package's tests: builds the extension (dev profile, not the wheel's LTO one, into the workspace's target
 # dir, so the library is not compiled twice) and installs it into test-deps/.venv-py with
 # `maturin develop`, then runs the pytest suite against real servers (the test server, the
 # reference servers of test-deps/). scripts/install-test-deps.sh makes the environment.
@@ -12,5 +12,5 @@ fi
 cd "$root"
 cargo build --quiet -p mcpmux-testserver
 cd crates/mcpmux-python
-VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --quiet
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --profile dev --quiet
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests
