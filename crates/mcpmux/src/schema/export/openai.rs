@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
-use super::refs::{inferred_type, merge_all_of, resolve_ref, root_object, types_of};
+use super::refs::{
+    MAX_WALK_DEPTH, inferred_type, merge_all_of, resolve_ref, root_object, types_of,
+};
 use super::{copy, description};
 use crate::catalog::Tool;
 use crate::schema::budget::percent_decode;
@@ -121,6 +123,10 @@ struct Strict<'a> {
     defs: BTreeMap<String, Value>,
     /// Pointers being inlined right now (recursion through them cannot be expressed).
     inlining: Vec<String>,
+    /// Schemas being rewritten right now, one inside another. A reference followed while
+    /// merging `allOf` can lead back to where it started through `items`, which no object
+    /// depth counts: this bounds every such walk.
+    nesting: usize,
     properties: usize,
 }
 
@@ -138,6 +144,7 @@ fn strict_schema(source: &Value, root: &Map<String, Value>) -> Result<Map<String
         source,
         defs,
         inlining: Vec::new(),
+        nesting: 0,
         properties: 0,
     };
     let mut root_node = root.clone();
@@ -199,6 +206,19 @@ impl Strict<'_> {
     }
 
     fn node(&mut self, node: &Value, depth: usize, path: &str) -> Result<Value, String> {
+        if self.nesting >= MAX_WALK_DEPTH {
+            return Err(format!(
+                "{} nests schemas deeper than {MAX_WALK_DEPTH} levels (or refers back to itself)",
+                at(path)
+            ));
+        }
+        self.nesting += 1;
+        let result = self.rewrite(node, depth, path);
+        self.nesting -= 1;
+        result
+    }
+
+    fn rewrite(&mut self, node: &Value, depth: usize, path: &str) -> Result<Value, String> {
         let Value::Object(map) = node else {
             return Err(format!("{} accepts any value", at(path)));
         };
@@ -559,6 +579,27 @@ mod tests {
             [
                 "exported without strict mode: `/env` is a free-form object, which strict mode cannot express"
             ]
+        );
+    }
+
+    /// Found by the fuzz tests: `allOf` reaching its own definition through a percent-encoded
+    /// pointer, under `items`, recursed until the stack overflowed.
+    #[test]
+    fn a_definition_reaching_itself_through_all_of_falls_back_instead_of_recursing() {
+        let tool = Tool::local(
+            "t",
+            json!({
+                "type": "object",
+                "properties": {"x": {"$ref": "#/$defs/d0"}},
+                "$defs": {"d0": {"type": "array", "items": {"allOf": [{"$ref": "#/%24defs/d0"}]}}}
+            }),
+        );
+        let e = export(&[tool], Provider::OpenAiStrict);
+        assert_eq!(e.tools[0].definition["function"]["strict"], false);
+        assert!(
+            e.tools[0].notes[0].contains("refers back to itself"),
+            "{:?}",
+            e.tools[0].notes
         );
     }
 }

@@ -68,10 +68,20 @@ pub(in crate::schema) fn merge_into(target: &mut Map<String, Value>, branch: Map
 
 /// `allOf` merged into its schema (refs of the branches followed).
 pub(in crate::schema) fn merge_all_of(node: &mut Map<String, Value>, root: &Value) {
+    merge_all_of_within(node, root, MAX_WALK_DEPTH);
+}
+
+/// [`merge_all_of`] at most `levels` deep: a branch's `$ref` can lead back to a schema whose
+/// `allOf` is being merged.
+fn merge_all_of_within(node: &mut Map<String, Value>, root: &Value, levels: usize) {
+    if levels == 0 {
+        node.remove("allOf");
+        return;
+    }
     if let Some(Value::Array(branches)) = node.remove("allOf") {
         for branch in branches {
             let mut branch = follow_refs(&branch, root);
-            merge_all_of(&mut branch, root);
+            merge_all_of_within(&mut branch, root, levels - 1);
             merge_into(node, branch);
         }
     }
