@@ -43,28 +43,6 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
     Ok(parsed)
 }
 
-/// Builds the release CLI and test server; their paths.
-fn build() -> anyhow::Result<(PathBuf, PathBuf)> {
-    let workspace = super::workspace()?;
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "mcpmux-cli",
-            "-p",
-            "mcpmux-testserver",
-        ])
-        .current_dir(&workspace)
-        .status()?;
-    if !status.success() {
-        bail!("building mcpmux and mcpmux-testserver failed");
-    }
-    let release = super::target_dir(&workspace).join("release");
-    Ok((release.join("mcpmux"), release.join("mcpmux-testserver")))
-}
-
 /// A config of `target` plus `others` fast test servers and one slow one.
 fn config(server: &Path, others: usize, slow_ms: Option<u64>) -> String {
     let mut text = String::new();
@@ -128,7 +106,7 @@ fn ms(d: Duration) -> String {
 /// Runs the scenarios and prints their medians.
 pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let args = parse(args)?;
-    let (built_mcpmux, server) = build()?;
+    let (built_mcpmux, server) = super::build_cli_and_testserver()?;
     let mcpmux = args.mcpmux.clone().unwrap_or(built_mcpmux);
     let dir = std::env::temp_dir().join(format!("mcpmux-bench-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

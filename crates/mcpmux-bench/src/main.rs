@@ -95,6 +95,39 @@ fn build_testserver() -> anyhow::Result<PathBuf> {
         .join("mcpmux-testserver"))
 }
 
+/// Builds the release CLI and test server; their paths.
+fn build_cli_and_testserver() -> anyhow::Result<(PathBuf, PathBuf)> {
+    let workspace = workspace()?;
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "mcpmux-cli",
+            "-p",
+            "mcpmux-testserver",
+        ])
+        .current_dir(&workspace)
+        .status()?;
+    if !status.success() {
+        bail!("building mcpmux and mcpmux-testserver failed");
+    }
+    let release = target_dir(&workspace).join("release");
+    Ok((release.join("mcpmux"), release.join("mcpmux-testserver")))
+}
+
+/// The resident set size now of process `pid` (`self` for this one), in KiB (Linux).
+fn rss_kib(pid: &str) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no VmRSS in /proc/PID/status")
+}
+
 /// Peak resident set size since the last reset, in KiB (Linux).
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

@@ -127,7 +127,7 @@ pub(crate) fn client_main(mut args: impl Iterator<Item = String>) -> anyhow::Res
         hub.wait_ready().await?;
         // Everything a call touches, touched once before the measurement.
         hub.call("mcp__big__huge", json!({"mb": 0.01})).await?;
-        let before_mb = current_rss_kib() as f64 / 1024.0;
+        let before_mb = crate::rss_kib("self")? as f64 / 1024.0;
         reset_peak_rss();
         let result = hub.call("mcp__big__huge", json!({"mb": mb})).await?;
         let peak_mb = peak_rss_kib() as f64 / 1024.0;
@@ -152,16 +152,4 @@ pub(crate) fn client_main(mut args: impl Iterator<Item = String>) -> anyhow::Res
     println!("{}", serde_json::to_string(&cost)?);
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
-}
-
-/// The resident set now, in KiB (Linux).
-fn current_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
 }

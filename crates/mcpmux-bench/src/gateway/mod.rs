@@ -181,7 +181,7 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let (mcpmux, server) = match (&args.mcpmux, &args.server) {
         (Some(mcpmux), Some(server)) => (mcpmux.clone(), server.clone()),
         _ => {
-            let (mcpmux, server) = processes::build()?;
+            let (mcpmux, server) = crate::build_cli_and_testserver()?;
             (
                 args.mcpmux.clone().unwrap_or(mcpmux),
                 args.server.clone().unwrap_or(server),

@@ -4,7 +4,7 @@
 //! config or caches is read or written.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -63,13 +63,7 @@ impl Listening {
 
     /// Its resident set size now, in KiB (Linux).
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .context("no VmRSS in /proc/PID/status")
+        crate::rss_kib(&self.pid().to_string())
     }
 }
 
@@ -181,26 +175,4 @@ pub async fn gateway(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// Builds the release CLI and test server; their paths.
-pub fn build() -> anyhow::Result<(PathBuf, PathBuf)> {
-    let workspace = crate::workspace()?;
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "mcpmux-cli",
-            "-p",
-            "mcpmux-testserver",
-        ])
-        .current_dir(&workspace)
-        .status()?;
-    if !status.success() {
-        bail!("building mcpmux and mcpmux-testserver failed");
-    }
-    let release = crate::target_dir(&workspace).join("release");
-    Ok((release.join("mcpmux"), release.join("mcpmux-testserver")))
 }
