@@ -31,6 +31,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
+use crate::broadcast::Broadcast;
+
 /// Room for bursts of resource notices before a slow subscriber starts missing them.
 const RESOURCE_EVENT_BUFFER: usize = 256;
 
@@ -49,8 +51,8 @@ pub struct Host {
     /// Roots, sampling and elicitation are advertised though no callback answers them: the
     /// relay of the call that caused each one does.
     relaying: bool,
-    events: broadcast::Sender<ResourceEvent>,
-    logs: broadcast::Sender<ServerLog>,
+    events: Broadcast<ResourceEvent>,
+    logs: Broadcast<ServerLog>,
 }
 
 impl std::fmt::Debug for Host {
@@ -74,15 +76,13 @@ impl Default for Host {
 impl Host {
     /// A host that offers nothing: no roots, no sampling, no elicitation.
     pub fn new() -> Self {
-        let (events, _) = broadcast::channel(RESOURCE_EVENT_BUFFER);
-        let (logs, _) = broadcast::channel(LOG_BUFFER);
         Self {
             roots: None,
             sampler: None,
             elicitor: None,
             relaying: false,
-            events,
-            logs,
+            events: Broadcast::new(RESOURCE_EVENT_BUFFER),
+            logs: Broadcast::new(LOG_BUFFER),
         }
     }
 
@@ -224,8 +224,7 @@ impl Host {
     }
 
     pub(crate) fn publish(&self, event: ResourceEvent) {
-        // No subscriber is fine: nobody is watching resources.
-        let _ = self.events.send(event);
+        self.events.send(event);
     }
 
     /// Whether anyone reads the servers' logs (else a log message is not copied for them).
@@ -234,8 +233,7 @@ impl Host {
     }
 
     pub(crate) fn publish_log(&self, log: ServerLog) {
-        // No subscriber is fine: nobody is reading the servers' logs.
-        let _ = self.logs.send(log);
+        self.logs.send(log);
     }
 }
 

@@ -30,6 +30,7 @@ pub mod schema;
 pub mod terminal;
 
 // Everything else is reached through the re-exports below (see ARCHITECTURE.md).
+mod broadcast;
 mod call;
 mod catalog;
 mod connection;

@@ -31,9 +31,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use rmcp::service::{Peer, RoleClient};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::broadcast::Broadcast;
 use crate::catalog::ServerTool;
 use crate::config::ServerSpec;
 use crate::error::Error;
@@ -111,7 +112,7 @@ pub(crate) struct Connection {
 pub(crate) struct Shared {
     pub ctx: TransportContext,
     pub eras: EraCache,
-    pub events: broadcast::Sender<HubEvent>,
+    pub events: Broadcast<HubEvent>,
     /// Overrides every server's own `shutdown_grace` when set.
     pub shutdown_grace: Option<Duration>,
     /// The harness's callbacks for server→client requests.

@@ -73,7 +73,7 @@ impl Supervisor {
         if settles {
             self.settled.send_replace(true);
         }
-        let _ = self.shared.events.send(HubEvent::StateChanged {
+        self.shared.events.send(HubEvent::StateChanged {
             server: self.spec.name.clone(),
             state,
         });
@@ -358,7 +358,7 @@ impl Supervisor {
             && *cached != *tools
         {
             tracing::info!(server = %self.spec.name, tools = tools.len(), "tool list differs from the cached one");
-            let _ = self.shared.events.send(HubEvent::ToolsChanged {
+            self.shared.events.send(HubEvent::ToolsChanged {
                 server: self.spec.name.clone(),
             });
         }
@@ -418,7 +418,7 @@ impl Supervisor {
                                 self.publish(connected(tools.len(), tools_version));
                             }
                             tracing::info!(server = %self.spec.name, tools = tools.len(), tools_version, "tool list changed");
-                            let _ = self.shared.events.send(HubEvent::ToolsChanged {
+                            self.shared.events.send(HubEvent::ToolsChanged {
                                 server: self.spec.name.clone(),
                             });
                         }

@@ -27,6 +27,7 @@ pub use options::HubOptions;
 pub use status::ServerStatus;
 
 use crate::auth::AuthContext;
+use crate::broadcast::Broadcast;
 use crate::catalog::filter::NameFilter;
 use crate::catalog::merge::Dropped;
 use crate::catalog::naming;
@@ -150,7 +151,7 @@ struct Inner {
     catalog: RwLock<((u64, u64), tools::Snapshot)>,
     /// Tools shadowed by a same-named tool of higher precedence, at the last rebuild.
     shadowed: RwLock<Vec<Dropped>>,
-    events: broadcast::Sender<HubEvent>,
+    events: Broadcast<HubEvent>,
     approver: Arc<dyn Approver>,
     registry: Arc<HandlerRegistry>,
     validators: ValidatorCache,
@@ -218,7 +219,7 @@ impl Hub {
     /// Starts the servers of a loaded config; its problems are listed in [`Hub::servers`].
     pub fn from_config(config: ConfigSet, options: HubOptions) -> Result<Self> {
         let checked = reload::Checked::new(config, &options.policy)?;
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let events = Broadcast::new(EVENT_BUFFER);
         let shared = Shared {
             ctx: TransportContext::new(AuthContext::new(
                 options.token_store.clone(),

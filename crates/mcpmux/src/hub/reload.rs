@@ -109,8 +109,7 @@ impl Hub {
         let (reload, retired) = self.swap(config)?;
         if !reload.is_empty() {
             tracing::info!("servers reconfigured: {reload}");
-            let _ = self
-                .inner
+            self.inner
                 .events
                 .send(HubEvent::Reconfigured(reload.clone()));
         }
