@@ -67,6 +67,7 @@ async def main() -> None:
         start = time.perf_counter()
         await asyncio.gather(*(worker(w) for w in range(config["in_flight"])))
         calls_per_sec = per_worker * config["in_flight"] / (time.perf_counter() - start)
+    one_server_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     # anyio scopes must be left by the task that entered them: one task holds each connection.
     ready = asyncio.Semaphore(0)
@@ -98,6 +99,7 @@ async def main() -> None:
                 "p99_us": percentile(latencies, 0.99) * 1e6,
                 "calls_per_sec": calls_per_sec,
                 "servers_ms": servers_ms,
+                "peak_rss_one_mb": one_server_rss_mb,
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             }
         ),

@@ -58,6 +58,7 @@ await Promise.all(
 );
 const callsPerSec = (perWorker * config.in_flight) / (micros(start, now()) / 1e6);
 await client.close();
+const oneServerRssMb = process.resourceUsage().maxRSS / 1024;
 
 start = now();
 const many = await Promise.all(Array.from({ length: config.servers }, () => connect()));
@@ -71,6 +72,7 @@ console.log(
     p99_us: percentile(latencies, 0.99),
     calls_per_sec: callsPerSec,
     servers_ms: serversMs,
+    peak_rss_one_mb: oneServerRssMb,
     peak_rss_mb: process.resourceUsage().maxRSS / 1024,
   }),
 );
