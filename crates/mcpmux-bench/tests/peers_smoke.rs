@@ -35,10 +35,21 @@ fn every_peer_client_completes_a_quick_run_and_reports_its_figures() {
             "p99_us",
             "calls_per_sec",
             "servers_ms",
+            "peak_rss_one_mb",
             "peak_rss_mb",
         ] {
             let value = figures[metric].as_f64().unwrap_or(0.0);
             assert!(value > 0.0, "{client}: {metric} = {value} in {stdout}");
         }
+        // The peak with one server is read before the many-servers phase: never above the
+        // whole run's.
+        let (one, all) = (
+            figures["peak_rss_one_mb"].as_f64(),
+            figures["peak_rss_mb"].as_f64(),
+        );
+        assert!(
+            one <= all,
+            "{client}: one-server peak {one:?} above the whole run's {all:?}"
+        );
     }
 }
