@@ -211,6 +211,8 @@ async fn results_keep_their_types_and_tool_errors_are_results() {
 
     let tool = hub.tool("mcp__t__add").unwrap();
     assert_eq!(tool.raw_name, "add");
+    assert_eq!(hub.tool_server("mcp__t__add").as_deref(), Some("t"));
+    assert_eq!(hub.tool_server("mcp__t__nope"), None);
     assert_eq!(tool.annotations.read_only_hint, Some(true));
     assert!(tool.output_schema.is_some());
 

@@ -251,10 +251,11 @@ impl Gateway {
         };
         let started = std::time::Instant::now();
         let outcome = crate::tasks::call(hub, &name, arguments, options, task.wanted).await;
-        let tool = hub.tool(&name);
+        // Only the server is wanted: the tool itself (its schemas) is not copied per call.
+        let server = hub.tool_server(&name);
         let failed = outcome.as_ref().map_or(true, mcpmux::TaskCall::is_error);
         self.inner.metrics.record(
-            tool.as_ref().map(|t| (t.server.as_str(), t.name.as_str())),
+            server.as_deref().map(|server| (server, name.as_ref())),
             started.elapsed(),
             failed,
         );

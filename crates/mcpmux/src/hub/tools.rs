@@ -130,6 +130,16 @@ impl Hub {
             .filter(|t| self.listed(&table, t))
             .cloned()
     }
+
+    /// The server (or tool source) of the tool exposed as `name`, if it is listed now:
+    /// [`Hub::tool`]'s answer to "whose is it", without copying the tool and its schemas.
+    pub fn tool_server(&self, name: &str) -> Option<String> {
+        let table = self.inner.table();
+        self.catalog_of(&table)
+            .get(name)
+            .filter(|t| self.listed(&table, t))
+            .map(|t| t.server.clone())
+    }
 }
 
 /// A hub is itself a tool source: its MCP servers' tools behind one name, so one hub (or a
