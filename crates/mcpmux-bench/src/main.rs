@@ -5,8 +5,9 @@
 //! `cargo run --release -p mcpmux-bench [-- --calls N --cold N --server PATH]`
 //!
 //! `cargo run --profile dist -p mcpmux-bench -- peers` runs the peer clients side by side
-//! instead (see `peers.rs`; `dist` is the LTO profile we ship, `--release` works too); `-- cli` times whole `mcpmux` processes with many servers configured
-//! (lazy start and the tool cache, see `cli.rs`); `-- search` measures tool search on a real
+//! instead (see `peers.rs`; `dist` is the profile we ship, `--release` works too); `-- cli`
+//! times whole `mcpmux` processes with many servers configured (lazy start and the tool
+//! cache, see `cli.rs`); `-- search` measures tool search on a real
 //! catalog and at 10 000 tools (see `search.rs`); `-- result` what a large result costs in
 //! memory (see `result.rs`); `-- gateway` loads `mcpmux serve --http` with many sessions and
 //! measures its added latency and memory per session (see `gateway/`).
@@ -119,25 +120,23 @@ fn build_cli_and_testserver() -> anyhow::Result<(PathBuf, PathBuf)> {
 
 /// The resident set size now of process `pid` (`self` for this one), in KiB (Linux).
 fn rss_kib(pid: &str) -> anyhow::Result<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// Peak resident set size since the last reset, in KiB (Linux); 0 if it cannot be read.
+fn peak_rss_kib() -> u64 {
+    status_kib("self", "VmHWM:").unwrap_or(0)
+}
+
+/// A size in KiB from `/proc/PID/status`, the line starting with `field`.
+fn status_kib(pid: &str, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .context("no VmRSS in /proc/PID/status")
-}
-
-/// Peak resident set size since the last reset, in KiB (Linux).
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
+        .with_context(|| format!("no {field} in /proc/{pid}/status"))
 }
 
 /// Resets the peak RSS counter so each phase reports its own peak.
