@@ -124,21 +124,22 @@ impl Hub {
 
     /// The tool exposed as `name`, if it is listed now.
     pub fn tool(&self, name: &str) -> Option<Tool> {
-        let table = self.inner.table();
-        self.catalog_of(&table)
-            .get(name)
-            .filter(|t| self.listed(&table, t))
-            .cloned()
+        self.with_listed(name, Tool::clone)
     }
 
     /// The server (or tool source) of the tool exposed as `name`, if it is listed now:
     /// [`Hub::tool`]'s answer to "whose is it", without copying the tool and its schemas.
     pub fn tool_server(&self, name: &str) -> Option<String> {
+        self.with_listed(name, |t| t.server.clone())
+    }
+
+    /// `read` of the tool exposed as `name`, if it is listed now.
+    fn with_listed<R>(&self, name: &str, read: impl FnOnce(&Tool) -> R) -> Option<R> {
         let table = self.inner.table();
         self.catalog_of(&table)
             .get(name)
             .filter(|t| self.listed(&table, t))
-            .map(|t| t.server.clone())
+            .map(read)
     }
 }
 
