@@ -205,8 +205,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => args.threads(),
         _ => 2,
     };
-    let runtime = runtime::build(threads);
-    let runtime = match runtime {
+    let runtime = match runtime::build(threads) {
         Ok(runtime) => runtime,
         Err(e) => {
             output::say!("mcpmux: cannot start the async runtime: {e}");
