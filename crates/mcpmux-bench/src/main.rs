@@ -17,11 +17,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use mcpmux::{Hub, HubOptions, ServerSpec};
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
-use serde_json::json;
+use mcpmux_bench::clients::{Client, hub_connect, raw_connect};
+use mcpmux_bench::memory::{peak_rss_kib, reset_peak_rss, rss_kib};
 
 mod cli;
 mod gateway;
@@ -118,32 +115,6 @@ fn build_cli_and_testserver() -> anyhow::Result<(PathBuf, PathBuf)> {
     Ok((release.join("mcpmux"), release.join("mcpmux-testserver")))
 }
 
-/// The resident set size now of process `pid` (`self` for this one), in KiB (Linux).
-fn rss_kib(pid: &str) -> anyhow::Result<u64> {
-    status_kib(pid, "VmRSS:")
-}
-
-/// Peak resident set size since the last reset, in KiB (Linux); 0 if it cannot be read.
-fn peak_rss_kib() -> u64 {
-    status_kib("self", "VmHWM:").unwrap_or(0)
-}
-
-/// A size in KiB from `/proc/PID/status`, the line starting with `field`.
-fn status_kib(pid: &str, field: &str) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .with_context(|| format!("no {field} in /proc/{pid}/status"))
-}
-
-/// Resets the peak RSS counter so each phase reports its own peak.
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -163,71 +134,6 @@ struct Figures {
     p99: Duration,
     calls_per_sec: f64,
     peak_rss_kib: u64,
-}
-
-/// One way of talking to the server: how to connect and how to call echo.
-trait Client: Clone + Send + Sync + 'static {
-    fn call_echo(&self, text: String) -> impl Future<Output = anyhow::Result<String>> + Send;
-    fn close(self) -> impl Future<Output = ()> + Send;
-}
-
-#[derive(Clone)]
-struct HubClient(Hub);
-
-impl Client for HubClient {
-    async fn call_echo(&self, text: String) -> anyhow::Result<String> {
-        let result = self
-            .0
-            .call("mcp__bench__echo", json!({"text": text}))
-            .await?;
-        Ok(result.to_text())
-    }
-    async fn close(self) {
-        self.0.shutdown().await
-    }
-}
-
-async fn hub_connect(program: &str, args: &[String]) -> anyhow::Result<(HubClient, usize)> {
-    let hub = Hub::start(
-        vec![ServerSpec::stdio("bench", program, args.iter().cloned())],
-        // The era cache is what a real CLI start has on the second run; measure that.
-        HubOptions::ephemeral(),
-    )?;
-    hub.wait_ready().await?;
-    let tools = hub.tools().len();
-    Ok((HubClient(hub), tools))
-}
-
-#[derive(Clone)]
-struct RawClient(std::sync::Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>);
-
-impl Client for RawClient {
-    async fn call_echo(&self, text: String) -> anyhow::Result<String> {
-        let mut params = CallToolRequestParams::new("echo");
-        params.arguments = json!({"text": text}).as_object().cloned();
-        let result = self.0.call_tool(params).await?;
-        let value = serde_json::to_value(&result)?;
-        Ok(value["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string())
-    }
-    async fn close(self) {
-        if let Ok(service) = std::sync::Arc::try_unwrap(self.0) {
-            let _ = service.cancel().await;
-        }
-    }
-}
-
-async fn raw_connect(program: &str, args: &[String]) -> anyhow::Result<(RawClient, usize)> {
-    let mut command = tokio::process::Command::new(program);
-    command.args(args).process_group(0);
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    let service = ().serve(transport).await?;
-    let tools = service.list_all_tools().await?.len();
-    Ok((RawClient(std::sync::Arc::new(service)), tools))
 }
 
 async fn measure<C, F, Fut>(name: &str, args: &Args, connect: F) -> anyhow::Result<Figures>
@@ -288,7 +194,6 @@ where
 fn main() -> anyhow::Result<()> {
     match std::env::args().nth(1).as_deref() {
         Some("peers") => return peers::main(std::env::args().skip(2)),
-        Some("client") => return peers::client_main(std::env::args().skip(2)),
         Some("cli") => return cli::main(std::env::args().skip(2)),
         Some("search") => return search::main(std::env::args().skip(2)),
         Some("result") => return result::main(std::env::args().skip(2)),

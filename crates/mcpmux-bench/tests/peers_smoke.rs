@@ -9,7 +9,8 @@ use std::process::Command;
 #[test]
 fn every_peer_client_completes_a_quick_run_and_reports_its_figures() {
     let output = Command::new(env!("CARGO_BIN_EXE_mcpmux-bench"))
-        .args(["peers", "--quick", "--json"])
+        // Built by `cargo test` beside the bench: it need not run cargo itself.
+        .args(["peers", "--quick", "--json", "--prebuilt"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);

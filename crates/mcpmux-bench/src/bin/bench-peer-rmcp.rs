@@ -1,0 +1,6 @@
+//! Raw rmcp as a peer client of `mcpmux-bench peers`: `bench-peer-rmcp LOAD_JSON
+//! [current-thread]`, its figures as one JSON line.
+
+fn main() -> anyhow::Result<()> {
+    mcpmux_bench::peer_client::rmcp_main(std::env::args().skip(1))
+}
