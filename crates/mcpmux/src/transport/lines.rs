@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolResult, ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, NumberOrString,
-    RequestId, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, NumberOrString, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -340,7 +340,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         if !crate::sync::lock(&self.tool_calls).remove(&id) {
             return None;
         }
-        let result: CallToolResult = serde_json::from_str(result.get()).ok()?;
+        let result = call_result::read(result.get())?;
         Some(ServerJsonRpcMessage::response(
             ServerResult::CallToolResult(result),
             id,
@@ -668,5 +668,6 @@ impl<W> Drop for Holder<'_, W> {
     }
 }
 
+mod call_result;
 #[cfg(test)]
 mod tests;
