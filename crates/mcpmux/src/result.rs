@@ -279,13 +279,34 @@ impl ToolResult {
     /// The whole result as text for an LLM: blocks joined by blank lines; structured content
     /// as JSON when there are no blocks to carry it.
     pub fn to_text(&self) -> String {
-        let mut parts: Vec<String> = self.content.iter().map(Content::to_text).collect();
-        if parts.is_empty()
-            && let Some(structured) = &self.structured_content
-        {
-            parts.push(structured.to_string());
+        if self.content.is_empty() {
+            return self
+                .structured_content
+                .as_ref()
+                .map(|structured| structured.to_string())
+                .unwrap_or_default();
         }
-        parts.join("\n\n")
+        // Written in place, text blocks not copied first: a 10 MB text is then alive twice
+        // (the result and this), not three times (and a part list, then its join).
+        let text_bytes: usize = self
+            .content
+            .iter()
+            .map(|block| match block {
+                Content::Text { text } => text.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut text = String::with_capacity(text_bytes + 2 * self.content.len());
+        for (index, block) in self.content.iter().enumerate() {
+            if index > 0 {
+                text.push_str("\n\n");
+            }
+            match block {
+                Content::Text { text: block } => text.push_str(block),
+                other => text.push_str(&other.to_text()),
+            }
+        }
+        text
     }
 }
 
@@ -536,6 +557,8 @@ mod tests {
         );
         assert!(text.contains("[resource file:///a.txt]\nbody"), "{text}");
         assert!(text.contains("[resource link: b <file:///b>]"), "{text}");
+        // Six blocks, joined by five blank lines; nothing else in it is one.
+        assert_eq!(text.split("\n\n").count(), 6, "{text}");
     }
 
     #[test]
