@@ -10,6 +10,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== the library's layers (ARCHITECTURE.md): no import up a layer, no circle"
 python3 scripts/layers.py
+echo "== the symbol order of scripts/build-ordered.sh (callgrind's list, lld's layout)"
+python3 -B scripts/test_callgrind_order.py
 echo "== cargo doc (the library's public face: every item documented, every link resolves)"
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p mcpmux
 echo "== cargo test"
