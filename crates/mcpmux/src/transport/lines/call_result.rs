@@ -58,7 +58,8 @@ fn read_big_strings_once(result: &str) -> Option<CallToolResult> {
             continue;
         };
         if raw.len() >= BIG && raw.starts_with('"') {
-            let start = raw.as_ptr() as usize - result.as_ptr() as usize;
+            // Borrowed from `result`, so it lies inside it; checked all the same.
+            let start = (raw.as_ptr() as usize).checked_sub(result.as_ptr() as usize)?;
             big.push((index, start..start + raw.len()));
         }
     }
