@@ -78,40 +78,40 @@ fn target_dir(workspace: &Path) -> PathBuf {
         .unwrap_or_else(|| workspace.join("target"))
 }
 
-/// Builds the release test server next to this binary's workspace.
-fn build_testserver() -> anyhow::Result<PathBuf> {
-    let workspace = workspace()?;
+/// `cargo build --quiet ARGS` in the workspace; `what` names what was built, for the error.
+fn cargo_build<A: AsRef<std::ffi::OsStr>>(
+    args: impl IntoIterator<Item = A>,
+    what: &str,
+) -> anyhow::Result<()> {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "mcpmux-testserver"])
-        .current_dir(&workspace)
+        .args(["build", "--quiet"])
+        .args(args)
+        .current_dir(workspace()?)
         .status()?;
     if !status.success() {
-        bail!("building mcpmux-testserver failed");
+        bail!("building {what} failed");
     }
-    Ok(target_dir(&workspace)
+    Ok(())
+}
+
+/// Builds the release test server next to this binary's workspace.
+fn build_testserver() -> anyhow::Result<PathBuf> {
+    cargo_build(
+        ["--release", "-p", "mcpmux-testserver"],
+        "mcpmux-testserver",
+    )?;
+    Ok(target_dir(&workspace()?)
         .join("release")
         .join("mcpmux-testserver"))
 }
 
 /// Builds the release CLI and test server; their paths.
 fn build_cli_and_testserver() -> anyhow::Result<(PathBuf, PathBuf)> {
-    let workspace = workspace()?;
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "mcpmux-cli",
-            "-p",
-            "mcpmux-testserver",
-        ])
-        .current_dir(&workspace)
-        .status()?;
-    if !status.success() {
-        bail!("building mcpmux and mcpmux-testserver failed");
-    }
-    let release = target_dir(&workspace).join("release");
+    cargo_build(
+        ["--release", "-p", "mcpmux-cli", "-p", "mcpmux-testserver"],
+        "mcpmux and mcpmux-testserver",
+    )?;
+    let release = target_dir(&workspace()?).join("release");
     Ok((release.join("mcpmux"), release.join("mcpmux-testserver")))
 }
 

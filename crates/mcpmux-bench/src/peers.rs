@@ -8,6 +8,7 @@
 //! all taking the same load. Every client checks each echo it gets back, so a
 //! client that loses or mixes up answers fails the run instead of looking fast.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -46,7 +47,7 @@ impl Peers {
     /// (`cargo run` builds only the program it runs, and a stale client would measure old code).
     fn find(prebuilt: bool) -> anyhow::Result<Self> {
         let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let workspace = crate_dir.ancestors().nth(2).context("workspace root")?;
+        let workspace = crate::workspace()?;
         let modules = workspace.join("test-deps");
         let python = modules.join(".venv/bin/python");
         let sdk = modules.join("node_modules/@modelcontextprotocol/sdk/package.json");
@@ -62,7 +63,7 @@ impl Peers {
             .context("this program's directory")?
             .to_path_buf();
         if !prebuilt {
-            build_rust_clients(workspace, &rust_clients)?;
+            build_rust_clients(&rust_clients)?;
         }
         for client in RUST_CLIENTS {
             if !rust_clients.join(client).exists() {
@@ -115,33 +116,25 @@ impl Peers {
 
 /// Builds the Rust clients into `dir` (`target/PROFILE`) with the profile that built this
 /// program.
-fn build_rust_clients(workspace: &Path, dir: &Path) -> anyhow::Result<()> {
+fn build_rust_clients(dir: &Path) -> anyhow::Result<()> {
     let profile = match dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") => "dev",
         Some(name) => name,
         None => bail!("cannot tell this program's profile from {}", dir.display()),
     };
     let target_dir = dir.parent().context("the target directory")?;
-    let mut command = Command::new(env!("CARGO"));
-    command
-        .args([
-            "build",
-            "--quiet",
-            "--profile",
-            profile,
-            "-p",
-            "mcpmux-bench",
-        ])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(workspace);
+    let mut args: Vec<&OsStr> = vec![
+        "--profile".as_ref(),
+        profile.as_ref(),
+        "-p".as_ref(),
+        "mcpmux-bench".as_ref(),
+        "--target-dir".as_ref(),
+        target_dir.as_os_str(),
+    ];
     for client in RUST_CLIENTS {
-        command.args(["--bin", client]);
+        args.extend([OsStr::new("--bin"), client.as_ref()]);
     }
-    if !command.status()?.success() {
-        bail!("building {} failed", RUST_CLIENTS.join(" and "));
-    }
-    Ok(())
+    crate::cargo_build(args, &RUST_CLIENTS.join(" and "))
 }
 
 /// `mcpmux-bench peers`: every client, interleaved for `rounds` rounds, medians as a table.
