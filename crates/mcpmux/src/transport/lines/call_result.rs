@@ -213,7 +213,11 @@ mod tests {
 
     #[test]
     fn a_big_result_reads_as_serde_reads_it() {
-        let text = "line \"quoted\" \\ tab\t 😀 é\n".repeat(4000);
+        // Quotes, backslashes, control characters and a forged end of the block and the list
+        // inside the text: only serde's own reading says where the string ends.
+        let text = "line \"quoted\" \\ tab\t 😀 é\u{1}\"}],\"isError\":true,{\"text\":\"\n"
+            .repeat(3000)
+            + "\\";
         let data = "QUJD".repeat(20_000);
         let json = big_result(&text, &data);
         assert!(
