@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the programs we ship and measure (`mcpmux`, the bench and its Rust peer clients) with
-# the `dist` profile and their code laid out in the order it runs, into target/ordered/dist/.
+# Builds the programs we ship and measure (`mcpmux`, the bench, its Rust peer clients and the
+# pipe floor) with the `dist` profile and their code laid out in the order it runs, into
+# target/ordered/dist/.
 #
 # A program's memory is mostly its code, and the kernel maps code in 64 KiB runs around each
 # page first touched: a hub runs about 1.3 MB of functions but, scattered over a 7 MB text, they
@@ -28,7 +29,7 @@ touch "$order"
 # The same flags on both builds (the list's contents are not part of them), so the second
 # build relinks the programs and compiles nothing else: symbol names stay the same.
 export RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--symbol-ordering-file=$order -C link-arg=-Wl,--no-warn-symbol-ordering"
-programs=(-p mcpmux-cli --bin mcpmux -p mcpmux-bench --bin mcpmux-bench --bin bench-peer-hub --bin bench-peer-rmcp)
+programs=(-p mcpmux-cli --bin mcpmux -p mcpmux-bench --bin mcpmux-bench --bin bench-peer-hub --bin bench-peer-rmcp --bin bench-peer-floor)
 
 echo "build-ordered: first build (dist)" >&2
 cargo build --quiet --profile dist "${programs[@]}"
@@ -76,4 +77,4 @@ echo "build-ordered: $(wc -l <"$order") functions to lay out first" >&2
 echo "build-ordered: second build (relinks only)" >&2
 touch crates/mcpmux-cli/src/main.rs crates/mcpmux-bench/src/main.rs crates/mcpmux-bench/src/bin/*.rs
 cargo build --quiet --profile dist "${programs[@]}"
-echo "build-ordered: done: $out/{mcpmux,mcpmux-bench,bench-peer-hub,bench-peer-rmcp}" >&2
+echo "build-ordered: done: $out/{mcpmux,mcpmux-bench,bench-peer-hub,bench-peer-rmcp,bench-peer-floor}" >&2

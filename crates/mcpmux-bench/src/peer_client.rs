@@ -207,7 +207,8 @@ async fn ten_hub(load: &Load) -> anyhow::Result<f64> {
     Ok(elapsed)
 }
 
-fn percentile(values: &mut [f64], p: f64) -> f64 {
+/// The `p` quantile of `values` (sorted in place); 0 when empty.
+pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }

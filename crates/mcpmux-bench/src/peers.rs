@@ -6,7 +6,9 @@
 //! client is a program of its own, `bench-peer-rmcp` and `bench-peer-hub` (see
 //! `peer_client.rs`), as the SDK clients are `peers/ts-client.mjs` and `peers/py-client.py`,
 //! all taking the same load. Every client checks each echo it gets back, so a
-//! client that loses or mixes up answers fails the run instead of looking fast.
+//! client that loses or mixes up answers fails the run instead of looking fast. Beside them
+//! runs the pipe floor (`bench-peer-floor`, `floor.rs`): blocking reads and writes on one
+//! thread and nothing else, the least any client must spend against this server here.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -19,18 +21,23 @@ use mcpmux_bench::peer_client::{Figures, Load, median};
 /// The clients, in table order. The Rust clients run twice: on a two-worker runtime (what a
 /// harness on tokio's default runtime gets, and what `mcpmux` uses) and on a current-thread
 /// runtime (every task on the caller's thread: no wake-up crosses threads, as in the SDKs'
-/// single-threaded event loops).
-const CLIENTS: [&str; 6] = [
+/// single-threaded event loops). The last column is not a client: the pipe floor (`floor.rs`),
+/// what the server and the machine allow any client.
+const CLIENTS: [&str; 7] = [
     "Python SDK",
     "TypeScript SDK",
     "rmcp raw",
     "mcpmux hub",
     "rmcp raw, 1 thread",
     "mcpmux hub, 1 thread",
+    FLOOR,
 ];
 
-/// The Rust peer clients' programs, built beside this one.
-const RUST_CLIENTS: [&str; 2] = ["bench-peer-rmcp", "bench-peer-hub"];
+/// The pipe floor's column.
+const FLOOR: &str = "pipe floor";
+
+/// The Rust programs, built beside this one: the two peer clients and the floor.
+const RUST_CLIENTS: [&str; 3] = ["bench-peer-rmcp", "bench-peer-hub", "bench-peer-floor"];
 
 /// Where the peers live: the pinned SDKs in test-deps (installed by
 /// `scripts/install-test-deps.sh`), the Rust clients beside this program.
@@ -108,6 +115,10 @@ impl Peers {
                     command.arg("current-thread");
                 }
             }
+            FLOOR => {
+                command = Command::new(self.rust_clients.join(RUST_CLIENTS[2]));
+                command.arg(load);
+            }
             other => bail!("no such client {other}"),
         }
         Ok(command)
@@ -134,7 +145,7 @@ fn build_rust_clients(dir: &Path) -> anyhow::Result<()> {
     for client in RUST_CLIENTS {
         args.extend([OsStr::new("--bin"), client.as_ref()]);
     }
-    crate::cargo_build(args, &RUST_CLIENTS.join(" and "))
+    crate::cargo_build(args, &RUST_CLIENTS.join(", "))
 }
 
 /// `mcpmux-bench peers`: every client, interleaved for `rounds` rounds, medians as a table.

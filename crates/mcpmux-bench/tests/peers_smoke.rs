@@ -1,6 +1,6 @@
 //! One quick run of the side-by-side peer benchmark, so it cannot rot: every client (the pinned
-//! Python and TypeScript SDKs, raw rmcp, the mcpmux hub) starts, lists, calls with its echoes
-//! checked, and reports figures. A smoke run, not a timed test: no figure is compared.
+//! Python and TypeScript SDKs, raw rmcp, the mcpmux hub) and the pipe floor starts, lists, calls
+//! with its echoes checked, and reports figures. A smoke run, not a timed test: no figure is compared.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -28,6 +28,7 @@ fn every_peer_client_completes_a_quick_run_and_reports_its_figures() {
         "mcpmux hub",
         "rmcp raw, 1 thread",
         "mcpmux hub, 1 thread",
+        "pipe floor",
     ] {
         let figures = &table[client];
         for metric in [

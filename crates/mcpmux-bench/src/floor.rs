@@ -1,0 +1,235 @@
+//! The pipe floor of the side-by-side benchmark (`bench-peer-floor`): the least any client must
+//! do, with nothing else. One thread of blocking reads and writes on the server's pipes, no
+//! runtime, no SDK; each request written as one JSON line, each answer read, parsed and its
+//! echo checked. It takes the same load and prints the same figures as the peer clients.
+//!
+//! It is not a peer: it shows what the server, the pipes and the machine allow every client.
+//! A client's latency cannot go below it, so a goal set under it is a goal about the server.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use crate::memory::peak_rss_kib;
+use crate::peer_client::{Figures, Load, median, percentile};
+
+/// `bench-peer-floor LOAD_JSON`: the floor's run, its figures as one JSON line.
+pub fn floor_main(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
+    let load: Load = serde_json::from_str(&args.next().context("the load JSON is missing")?)?;
+    let figures = run(&load)?;
+    println!("{}", serde_json::to_string(&figures)?);
+    Ok(())
+}
+
+fn run(load: &Load) -> anyhow::Result<Figures> {
+    let mut cold = Vec::new();
+    for _ in 0..load.cold {
+        let start = Instant::now();
+        let (session, tools) = Session::start(&load.server)?;
+        cold.push(start.elapsed().as_secs_f64() * 1e3);
+        if tools == 0 {
+            bail!("the server listed no tools");
+        }
+        session.close()?;
+    }
+    let (mut session, _) = Session::start(&load.server)?;
+    for i in 0..200 {
+        session.echo(&format!("warm {i}"))?;
+    }
+    let mut latencies = Vec::with_capacity(load.calls);
+    for i in 0..load.calls {
+        let start = Instant::now();
+        session.echo(&format!("call {i}"))?;
+        latencies.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    let total = load.total / load.in_flight.max(1) * load.in_flight.max(1);
+    let start = Instant::now();
+    let session = session.in_flight(total, load.in_flight.max(1))?;
+    let calls_per_sec = total as f64 / start.elapsed().as_secs_f64();
+    session.close()?;
+    let peak_rss_one_mb = peak_rss_kib() as f64 / 1024.0;
+    let start = Instant::now();
+    let starting: Vec<_> = (0..load.servers)
+        .map(|_| {
+            let server = load.server.clone();
+            std::thread::spawn(move || Session::start(&server))
+        })
+        .collect();
+    let mut sessions = Vec::new();
+    for thread in starting {
+        let joined = thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("a server start panicked"))?;
+        sessions.push(joined?.0);
+    }
+    let servers_ms = start.elapsed().as_secs_f64() * 1e3;
+    for session in sessions {
+        session.close()?;
+    }
+    Ok(Figures {
+        cold_ms: median(&mut cold),
+        p50_us: percentile(&mut latencies, 0.5),
+        p99_us: percentile(&mut latencies, 0.99),
+        calls_per_sec,
+        servers_ms,
+        peak_rss_one_mb,
+        peak_rss_mb: peak_rss_kib() as f64 / 1024.0,
+    })
+}
+
+/// One server over its pipes: requests written and answers read in turn.
+struct Session {
+    child: Child,
+    writer: ChildStdin,
+    reader: BufReader<ChildStdout>,
+    line: String,
+    next_id: u64,
+}
+
+impl Session {
+    /// Spawns the server, does the handshake and lists its tools; the session and how many
+    /// tools it lists.
+    fn start(server: &[String]) -> anyhow::Result<(Self, usize)> {
+        let (program, args) = server.split_first().context("empty server command")?;
+        let mut command = Command::new(program);
+        // What the SDKs pass a server (the TypeScript SDK's default list), as the hub passes an
+        // allowlist: the whole environment here holds `NODE_EXTRA_CA_CERTS`, which costs Node
+        // about 35 ms of its start.
+        command.env_clear().envs(
+            ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"]
+                .into_iter()
+                .filter_map(|name| Some((name, std::env::var_os(name)?))),
+        );
+        let mut child = command
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {program}"))?;
+        let writer = child.stdin.take().context("the server's stdin")?;
+        let reader = BufReader::new(child.stdout.take().context("the server's stdout")?);
+        let mut session = Self {
+            child,
+            writer,
+            reader,
+            line: String::new(),
+            next_id: 0,
+        };
+        let init = json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench-floor", "version": "1.0.0"},
+        });
+        session.request("initialize", init)?;
+        session.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        let listed = session.request("tools/list", json!({}))?;
+        let tools = listed["tools"].as_array().map_or(0, Vec::len);
+        Ok((session, tools))
+    }
+
+    /// Calls `echo` with `text` and checks the answer.
+    fn echo(&mut self, text: &str) -> anyhow::Result<()> {
+        let result = self.request("tools/call", echo_params(self.next_id + 1, text))?;
+        check_echo(&result, text)
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        self.line.clear();
+        if self.reader.read_line(&mut self.line)? == 0 {
+            bail!("the server closed its output before answering {method}");
+        }
+        let answer: Value = serde_json::from_str(&self.line)?;
+        if answer["id"].as_u64() != Some(id) {
+            bail!("asked id {id}, got {}", self.line.trim_end());
+        }
+        answer
+            .get("result")
+            .cloned()
+            .with_context(|| format!("{method} failed: {}", self.line.trim_end()))
+    }
+
+    fn write(&mut self, message: &Value) -> anyhow::Result<()> {
+        write_line(&mut self.writer, message)
+    }
+
+    /// `total` calls with at most `in_flight` unanswered: this thread writes, another reads
+    /// and checks each answer, handing back one permit per answer.
+    fn in_flight(mut self, total: usize, in_flight: usize) -> anyhow::Result<Self> {
+        let (permits, taken) = std::sync::mpsc::sync_channel::<()>(in_flight);
+        for _ in 0..in_flight {
+            permits.send(())?;
+        }
+        let first = self.next_id + 1;
+        let mut reader = self.reader;
+        let answers = std::thread::spawn(move || -> anyhow::Result<BufReader<ChildStdout>> {
+            let mut line = String::new();
+            for id in first..first + total as u64 {
+                line.clear();
+                if reader.read_line(&mut line)? == 0 {
+                    bail!("the server closed its output with calls in flight");
+                }
+                let answer: Value = serde_json::from_str(&line)?;
+                if answer["id"].as_u64() != Some(id) {
+                    bail!("expected the answer to {id}, got {}", line.trim_end());
+                }
+                check_echo(&answer["result"], &format!("c{id}"))?;
+                // The writer may be done and gone: a refused permit is not an error.
+                let _ = permits.send(());
+            }
+            Ok(reader)
+        });
+        for id in first..first + total as u64 {
+            taken.recv().context("the answer reader stopped")?;
+            let request = json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": "tools/call",
+                "params": echo_params(id, &format!("c{id}")),
+            });
+            write_line(&mut self.writer, &request)?;
+        }
+        self.reader = answers
+            .join()
+            .map_err(|_| anyhow::anyhow!("the answer reader panicked"))??;
+        self.next_id = first + total as u64 - 1;
+        Ok(self)
+    }
+
+    /// Closes the server's input and waits for it to exit.
+    fn close(self) -> anyhow::Result<()> {
+        let Self {
+            mut child, writer, ..
+        } = self;
+        drop(writer);
+        child.wait()?;
+        Ok(())
+    }
+}
+
+/// Writes `message` as one line, in one write.
+fn write_line(writer: &mut ChildStdin, message: &Value) -> anyhow::Result<()> {
+    let mut line = serde_json::to_vec(message)?;
+    line.push(b'\n');
+    writer.write_all(&line)?;
+    Ok(())
+}
+
+/// A `tools/call` of `echo`, with the progress token raw rmcp and the hub send too.
+fn echo_params(id: u64, text: &str) -> Value {
+    json!({"_meta": {"progressToken": id}, "name": "echo", "arguments": {"text": text}})
+}
+
+fn check_echo(result: &Value, text: &str) -> anyhow::Result<()> {
+    let got = result["content"][0]["text"].as_str();
+    if got != Some(text) {
+        bail!("asked {text:?}, got {result}");
+    }
+    Ok(())
+}
