@@ -220,7 +220,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
     fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            let Some(end) = bytes.iter().position(|b| *b == b'\n') else {
+            // A vectorised search: a large result's line spans thousands of chunks.
+            let Some(end) = memchr::memchr(b'\n', bytes) else {
                 self.extend(bytes);
                 return;
             };
@@ -418,8 +419,8 @@ fn is_json_rpc(line: &[u8]) -> bool {
     if start.map(|i| line[i]) != Some(b'{') {
         return false;
     }
-    let needle = b"\"jsonrpc\"";
-    let contains = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    let finder = memchr::memmem::Finder::new(b"\"jsonrpc\"");
+    let contains = |hay: &[u8]| finder.find(hay).is_some();
     let head = &line[..line.len().min(256)];
     let tail = &line[line.len().saturating_sub(256)..];
     contains(head) || contains(tail) || contains(line)

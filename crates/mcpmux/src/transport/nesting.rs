@@ -50,13 +50,7 @@ fn shape(message: &[u8]) -> Shape {
         match message[i] {
             b'"' => {
                 let start = i;
-                i += 1;
-                while i < message.len() && message[i] != b'"' {
-                    if message[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
+                i = string_end(message, i + 1);
                 let end = (i + 1).min(message.len());
                 if depth == 1 {
                     let token = &message[start..end];
@@ -95,8 +89,32 @@ fn shape(message: &[u8]) -> Shape {
     shape
 }
 
+/// Where the string whose contents start at `from` ends: the index of its closing quote, or
+/// the message's length if it has none. Jumps from one quote or backslash to the next (a
+/// vectorised search): a tool result is mostly the text of its strings.
+fn string_end(message: &[u8], mut from: usize) -> usize {
+    while let Some(rest) = message.get(from..) {
+        match memchr::memchr2(b'"', b'\\', rest) {
+            // An escape: the next byte is taken whatever it is.
+            Some(at) if rest[at] == b'\\' => from += at + 2,
+            Some(at) => return from + at,
+            None => break,
+        }
+    }
+    message.len()
+}
+
 /// Judges one incoming message (without its newline).
 pub(crate) fn screen(message: &[u8]) -> Screen {
+    // Each level opens with a bracket. A message with no more of them than the limit, in
+    // strings or not, cannot be too deep, and the walk is skipped: counting is a vectorised
+    // search, stopped at the first bracket over the limit.
+    let openers = memchr::memchr2_iter(b'{', b'[', message)
+        .take(MAX_DECODABLE_DEPTH + 1)
+        .count();
+    if openers <= MAX_DECODABLE_DEPTH {
+        return Screen::Pass;
+    }
     let shape = shape(message);
     if shape.depth <= MAX_DECODABLE_DEPTH {
         return Screen::Pass;
@@ -125,6 +143,112 @@ pub(crate) fn screen(message: &[u8]) -> Screen {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The walk as it was, one byte at a time: what `shape` must agree with.
+    fn shape_byte_by_byte(message: &[u8]) -> Shape {
+        let mut shape = Shape::default();
+        let mut depth = 0usize;
+        let mut expect_key = false;
+        let mut last_key: &[u8] = b"";
+        let mut i = 0;
+        while i < message.len() {
+            match message[i] {
+                b'"' => {
+                    let start = i;
+                    i += 1;
+                    while i < message.len() && message[i] != b'"' {
+                        if message[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    let end = (i + 1).min(message.len());
+                    if depth == 1 {
+                        let token = &message[start..end];
+                        if expect_key {
+                            last_key = token;
+                            expect_key = false;
+                            shape.method |= token == b"\"method\"";
+                        } else if last_key == b"\"id\"" {
+                            shape.id = Some(token.to_vec());
+                        }
+                    }
+                }
+                open @ (b'{' | b'[') => {
+                    depth += 1;
+                    shape.depth = shape.depth.max(depth);
+                    if depth == 1 {
+                        expect_key = open == b'{';
+                    }
+                }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                b',' if depth == 1 => expect_key = true,
+                b'-' | b'0'..=b'9' if depth == 1 && !expect_key && last_key == b"\"id\"" => {
+                    let start = i;
+                    while i < message.len()
+                        && matches!(message[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                    {
+                        i += 1;
+                    }
+                    shape.id = Some(message[start..i].to_vec());
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        shape
+    }
+
+    /// Messages made of the bytes the walk cares about, and a little else, after up to 200
+    /// opening brackets: as often over the limit as under it.
+    fn soup() -> impl Strategy<Value = Vec<u8>> {
+        let pieces = prop::sample::select(vec![
+            &b"{"[..],
+            b"[",
+            b"}",
+            b"]",
+            b"\"",
+            b"\\",
+            b"\\\"",
+            b",",
+            b":",
+            b"\"id\"",
+            b"\"method\"",
+            b"-1.5e3",
+            b"7",
+            b"x",
+            b"\"id\":",
+            b"{\"id\":",
+            b"[[[[",
+        ]);
+        (0..200usize, prop::collection::vec(pieces, 0..400))
+            .prop_map(|(deep, pieces)| [b"[".repeat(deep), pieces.concat()].concat())
+    }
+
+    proptest! {
+        #[test]
+        fn the_walk_reads_what_the_byte_by_byte_walk_reads(message in soup()) {
+            prop_assert_eq!(shape(&message), shape_byte_by_byte(&message));
+        }
+
+        #[test]
+        fn the_bracket_count_never_passes_what_the_walk_refuses(message in soup()) {
+            let deep = shape_byte_by_byte(&message).depth > MAX_DECODABLE_DEPTH;
+            prop_assert_eq!(screen(&message) != Screen::Pass, deep);
+        }
+    }
+
+    #[test]
+    fn a_string_ends_at_its_closing_quote_or_the_end() {
+        assert_eq!(string_end(br#""ab\"c" x"#, 1), 6);
+        // The escaped quote is no end.
+        assert_eq!(string_end(br#""ab\""#, 1), 5);
+        assert_eq!(string_end(b"\"ab\\", 1), 4);
+        assert_eq!(string_end(b"\"", 1), 1);
+        assert_eq!(string_end(b"", 1), 0);
+    }
 
     fn nested(levels: usize) -> String {
         format!("{}{}", "[".repeat(levels), "]".repeat(levels))
