@@ -1,6 +1,6 @@
-//! What a large tool result costs the hub in memory: the test server's `huge` tool answers one
-//! text block of N MiB over stdio, and the hub's peak resident set is read before and during
-//! the call. Each measurement runs in a process of its own (`result-client`), so one peak
+//! What a large tool result costs the hub in memory, and how long it takes: the test server's
+//! `huge` tool answers one text block of N MiB over stdio, and the hub's peak resident set is
+//! read before and during the call. Each measurement runs in a process of its own (`result-client`), so one peak
 //! cannot hide another. Two ways a harness takes a result: whole (`max_result_bytes` above
 //! the size) and cut to the default 100 KiB with the rest spilled to a file.
 //!
@@ -26,6 +26,9 @@ struct Cost {
     peak_mb: f64,
     /// Bytes of text the harness got back.
     text_bytes: usize,
+    /// The call, from asking to the result in hand (ms): the server's making and writing
+    /// of the text included.
+    call_ms: f64,
 }
 
 impl Cost {
@@ -70,21 +73,27 @@ pub(crate) fn main(mut args: impl Iterator<Item = String>) -> anyhow::Result<()>
                 }
                 costs.push(serde_json::from_slice::<Cost>(&output.stdout)?);
             }
+            let mut times: Vec<f64> = costs.iter().map(|c| c.call_ms).collect();
+            times.sort_by(f64::total_cmp);
             costs.sort_by(|a, b| a.ratio().total_cmp(&b.ratio()));
-            table.push((whole, costs[costs.len() / 2]));
+            let mut median = costs[costs.len() / 2];
+            // Each figure's own median: the run with the median peak need not have the
+            // median time.
+            median.call_ms = times[times.len() / 2];
+            table.push((whole, median));
         }
     }
     if as_json {
         let rows: Vec<_> = table
             .iter()
-            .map(|(whole, c)| json!({"mb": c.mb, "whole": whole, "before_mb": c.before_mb, "peak_mb": c.peak_mb, "ratio": c.ratio(), "text_bytes": c.text_bytes}))
+            .map(|(whole, c)| json!({"mb": c.mb, "whole": whole, "before_mb": c.before_mb, "peak_mb": c.peak_mb, "ratio": c.ratio(), "text_bytes": c.text_bytes, "call_ms": c.call_ms}))
             .collect();
         println!("{}", serde_json::to_string(&rows)?);
         return Ok(());
     }
     println!(
-        "{:>8} {:<30} {:>10} {:>10} {:>12} {:>8}",
-        "result", "taken", "RSS before", "peak", "text back", "cost"
+        "{:>8} {:<30} {:>10} {:>10} {:>12} {:>8} {:>9}",
+        "result", "taken", "RSS before", "peak", "text back", "cost", "call"
     );
     for (whole, c) in &table {
         let taken = if *whole {
@@ -93,13 +102,14 @@ pub(crate) fn main(mut args: impl Iterator<Item = String>) -> anyhow::Result<()>
             "cut to 100 KiB, rest spilled"
         };
         println!(
-            "{:>5} MiB {:<30} {:>7.1} MiB {:>6.1} MiB {:>12} {:>7.2}x",
+            "{:>5} MiB {:<30} {:>7.1} MiB {:>6.1} MiB {:>12} {:>7.2}x {:>6.1} ms",
             c.mb,
             taken,
             c.before_mb,
             c.peak_mb,
             c.text_bytes,
-            c.ratio()
+            c.ratio(),
+            c.call_ms
         );
     }
     Ok(())
@@ -129,7 +139,9 @@ pub(crate) fn client_main(mut args: impl Iterator<Item = String>) -> anyhow::Res
         hub.call("mcp__big__huge", json!({"mb": 0.01})).await?;
         let before_mb = crate::rss_kib("self")? as f64 / 1024.0;
         reset_peak_rss();
+        let start = std::time::Instant::now();
         let result = hub.call("mcp__big__huge", json!({"mb": mb})).await?;
+        let call_ms = start.elapsed().as_secs_f64() * 1e3;
         let peak_mb = peak_rss_kib() as f64 / 1024.0;
         // Counted in place: joining the text would add a copy to the peak.
         let text_bytes: usize = result
@@ -147,6 +159,7 @@ pub(crate) fn client_main(mut args: impl Iterator<Item = String>) -> anyhow::Res
             before_mb,
             peak_mb,
             text_bytes,
+            call_ms,
         })
     })?;
     println!("{}", serde_json::to_string(&cost)?);
