@@ -96,12 +96,14 @@ fn read_big_strings_once(result: &str) -> Option<CallToolResult> {
 /// would refuse it: an unknown escape, a bad `\u` escape, a lone surrogate, a raw control
 /// character or quote.
 fn unescape(literal: &str) -> Option<String> {
+    // A raw control character is refused wherever it is: one pass, eight bytes at a time,
+    // then a vectorised search from one backslash or quote to the next.
+    if has_control(literal.as_bytes()) {
+        return None;
+    }
     let mut text = String::with_capacity(literal.len());
     let mut rest = literal;
-    while let Some(at) = rest
-        .bytes()
-        .position(|b| b == b'\\' || b == b'"' || b < 0x20)
-    {
+    while let Some(at) = memchr::memchr2(b'\\', b'"', rest.as_bytes()) {
         text.push_str(&rest[..at]);
         let escape = rest.as_bytes().get(at..)?;
         let (decoded, used) = match escape {
@@ -122,6 +124,25 @@ fn unescape(literal: &str) -> Option<String> {
     text.push_str(rest);
     text.shrink_to_fit();
     Some(text)
+}
+
+/// Whether a byte of `bytes` is below 0x20 (a control character).
+fn has_control(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            return true;
+        };
+        let word = u64::from_le_bytes(word);
+        // A byte under 0x20 borrows in the subtraction and sets its high bit, where the byte
+        // itself had none (the "has a byte less than n" test, exact for n up to 128).
+        if word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&b| b < 0x20)
 }
 
 /// The character a `\u` escape names, from the four hex digits after `\u` (and, for a high
@@ -247,7 +268,28 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_control_character_is_found_at_any_place() {
+        for place in 0..19 {
+            for byte in 0..=255u8 {
+                let mut bytes = vec![b'a'; 19];
+                bytes[place] = byte;
+                assert_eq!(has_control(&bytes), byte < 0x20, "{byte:#x} at {place}");
+            }
+        }
+        assert!(!has_control(b""));
+        assert!(!has_control("\u{7f}é\u{ffff}𝄞 \"\\".as_bytes()));
+    }
+
     proptest! {
+        #[test]
+        fn control_characters_are_found_as_a_byte_by_byte_look_finds_them(
+            // Mostly other bytes: most words then hold none, and some exactly one.
+            bytes in prop::collection::vec(prop_oneof![30 => 0x20..=0xffu8, 1 => 0..0x20u8], 0..64)
+        ) {
+            prop_assert_eq!(has_control(&bytes), bytes.iter().any(|&b| b < 0x20));
+        }
+
         #[test]
         fn any_string_round_trips(text in any::<String>()) {
             let literal = serde_json::to_string(&text).unwrap();
