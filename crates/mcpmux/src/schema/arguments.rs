@@ -63,14 +63,32 @@ impl ValidatorCache {
 /// for any call: such a `null` would fail validation anyway. Follows `properties`, `items` and
 /// local `$ref`s of `schema`. Does nothing for a schema beyond the bounds `budget.rs` keeps.
 pub fn drop_null_optionals(schema: &Value, arguments: &mut Value) {
-    if super::budget::check(schema).is_ok() {
+    if holds_null(arguments, 0) && super::budget::check(schema).is_ok() {
         strip(schema, schema, arguments, 0);
     }
 }
 
 /// [`drop_null_optionals`] for a schema already within the bounds (it compiled).
 fn drop_null_optionals_checked(schema: &Value, arguments: &mut Value) {
-    strip(schema, schema, arguments, 0);
+    if holds_null(arguments, 0) {
+        strip(schema, schema, arguments, 0);
+    }
+}
+
+/// Whether `value` holds a `null` anywhere the walk would reach (past its depth limit counts
+/// as holding one: the walk then decides). Most calls hold none, and the walk copies every
+/// schema node it visits (`$ref`s and `allOf` merged in): about a sixth of a call's
+/// instructions, for nothing to drop.
+fn holds_null(value: &Value, depth: usize) -> bool {
+    if depth > MAX_WALK_DEPTH {
+        return true;
+    }
+    match value {
+        Value::Null => true,
+        Value::Object(members) => members.values().any(|v| holds_null(v, depth + 1)),
+        Value::Array(items) => items.iter().any(|v| holds_null(v, depth + 1)),
+        _ => false,
+    }
 }
 
 fn strip(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
@@ -146,6 +164,34 @@ fn schema_accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_null_deep_inside_the_arguments_is_found_and_dropped() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"rows": {"type": "array", "items": {"$ref": "#/$defs/row"}}},
+            "$defs": {"row": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+        });
+        let mut args = json!({"rows": [{"x": 1}, {"x": null}]});
+        drop_null_optionals(&schema, &mut args);
+        assert_eq!(args, json!({"rows": [{"x": 1}, {}]}));
+        let untouched = json!({"rows": [{"x": 1}, {"x": 2, "y": [true, "s", 1.5]}]});
+        let mut args = untouched.clone();
+        drop_null_optionals(&schema, &mut args);
+        assert_eq!(args, untouched);
+        assert!(!holds_null(&untouched, 0));
+        let mut deep = json!(null);
+        for _ in 0..MAX_WALK_DEPTH + 5 {
+            deep = json!([deep]);
+        }
+        assert!(holds_null(&deep, 0));
+        let mut deep_without = json!(1);
+        for _ in 0..MAX_WALK_DEPTH + 5 {
+            deep_without = json!([deep_without]);
+        }
+        // Past the walk's limit: the walk decides, and it stops there.
+        assert!(holds_null(&deep_without, 0));
+    }
 
     #[test]
     fn prepare_drops_strict_nulls_then_validates() {
