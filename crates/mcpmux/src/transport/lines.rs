@@ -152,6 +152,11 @@ where
 }
 
 fn encode(item: &TxJsonRpcMessage<RoleClient>) -> std::io::Result<Vec<u8>> {
+    if let ClientJsonRpcMessage::Request(request) = item
+        && let Some(line) = call_request::encode(request)
+    {
+        return Ok(line);
+    }
     let mut bytes = serde_json::to_vec(item).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
     Ok(bytes)
@@ -669,6 +674,7 @@ impl<W> Drop for Holder<'_, W> {
     }
 }
 
+mod call_request;
 mod call_result;
 #[cfg(test)]
 mod tests;
