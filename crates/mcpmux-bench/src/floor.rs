@@ -14,7 +14,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::memory::peak_rss_kib;
-use crate::peer_client::{Figures, Load, median, percentile};
+use crate::peer_client::{Figures, Load};
 
 /// `bench-peer-floor LOAD_JSON`: the floor's run, its figures as one JSON line.
 pub fn floor_main(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
@@ -69,15 +69,13 @@ fn run(load: &Load) -> anyhow::Result<Figures> {
     for session in sessions {
         session.close()?;
     }
-    Ok(Figures {
-        cold_ms: median(&mut cold),
-        p50_us: percentile(&mut latencies, 0.5),
-        p99_us: percentile(&mut latencies, 0.99),
+    Ok(Figures::of(
+        &mut cold,
+        &mut latencies,
         calls_per_sec,
         servers_ms,
         peak_rss_one_mb,
-        peak_rss_mb: peak_rss_kib() as f64 / 1024.0,
-    })
+    ))
 }
 
 /// One server over its pipes: requests written and answers read in turn.

@@ -50,6 +50,28 @@ pub struct Figures {
     pub peak_rss_mb: f64,
 }
 
+impl Figures {
+    /// The figures of a run: the cold starts (ms) and sequential latencies (µs) as measured
+    /// (sorted here), and the peak resident set of the whole run read now.
+    pub fn of(
+        cold: &mut [f64],
+        latencies: &mut [f64],
+        calls_per_sec: f64,
+        servers_ms: f64,
+        peak_rss_one_mb: f64,
+    ) -> Self {
+        Figures {
+            cold_ms: median(cold),
+            p50_us: percentile(latencies, 0.5),
+            p99_us: percentile(latencies, 0.99),
+            calls_per_sec,
+            servers_ms,
+            peak_rss_one_mb,
+            peak_rss_mb: peak_rss_kib() as f64 / 1024.0,
+        }
+    }
+}
+
 /// `bench-peer-rmcp LOAD_JSON [current-thread]`: raw rmcp's run.
 pub fn rmcp_main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     client_main(args, |load| async move {
@@ -145,15 +167,13 @@ where
     client.close().await;
     let peak_rss_one_mb = peak_rss_kib() as f64 / 1024.0;
     let servers_ms = ten.await?;
-    Ok(Figures {
-        cold_ms: median(&mut cold),
-        p50_us: percentile(&mut latencies, 0.5),
-        p99_us: percentile(&mut latencies, 0.99),
+    Ok(Figures::of(
+        &mut cold,
+        &mut latencies,
         calls_per_sec,
         servers_ms,
         peak_rss_one_mb,
-        peak_rss_mb: peak_rss_kib() as f64 / 1024.0,
-    })
+    ))
 }
 
 async fn echo<C: Client>(client: &C, text: String) -> anyhow::Result<()> {
@@ -207,8 +227,7 @@ async fn ten_hub(load: &Load) -> anyhow::Result<f64> {
     Ok(elapsed)
 }
 
-/// The `p` quantile of `values` (sorted in place); 0 when empty.
-pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+fn percentile(values: &mut [f64], p: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
