@@ -80,7 +80,7 @@ fn run(load: &Load) -> anyhow::Result<Figures> {
 
 /// One server over its pipes: requests written and answers read in turn.
 struct Session {
-    child: Child,
+    child: Reaped,
     writer: ChildStdin,
     reader: BufReader<ChildStdout>,
     line: String,
@@ -101,15 +101,17 @@ impl Session {
                 .into_iter()
                 .filter_map(|name| Some((name, std::env::var_os(name)?))),
         );
-        let mut child = command
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {program}"))?;
-        let writer = child.stdin.take().context("the server's stdin")?;
-        let reader = BufReader::new(child.stdout.take().context("the server's stdout")?);
+        let mut child = Reaped(
+            command
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .with_context(|| format!("starting {program}"))?,
+        );
+        let writer = child.0.stdin.take().context("the server's stdin")?;
+        let reader = BufReader::new(child.0.stdout.take().context("the server's stdout")?);
         let mut session = Self {
             child,
             writer,
@@ -206,8 +208,21 @@ impl Session {
             mut child, writer, ..
         } = self;
         drop(writer);
-        child.wait()?;
+        child.0.wait()?;
         Ok(())
+    }
+}
+
+/// The server's process, killed and reaped if it still runs when dropped: a run that fails
+/// part-way leaves no orphan behind.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
 }
 
@@ -230,4 +245,37 @@ fn check_echo(result: &Value, text: &str) -> anyhow::Result<()> {
         bail!("asked {text:?}, got {result}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn echo_server() -> Vec<String> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/peers/echo-server.mjs");
+        vec!["node".into(), script.into()]
+    }
+
+    #[test]
+    fn a_session_dropped_part_way_leaves_no_server_running() {
+        let (mut session, tools) = Session::start(&echo_server()).unwrap();
+        assert_eq!(tools, 1);
+        session.echo("before the drop").unwrap();
+        let pid = session.child.0.id();
+        drop(session);
+        // Reaped: no process, not even a zombie, has the pid any more.
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+
+    #[test]
+    fn an_answer_that_is_not_the_echo_fails_the_run() {
+        let (mut session, _) = Session::start(&echo_server()).unwrap();
+        let result = session
+            .request("tools/call", echo_params(1, "asked"))
+            .unwrap();
+        assert!(check_echo(&result, "asked").is_ok());
+        assert!(check_echo(&result, "something else").is_err());
+        session.close().unwrap();
+    }
 }
