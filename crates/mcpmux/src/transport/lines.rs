@@ -424,8 +424,10 @@ fn is_json_rpc(line: &[u8]) -> bool {
     if start.map(|i| line[i]) != Some(b'{') {
         return false;
     }
-    let finder = memchr::memmem::Finder::new(b"\"jsonrpc\"");
-    let contains = |hay: &[u8]| finder.find(hay).is_some();
+    // Built once: every line the server writes comes through here.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"jsonrpc\""));
+    let contains = |hay: &[u8]| FINDER.find(hay).is_some();
     let head = &line[..line.len().min(256)];
     let tail = &line[line.len().saturating_sub(256)..];
     contains(head) || contains(tail) || contains(line)
