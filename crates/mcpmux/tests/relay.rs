@@ -76,11 +76,15 @@ async fn hub(args: &[&str], host: Host, policy: PolicyRules) -> Hub {
     .await
 }
 
+/// Calls `ask_client`; with `together` above one, every call of the group stays in flight until
+/// all its requests are answered: a request is tied to a call by the calls in flight when the
+/// hub handles it, and one call of the group answered early would leave the others' requests
+/// unambiguous.
 async fn ask_client(hub: &Hub, what: &str, together: u64, options: CallOptions) -> String {
     let result = hub
         .call_with(
             "mcp__t__ask_client",
-            json!({"what": what, "together": together}),
+            json!({"what": what, "together": together, "linger": together > 1}),
             options,
         )
         .await

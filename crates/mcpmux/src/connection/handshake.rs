@@ -44,6 +44,8 @@ pub(super) struct Session {
     pub(super) side: Side,
     pub(super) progress: ProgressRoutes,
     pub(super) tools_changed: Arc<Notify>,
+    /// Where tool calls may be sent beside rmcp's session task (a lines transport's).
+    pub(super) direct: Option<Arc<transport::lines::Direct>>,
 }
 
 /// What a transport leaves besides the session: a process to reap, a server task to stop.
@@ -226,14 +228,18 @@ async fn attempt(
         probe_deadline.filter(|_| !matches!(lifecycle, ClientLifecycleMode::Initialize));
     let probe = (probe_deadline, late_discover.clone());
     let name = spec.name.as_str();
+    let mut direct = None;
     let (handshake, side) = match opened {
-        Opened::Stdio { transport, process } => (
-            handshake(handler, transport, lifecycle, probe, name, deadline).await,
-            Side {
-                process: Some(process),
-                ..Side::default()
-            },
-        ),
+        Opened::Stdio { transport, process } => {
+            direct = Some(transport.direct());
+            (
+                handshake(handler, transport, lifecycle, probe, name, deadline).await,
+                Side {
+                    process: Some(process),
+                    ..Side::default()
+                },
+            )
+        }
         Opened::Http { transport, session } => {
             let fallback_handler = HubClient {
                 server: handler.server.clone(),
@@ -306,6 +312,7 @@ async fn attempt(
                 name,
                 crate::defaults::MAX_STDIO_FRAME,
             );
+            direct = Some(transport.direct());
             (
                 handshake(handler, transport, lifecycle, probe, name, deadline).await,
                 Side {
@@ -330,6 +337,7 @@ async fn attempt(
                 side,
                 progress,
                 tools_changed,
+                direct,
             })
         }
         Err(failure) => {

@@ -62,6 +62,8 @@ struct Live {
     /// The calls in flight on this session, by whom they are made for: whose a server→client
     /// request is (shared with the session's client handler).
     callers: callers::Callers,
+    /// Where its tool calls are sent beside rmcp's session task, if they can be.
+    direct: Option<Arc<crate::transport::lines::Direct>>,
 }
 
 impl Live {

@@ -30,6 +30,7 @@ use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::Error;
 use crate::transport::ExitInfo;
+use crate::transport::lines::DirectCall;
 use crate::transport::stdio::StderrTail;
 
 /// A request a 2026-07-28 server may answer `input_required`: what is sent again, with the
@@ -192,20 +193,28 @@ impl Connection {
     ) -> Result<ServerResult, Error> {
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
-        let handle = live
-            .peer
-            .send_cancellable_request(request, declared(live, options, as_task))
-            .await;
+        let sent = declared(live, options, as_task);
+        let handle = match (&live.direct, &request) {
+            // Nothing of rmcp's to add to it: the tool call goes beside its session task.
+            (Some(direct), ClientRequest::CallToolRequest(_)) if sent.meta.is_none() => {
+                direct.call(request).await.map(Sent::Direct)
+            }
+            _ => live
+                .peer
+                .send_cancellable_request(request, sent)
+                .await
+                .map(Sent::Session),
+        };
         let handle = match handle {
             Ok(handle) => handle,
             Err(e) => return Err(self.service_error(live, what, e).await),
         };
-        caller.identify(handle.id.clone());
+        let (id, token, answer) = handle.parts();
+        caller.identify(id.clone());
         let mut cancel_guard = CancelOnDrop {
-            peer: Some(handle.peer.clone()),
-            id: handle.id.clone(),
+            peer: Some(live.peer.clone()),
+            id,
         };
-        let token = handle.progress_token.clone();
         live.progress.add(
             token.clone(),
             client::Route {
@@ -217,7 +226,7 @@ impl Connection {
             routes: &live.progress,
             token,
         };
-        let answer = self.within(live, what, options, clock, handle.rx).await;
+        let answer = self.within(live, what, options, clock, answer).await;
         if !matches!(answer, Err(Stopped::Waiting(_))) {
             // Answered, or the session is gone: there is nothing left to cancel.
             cancel_guard.peer = None;
@@ -354,6 +363,53 @@ struct Clock<'a> {
     bump: Arc<Notify>,
     timeout: Duration,
     cap: Instant,
+}
+
+/// A request sent: through rmcp's session, or beside it (`transport/lines/direct.rs`).
+enum Sent {
+    Session(rmcp::service::RequestHandle<RoleClient>),
+    Direct(DirectCall),
+}
+
+/// What a request's answer resolves to, however it was sent.
+type Answered = Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>;
+
+impl Sent {
+    /// The request's id, its progress token, and its answer.
+    fn parts(self) -> (RequestId, rmcp::model::ProgressToken, Awaited) {
+        match self {
+            Sent::Session(handle) => (
+                handle.id,
+                handle.progress_token,
+                Awaited::Session(handle.rx),
+            ),
+            Sent::Direct(call) => (
+                call.id.clone(),
+                call.progress_token.clone(),
+                Awaited::Direct(call),
+            ),
+        }
+    }
+}
+
+/// The answer awaited, however the request was sent.
+enum Awaited {
+    Session(tokio::sync::oneshot::Receiver<Result<ServerResult, ServiceError>>),
+    Direct(DirectCall),
+}
+
+impl Future for Awaited {
+    type Output = Answered;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.get_mut() {
+            Awaited::Session(rx) => Pin::new(rx).poll(cx),
+            Awaited::Direct(call) => Pin::new(call).poll(cx),
+        }
+    }
 }
 
 /// Why a call stopped before its work finished.

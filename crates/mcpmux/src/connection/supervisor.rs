@@ -284,7 +284,10 @@ impl Supervisor {
             side,
             progress,
             tools_changed,
+            direct,
         } = session;
+        // rmcp adds a 2026-07-28 session's own `_meta` to each request: its calls go its way.
+        let direct = direct.filter(|_| era == super::Era::Handshake);
         let peer = running.peer().clone();
         let callers = running.service().callers.clone();
         let closed = CancellationToken::new();
@@ -324,6 +327,7 @@ impl Supervisor {
                 host: self.shared.host.clone(),
                 flights: flights.clone(),
                 callers: callers.clone(),
+                direct: direct.clone(),
             })
         };
         let mut tools_version: u64 = 1;

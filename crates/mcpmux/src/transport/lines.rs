@@ -61,6 +61,12 @@ pub(crate) struct LineTransport<R, W> {
     outbox: Arc<Outbox<W>>,
 }
 
+/// A message read, or the answer to a direct call, in the order read.
+enum Item {
+    Message(RxJsonRpcMessage<RoleClient>),
+    Answer(tokio::sync::oneshot::Sender<direct::Answer>, direct::Answer),
+}
+
 /// The ids of the `tools/call` requests sent whose answers have not come yet: an answer to one
 /// of them is a tool result (or an error), which is what lets it be read directly.
 type ToolCalls = Arc<Mutex<std::collections::HashSet<RequestId>>>;
@@ -72,10 +78,17 @@ where
 {
     /// A transport reading lines of at most `max_line` bytes from `read`.
     pub(crate) fn new(read: R, write: W, server: &str, max_line: usize) -> Self {
+        let outbox = Arc::new(Outbox::new(write));
+        let direct = Arc::new(Direct::new(Box::new(OutboxLine(Arc::downgrade(&outbox)))));
         Self {
-            reader: LineReader::new(read, server, max_line),
-            outbox: Arc::new(Outbox::new(write)),
+            reader: LineReader::new(read, server, max_line, direct),
+            outbox,
         }
+    }
+
+    /// Where tool calls are sent beside rmcp's session task (`lines/direct.rs`).
+    pub(crate) fn direct(&self) -> Arc<Direct> {
+        self.reader.direct.clone()
     }
 
     /// Remembers the id of a `tools/call` about to be sent.
@@ -137,8 +150,14 @@ where
                     }
                 }
             }
-            if let Some(message) = self.reader.ready.pop_front() {
-                return Some(message);
+            match self.reader.ready.pop_front() {
+                Some(Item::Message(message)) => return Some(message),
+                Some(Item::Answer(waiter, answer)) => {
+                    // The caller may have given up meanwhile: nothing is owed to it.
+                    let _ = waiter.send(answer);
+                    continue;
+                }
+                None => {}
             }
             if !self.reader.fill().await {
                 return None;
@@ -174,16 +193,18 @@ struct LineReader<R> {
     line: Vec<u8>,
     /// The current line is over `max_line`: skip to its end.
     discarding: bool,
-    ready: VecDeque<RxJsonRpcMessage<RoleClient>>,
-    /// The `tools/call` requests whose answers are awaited.
+    ready: VecDeque<Item>,
+    /// The `tools/call` requests rmcp sent whose answers are awaited.
     tool_calls: ToolCalls,
+    /// The calls sent directly, whose answers go straight to their callers.
+    direct: Arc<Direct>,
     /// Messages that were JSON but not MCP, each owed an "invalid request" answer.
     invalid: usize,
     eof: bool,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    fn new(inner: R, server: &str, max_line: usize) -> Self {
+    fn new(inner: R, server: &str, max_line: usize, direct: Arc<Direct>) -> Self {
         Self {
             inner,
             server: server.to_string(),
@@ -193,6 +214,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             discarding: false,
             ready: VecDeque::new(),
             tool_calls: ToolCalls::default(),
+            direct,
             invalid: 0,
             eof: false,
         }
@@ -208,12 +230,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         let n = match self.inner.read(&mut self.chunk).await {
             Ok(0) => {
                 self.eof = true;
+                self.direct.close();
                 return false;
             }
             Ok(n) => n,
             Err(error) => {
                 tracing::debug!(server = %self.server, %error, "reading the server's output failed");
                 self.eof = true;
+                self.direct.close();
                 return false;
             }
         };
@@ -305,7 +329,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             }
         };
         if let Some(message) = self.tool_result(line) {
-            self.ready.push_back(message);
+            self.push(message);
             return;
         }
         match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
@@ -318,10 +342,33 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 if let Some(id) = answered {
                     crate::sync::lock(&self.tool_calls).remove(id);
                 }
-                self.ready.push_back(message);
+                self.push(message);
             }
             Err(error) => self.unreadable(line, &error),
         }
+    }
+
+    /// Queues a message read; an answer to a direct call goes, in its place, to its caller.
+    fn push(&mut self, message: RxJsonRpcMessage<RoleClient>) {
+        let waiter = match &message {
+            ServerJsonRpcMessage::Response(response) => self.direct.take(&response.id),
+            ServerJsonRpcMessage::Error(error) => {
+                error.id.as_ref().and_then(|id| self.direct.take(id))
+            }
+            _ => None,
+        };
+        let Some(waiter) = waiter else {
+            self.ready.push_back(Item::Message(message));
+            return;
+        };
+        let answer = match message {
+            ServerJsonRpcMessage::Response(response) => Ok(response.result),
+            ServerJsonRpcMessage::Error(error) => {
+                Err(rmcp::service::ServiceError::McpError(error.error))
+            }
+            _ => return,
+        };
+        self.ready.push_back(Item::Answer(waiter, answer));
     }
 
     /// `line` read as the answer to one of our `tools/call` requests, its result read straight
@@ -336,14 +383,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             method: Option<serde::de::IgnoredAny>,
         }
         // Most lines while no call is awaited are notifications: not worth a scan.
-        if crate::sync::lock(&self.tool_calls).is_empty() {
+        if crate::sync::lock(&self.tool_calls).is_empty() && !self.direct.awaits_any() {
             return None;
         }
         let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
         let (Some(id), Some(result), None) = (envelope.id, envelope.result, envelope.method) else {
             return None;
         };
-        if !crate::sync::lock(&self.tool_calls).remove(&id) {
+        if !crate::sync::lock(&self.tool_calls).remove(&id) && !self.direct.awaits(&id) {
             return None;
         }
         let result = call_result::read(result.get())?;
@@ -375,8 +422,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     format!("the server's answer does not read as MCP: {error}"),
                     None,
                 );
-                self.ready
-                    .push_back(RxJsonRpcMessage::<RoleClient>::error(failure, Some(id)));
+                self.push(RxJsonRpcMessage::<RoleClient>::error(failure, Some(id)));
             }
             (Some(method), None) if !is_mcp_notification(method) => {
                 tracing::trace!(server = %self.server, method, "ignoring a notification outside MCP");
@@ -431,6 +477,35 @@ fn is_json_rpc(line: &[u8]) -> bool {
     let head = &line[..line.len().min(256)];
     let tail = &line[line.len().saturating_sub(256)..];
     contains(head) || contains(tail) || contains(line)
+}
+
+impl<R> Drop for LineReader<R> {
+    fn drop(&mut self) {
+        // The session is over: calls sent directly will not be answered.
+        self.direct.close();
+    }
+}
+
+/// A direct call's way into the outbox, while the transport lives (the outbox holds the
+/// server's stdin, which must close with the session).
+struct OutboxLine<W>(std::sync::Weak<Outbox<W>>);
+
+impl<W: AsyncWrite + Unpin + Send + 'static> direct::Line for OutboxLine<W> {
+    fn send(&self, bytes: Vec<u8>) -> direct::Write {
+        let Some(outbox) = self.0.upgrade() else {
+            return Box::pin(std::future::ready(Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "transport closed",
+            ))));
+        };
+        let queued = Outbox::queue(&outbox, bytes);
+        Box::pin(async move {
+            if let Some((bytes, turn)) = queued {
+                outbox.queue_in_turn(bytes, turn).await?;
+            }
+            outbox.flush().await
+        })
+    }
 }
 
 /// The write side: bytes queued, and the writer, which one send at a time holds.
@@ -678,5 +753,8 @@ impl<W> Drop for Holder<'_, W> {
 
 mod call_request;
 mod call_result;
+mod direct;
+
+pub(crate) use direct::{Direct, DirectCall};
 #[cfg(test)]
 mod tests;
