@@ -194,22 +194,27 @@ impl Connection {
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
         let sent = declared(live, options, as_task);
-        let handle = match (&live.direct, &request) {
+        let sent = match (&live.direct, &request) {
             // Nothing of rmcp's to add to it: the tool call goes beside its session task.
             (Some(direct), ClientRequest::CallToolRequest(_)) if sent.meta.is_none() => {
-                direct.call(request).await.map(Sent::Direct)
+                direct.call(request).await.map(|call| {
+                    let (id, token) = (call.id.clone(), call.progress_token.clone());
+                    (id, token, Awaited::Direct(call))
+                })
             }
             _ => live
                 .peer
                 .send_cancellable_request(request, sent)
                 .await
-                .map(Sent::Session),
+                .map(|handle| {
+                    let answer = Awaited::Session(handle.rx);
+                    (handle.id, handle.progress_token, answer)
+                }),
         };
-        let handle = match handle {
-            Ok(handle) => handle,
+        let (id, token, answer) = match sent {
+            Ok(sent) => sent,
             Err(e) => return Err(self.service_error(live, what, e).await),
         };
-        let (id, token, answer) = handle.parts();
         caller.identify(id.clone());
         let mut cancel_guard = CancelOnDrop {
             peer: Some(live.peer.clone()),
@@ -365,34 +370,10 @@ struct Clock<'a> {
     cap: Instant,
 }
 
-/// A request sent: through rmcp's session, or beside it (`transport/lines/direct.rs`).
-enum Sent {
-    Session(rmcp::service::RequestHandle<RoleClient>),
-    Direct(DirectCall),
-}
-
 /// What a request's answer resolves to, however it was sent.
 type Answered = Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>;
 
-impl Sent {
-    /// The request's id, its progress token, and its answer.
-    fn parts(self) -> (RequestId, rmcp::model::ProgressToken, Awaited) {
-        match self {
-            Sent::Session(handle) => (
-                handle.id,
-                handle.progress_token,
-                Awaited::Session(handle.rx),
-            ),
-            Sent::Direct(call) => (
-                call.id.clone(),
-                call.progress_token.clone(),
-                Awaited::Direct(call),
-            ),
-        }
-    }
-}
-
-/// The answer awaited, however the request was sent.
+/// The answer awaited: from rmcp's session task, or beside it (`transport/lines/direct.rs`).
 enum Awaited {
     Session(tokio::sync::oneshot::Receiver<Result<ServerResult, ServiceError>>),
     Direct(DirectCall),
