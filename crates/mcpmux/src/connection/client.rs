@@ -124,6 +124,25 @@ pub(crate) fn client_info(host: &Host) -> ClientConfig {
     info
 }
 
+/// What rmcp adds to the `_meta` of every request of a 2026-07-28 session (its
+/// `configure_direct_peer`: the server's version, our identity and capabilities); `None` for a
+/// handshake-era session, whose requests carry none.
+pub(crate) fn session_meta(
+    peer: &rmcp::Peer<RoleClient>,
+    host: &Host,
+) -> Option<rmcp::model::RequestMetaObject> {
+    let info = peer.peer_info()?;
+    if info.protocol_version.has_initialize() {
+        return None;
+    }
+    let config = client_info(host);
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.set_protocol_version(info.protocol_version.clone());
+    meta.set_client_info(config.client_info);
+    meta.set_client_capabilities(config.capabilities);
+    Some(meta)
+}
+
 /// The refusal of a request whose capability we did not advertise.
 fn not_offered(method: &str) -> ErrorData {
     ErrorData::new(

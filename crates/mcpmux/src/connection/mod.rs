@@ -64,6 +64,8 @@ struct Live {
     callers: callers::Callers,
     /// Where its tool calls are sent beside rmcp's session task, if they can be.
     direct: Option<Arc<crate::transport::lines::Direct>>,
+    /// What rmcp adds to each request's `_meta` in this session (a 2026-07-28 session's).
+    session_meta: Option<rmcp::model::RequestMetaObject>,
 }
 
 impl Live {

@@ -195,9 +195,14 @@ impl Connection {
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
         let sent = declared(live, options, as_task);
         let sent = match (&live.direct, &request) {
-            // Nothing of rmcp's to add to it: the tool call goes beside its session task.
-            (Some(direct), ClientRequest::CallToolRequest(_)) if sent.meta.is_none() => {
-                direct.call(request).await.map(|call| {
+            // A tool call goes beside rmcp's session task, with the `_meta` rmcp would add:
+            // the session's, then the request's own.
+            (Some(direct), ClientRequest::CallToolRequest(_)) => {
+                let mut meta = live.session_meta.clone();
+                if let Some(own) = sent.meta {
+                    meta.get_or_insert_default().extend(own);
+                }
+                direct.call(request, meta).await.map(|call| {
                     let (id, token) = (call.id.clone(), call.progress_token.clone());
                     (id, token, Awaited::Direct(call))
                 })

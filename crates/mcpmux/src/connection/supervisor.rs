@@ -286,9 +286,9 @@ impl Supervisor {
             tools_changed,
             direct,
         } = session;
-        // rmcp adds a 2026-07-28 session's own `_meta` to each request: its calls go its way.
-        let direct = direct.filter(|_| era == super::Era::Handshake);
         let peer = running.peer().clone();
+        // Sent beside rmcp's session task, a call carries what rmcp would have added to it.
+        let session_meta = super::client::session_meta(&peer, &self.shared.host);
         let callers = running.service().callers.clone();
         let closed = CancellationToken::new();
         let exit = side.process.as_ref().map(|p| p.exit_watch());
@@ -328,6 +328,7 @@ impl Supervisor {
                 flights: flights.clone(),
                 callers: callers.clone(),
                 direct: direct.clone(),
+                session_meta: session_meta.clone(),
             })
         };
         let mut tools_version: u64 = 1;

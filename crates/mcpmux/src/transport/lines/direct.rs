@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetMeta, NumberOrString, ProgressToken, RequestId,
-    ServerResult,
+    RequestMetaObject, ServerResult,
 };
 use rmcp::service::ServiceError;
 use rmcp::transport::DynamicTransportError;
@@ -66,15 +66,20 @@ impl Direct {
         }
     }
 
-    /// Sends `request` (with its progress token added to its `_meta`): the call, whose answer
-    /// it awaits. Fails at once if the transport has ended or the line cannot be written.
+    /// Sends `request` with `meta` and its progress token added to its `_meta`, as rmcp adds
+    /// a session's and a request's own: the call, whose answer it awaits. Fails at once if
+    /// the transport has ended or the line cannot be written.
     pub(crate) async fn call(
         self: &Arc<Self>,
         mut request: ClientRequest,
+        meta: Option<RequestMetaObject>,
     ) -> Result<DirectCall, ServiceError> {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let id = NumberOrString::Number(number);
         let progress_token = ProgressToken(NumberOrString::Number(number));
+        if let Some(meta) = meta {
+            request.get_meta_mut().extend(meta);
+        }
         request
             .get_meta_mut()
             .set_progress_token(progress_token.clone());
@@ -249,7 +254,7 @@ mod tests {
     async fn a_call_is_answered_after_the_progress_read_before_it() {
         let (mut transport, mut server_out, mut server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let mut call = direct.call(echo("hi")).await.unwrap();
+        let mut call = direct.call(echo("hi"), None).await.unwrap();
         let request = read_request(&mut server_in).await;
         assert_eq!(request["method"], "tools/call");
         assert_eq!(request["params"]["arguments"]["text"], "hi");
@@ -286,11 +291,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_session_s_meta_goes_with_the_call_and_the_progress_token_is_its_own() {
+        let (transport, _server_out, mut server_in) = pair(1 << 20);
+        let direct = transport.direct();
+        let mut meta = RequestMetaObject::new();
+        meta.set_protocol_version(rmcp::model::ProtocolVersion::V_2026_07_28);
+        meta.set_progress_token(ProgressToken(NumberOrString::Number(1)));
+        let call = direct.call(echo("m"), Some(meta)).await.unwrap();
+        let request = read_request(&mut server_in).await;
+        let sent = &request["params"]["_meta"];
+        assert_eq!(
+            sent["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(sent["progressToken"], request["id"], "{sent}");
+        assert_eq!(request["params"]["arguments"]["text"], "m");
+        drop(call);
+    }
+
+    #[tokio::test]
     async fn an_error_answer_and_an_unreadable_one_fail_their_calls() {
         let (mut transport, mut server_out, mut server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let refused = direct.call(echo("a")).await.unwrap();
-        let garbled = direct.call(echo("b")).await.unwrap();
+        let refused = direct.call(echo("a"), None).await.unwrap();
+        let garbled = direct.call(echo("b"), None).await.unwrap();
         let first = read_request(&mut server_in).await["id"].clone();
         let second = read_request(&mut server_in).await["id"].clone();
         let lines = format!(
@@ -322,12 +346,12 @@ mod tests {
     async fn the_end_of_the_stream_fails_waiting_calls_and_refuses_new_ones() {
         let (mut transport, server_out, _server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let call = direct.call(echo("x")).await.unwrap();
+        let call = direct.call(echo("x"), None).await.unwrap();
         drop(server_out);
         assert!(transport.receive().await.is_none());
         assert!(call.await.is_err(), "a waiting call fails at the end");
         assert!(matches!(
-            direct.call(echo("y")).await,
+            direct.call(echo("y"), None).await,
             Err(ServiceError::TransportClosed)
         ));
     }
@@ -336,17 +360,17 @@ mod tests {
     async fn a_dropped_transport_fails_waiting_calls() {
         let (transport, _server_out, _server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let call = direct.call(echo("x")).await.unwrap();
+        let call = direct.call(echo("x"), None).await.unwrap();
         drop(transport);
         assert!(call.await.is_err());
-        assert!(direct.call(echo("y")).await.is_err());
+        assert!(direct.call(echo("y"), None).await.is_err());
     }
 
     #[tokio::test]
     async fn a_call_given_up_forgets_its_id_and_its_late_answer_is_passed_on() {
         let (mut transport, mut server_out, mut server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let call = direct.call(echo("x")).await.unwrap();
+        let call = direct.call(echo("x"), None).await.unwrap();
         let id = read_request(&mut server_in).await["id"].clone();
         assert!(direct.awaits_any());
         drop(call);
@@ -371,10 +395,10 @@ mod tests {
         let (transport, _server_out, mut server_in) = pair(64);
         let direct = transport.direct();
         let text = "z".repeat(200_000);
-        let call = direct.call(echo(&text)).await.unwrap();
+        let call = direct.call(echo(&text), None).await.unwrap();
         // The caller gives up at once; the line must still arrive whole, and the next after it.
         drop(call);
-        let next = direct.call(echo("after")).await.unwrap();
+        let next = direct.call(echo("after"), None).await.unwrap();
         let first = read_request(&mut server_in).await;
         assert_eq!(
             first["params"]["arguments"]["text"].as_str(),
