@@ -350,25 +350,23 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
     /// Queues a message read; an answer to a direct call goes, in its place, to its caller.
     fn push(&mut self, message: RxJsonRpcMessage<RoleClient>) {
-        let waiter = match &message {
-            ServerJsonRpcMessage::Response(response) => self.direct.take(&response.id),
+        let item = match message {
+            ServerJsonRpcMessage::Response(response) => match self.direct.take(&response.id) {
+                Some(waiter) => Item::Answer(waiter, Ok(response.result)),
+                None => Item::Message(ServerJsonRpcMessage::Response(response)),
+            },
             ServerJsonRpcMessage::Error(error) => {
-                error.id.as_ref().and_then(|id| self.direct.take(id))
+                match error.id.as_ref().and_then(|id| self.direct.take(id)) {
+                    Some(waiter) => Item::Answer(
+                        waiter,
+                        Err(rmcp::service::ServiceError::McpError(error.error)),
+                    ),
+                    None => Item::Message(ServerJsonRpcMessage::Error(error)),
+                }
             }
-            _ => None,
+            other => Item::Message(other),
         };
-        let Some(waiter) = waiter else {
-            self.ready.push_back(Item::Message(message));
-            return;
-        };
-        let answer = match message {
-            ServerJsonRpcMessage::Response(response) => Ok(response.result),
-            ServerJsonRpcMessage::Error(error) => {
-                Err(rmcp::service::ServiceError::McpError(error.error))
-            }
-            _ => return,
-        };
-        self.ready.push_back(Item::Answer(waiter, answer));
+        self.ready.push_back(item);
     }
 
     /// `line` read as the answer to one of our `tools/call` requests, its result read straight
