@@ -193,13 +193,13 @@ impl Connection {
     ) -> Result<ServerResult, Error> {
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
-        let sent = declared(live, options, as_task);
+        let request_options = declared(live, options, as_task);
         let sent = match (&live.direct, &request) {
             // A tool call goes beside rmcp's session task, with the `_meta` rmcp would add:
             // the session's, then the request's own.
             (Some(direct), ClientRequest::CallToolRequest(_)) => {
                 let mut meta = live.session_meta.clone();
-                if let Some(own) = sent.meta {
+                if let Some(own) = request_options.meta {
                     meta.get_or_insert_default().extend(own);
                 }
                 direct.call(request, meta).await.map(|call| {
@@ -209,7 +209,7 @@ impl Connection {
             }
             _ => live
                 .peer
-                .send_cancellable_request(request, sent)
+                .send_cancellable_request(request, request_options)
                 .await
                 .map(|handle| {
                     let answer = Awaited::Session(handle.rx);
