@@ -239,6 +239,13 @@ mod tests {
         serde_json::from_str(&line).unwrap()
     }
 
+    /// The line of a server answering call `id` with one text block.
+    fn text_answer(id: &Value, text: &str) -> String {
+        let answer = json!({"jsonrpc": "2.0", "id": id,
+            "result": {"content": [{"type": "text", "text": text}]}});
+        format!("{answer}\n")
+    }
+
     fn text_of(answer: &Answer) -> String {
         match answer {
             Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(&result.content)
@@ -268,10 +275,9 @@ mod tests {
         // the progress read ahead of it is handed on.
         let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
             "params": {"progressToken": id, "progress": 1}});
-        let answer = json!({"jsonrpc": "2.0", "id": id,
-            "result": {"content": [{"type": "text", "text": "hi"}]}});
+        let answer = text_answer(&json!(id), "hi");
         server_out
-            .write_all(format!("{progress}\n{answer}\n").as_bytes())
+            .write_all(format!("{progress}\n{answer}").as_bytes())
             .await
             .unwrap();
         let first = transport.receive().await.unwrap();
@@ -375,10 +381,8 @@ mod tests {
         assert!(direct.awaits_any());
         drop(call);
         assert!(!direct.awaits_any(), "the id is forgotten");
-        let answer = json!({"jsonrpc": "2.0", "id": id,
-            "result": {"content": [{"type": "text", "text": "late"}]}});
         server_out
-            .write_all(format!("{answer}\n").as_bytes())
+            .write_all(text_answer(&id, "late").as_bytes())
             .await
             .unwrap();
         // rmcp reads it as an answer nobody waits for, and drops it.
