@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientRequest, GetPromptRequest,
-    GetPromptRequestParams, InputResponses, JsonObject, ReadResourceRequest,
+    GetPromptRequestParams, InputResponses, JsonObject, ProgressToken, ReadResourceRequest,
     ReadResourceRequestParams, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
@@ -194,47 +194,57 @@ impl Connection {
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
         let request_options = declared(live, options, as_task);
+        // The call's progress route is in place before the server can answer: the reader may
+        // hand on the first steps before this task runs again.
+        let route = |token: &ProgressToken| {
+            live.progress.add(
+                token.clone(),
+                client::Route {
+                    tx: options.progress.clone(),
+                    bump: clock.bump.clone(),
+                },
+            );
+            RouteGuard {
+                routes: &live.progress,
+                token: token.clone(),
+            }
+        };
         let sent = match (&live.direct, &request) {
             // A tool call goes beside rmcp's session task, with the `_meta` rmcp would add:
-            // the session's, then the request's own.
+            // the session's, then the request's own. Its route and caller are known before
+            // its line is written.
             (Some(direct), ClientRequest::CallToolRequest(_)) => {
                 let mut meta = live.session_meta.clone();
                 if let Some(own) = request_options.meta {
                     meta.get_or_insert_default().extend(own);
                 }
-                direct.call(request, meta).await.map(|call| {
-                    let (id, token) = (call.id.clone(), call.progress_token.clone());
-                    (id, token, Awaited::Direct(call))
-                })
+                let ticket = direct.ticket();
+                let guard = route(&ticket.progress_token);
+                caller.identify(ticket.id.clone());
+                direct
+                    .call(ticket, request, meta)
+                    .await
+                    .map(|call| (call.id.clone(), Awaited::Direct(call), guard))
             }
+            // rmcp numbers the request as it queues it for its session task, which writes it
+            // later: the route is added as soon as its token is known.
             _ => live
                 .peer
                 .send_cancellable_request(request, request_options)
                 .await
                 .map(|handle| {
-                    let answer = Awaited::Session(handle.rx);
-                    (handle.id, handle.progress_token, answer)
+                    let guard = route(&handle.progress_token);
+                    caller.identify(handle.id.clone());
+                    (handle.id, Awaited::Session(handle.rx), guard)
                 }),
         };
-        let (id, token, answer) = match sent {
+        let (id, answer, _route) = match sent {
             Ok(sent) => sent,
             Err(e) => return Err(self.service_error(live, what, e).await),
         };
-        caller.identify(id.clone());
         let mut cancel_guard = CancelOnDrop {
             peer: Some(live.peer.clone()),
             id,
-        };
-        live.progress.add(
-            token.clone(),
-            client::Route {
-                tx: options.progress.clone(),
-                bump: clock.bump.clone(),
-            },
-        );
-        let _route = RouteGuard {
-            routes: &live.progress,
-            token,
         };
         let answer = self.within(live, what, options, clock, answer).await;
         if !matches!(answer, Err(Stopped::Waiting(_))) {

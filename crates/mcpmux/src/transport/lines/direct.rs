@@ -66,23 +66,30 @@ impl Direct {
         }
     }
 
-    /// Sends `request` with `meta` and its progress token added to its `_meta`, as rmcp adds
-    /// a session's and a request's own: the call, whose answer it awaits. Fails at once if
-    /// the transport has ended or the line cannot be written.
+    /// The id and progress token of the next call, taken before it is sent: whatever routes
+    /// the call's progress must be in place before the server can answer.
+    pub(crate) fn ticket(&self) -> Ticket {
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        Ticket {
+            id: NumberOrString::Number(number),
+            progress_token: ProgressToken(NumberOrString::Number(number)),
+        }
+    }
+
+    /// Sends `request` under `ticket`, with `meta` and its progress token added to its
+    /// `_meta`, as rmcp adds a session's and a request's own: the call, whose answer it
+    /// awaits. Fails at once if the transport has ended or the line cannot be written.
     pub(crate) async fn call(
         self: &Arc<Self>,
+        ticket: Ticket,
         mut request: ClientRequest,
         meta: Option<RequestMetaObject>,
     ) -> Result<DirectCall, ServiceError> {
-        let number = self.next.fetch_add(1, Ordering::Relaxed);
-        let id = NumberOrString::Number(number);
-        let progress_token = ProgressToken(NumberOrString::Number(number));
+        let Ticket { id, progress_token } = ticket;
         if let Some(meta) = meta {
             request.get_meta_mut().extend(meta);
         }
-        request
-            .get_meta_mut()
-            .set_progress_token(progress_token.clone());
+        request.get_meta_mut().set_progress_token(progress_token);
         let message = ClientJsonRpcMessage::request(request, id.clone());
         let bytes = super::encode(&message).map_err(|error| {
             ServiceError::TransportSend(DynamicTransportError::from_parts(
@@ -101,7 +108,6 @@ impl Direct {
         }
         let call = DirectCall {
             id: id.clone(),
-            progress_token,
             answer: rx,
             direct: self.clone(),
             settled: false,
@@ -164,13 +170,19 @@ impl Direct {
     }
 }
 
+/// The id and progress token of one direct call, before it is sent.
+pub(crate) struct Ticket {
+    /// The request's id, as the server will see it.
+    pub(crate) id: RequestId,
+    /// The progress token its `_meta` will carry.
+    pub(crate) progress_token: ProgressToken,
+}
+
 /// One direct call in flight: resolves to its answer, or to an error once the transport has
 /// ended. Dropped before its answer, it forgets its id.
 pub(crate) struct DirectCall {
     /// The request's id, as the server sees it.
     pub(crate) id: RequestId,
-    /// The progress token in the request's `_meta`.
-    pub(crate) progress_token: ProgressToken,
     answer: oneshot::Receiver<Answer>,
     direct: Arc<Direct>,
     settled: bool,
@@ -261,15 +273,19 @@ mod tests {
     async fn a_call_is_answered_after_the_progress_read_before_it() {
         let (mut transport, mut server_out, mut server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let mut call = direct.call(echo("hi"), None).await.unwrap();
+        let ticket = direct.ticket();
+        let (ticket_id, ticket_token) = (ticket.id.clone(), ticket.progress_token.clone());
+        let mut call = direct.call(ticket, echo("hi"), None).await.unwrap();
         let request = read_request(&mut server_in).await;
         assert_eq!(request["method"], "tools/call");
         assert_eq!(request["params"]["arguments"]["text"], "hi");
         let id = request["id"].as_i64().expect("a number id");
         assert!(id >= 1 << 32, "beyond rmcp's ids: {id}");
         assert_eq!(request["params"]["_meta"]["progressToken"], id);
-        assert_eq!(call.id, NumberOrString::Number(id));
-        assert_eq!(call.progress_token.0, NumberOrString::Number(id));
+        // The line carries what the ticket promised, so a route taken from it is the call's.
+        assert_eq!(ticket_id, NumberOrString::Number(id));
+        assert_eq!(ticket_token.0, NumberOrString::Number(id));
+        assert_eq!(call.id, ticket_id);
 
         // Progress and the answer in one write: the caller must not have its answer before
         // the progress read ahead of it is handed on.
@@ -303,7 +319,10 @@ mod tests {
         let mut meta = RequestMetaObject::new();
         meta.set_protocol_version(rmcp::model::ProtocolVersion::V_2026_07_28);
         meta.set_progress_token(ProgressToken(NumberOrString::Number(1)));
-        let call = direct.call(echo("m"), Some(meta)).await.unwrap();
+        let call = direct
+            .call(direct.ticket(), echo("m"), Some(meta))
+            .await
+            .unwrap();
         let request = read_request(&mut server_in).await;
         let sent = &request["params"]["_meta"];
         assert_eq!(
@@ -319,8 +338,8 @@ mod tests {
     async fn an_error_answer_and_an_unreadable_one_fail_their_calls() {
         let (mut transport, mut server_out, mut server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let refused = direct.call(echo("a"), None).await.unwrap();
-        let garbled = direct.call(echo("b"), None).await.unwrap();
+        let refused = direct.call(direct.ticket(), echo("a"), None).await.unwrap();
+        let garbled = direct.call(direct.ticket(), echo("b"), None).await.unwrap();
         let first = read_request(&mut server_in).await["id"].clone();
         let second = read_request(&mut server_in).await["id"].clone();
         let lines = format!(
@@ -352,12 +371,12 @@ mod tests {
     async fn the_end_of_the_stream_fails_waiting_calls_and_refuses_new_ones() {
         let (mut transport, server_out, _server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let call = direct.call(echo("x"), None).await.unwrap();
+        let call = direct.call(direct.ticket(), echo("x"), None).await.unwrap();
         drop(server_out);
         assert!(transport.receive().await.is_none());
         assert!(call.await.is_err(), "a waiting call fails at the end");
         assert!(matches!(
-            direct.call(echo("y"), None).await,
+            direct.call(direct.ticket(), echo("y"), None).await,
             Err(ServiceError::TransportClosed)
         ));
     }
@@ -366,17 +385,17 @@ mod tests {
     async fn a_dropped_transport_fails_waiting_calls() {
         let (transport, _server_out, _server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let call = direct.call(echo("x"), None).await.unwrap();
+        let call = direct.call(direct.ticket(), echo("x"), None).await.unwrap();
         drop(transport);
         assert!(call.await.is_err());
-        assert!(direct.call(echo("y"), None).await.is_err());
+        assert!(direct.call(direct.ticket(), echo("y"), None).await.is_err());
     }
 
     #[tokio::test]
     async fn a_call_given_up_forgets_its_id_and_its_late_answer_is_passed_on() {
         let (mut transport, mut server_out, mut server_in) = pair(1 << 20);
         let direct = transport.direct();
-        let call = direct.call(echo("x"), None).await.unwrap();
+        let call = direct.call(direct.ticket(), echo("x"), None).await.unwrap();
         let id = read_request(&mut server_in).await["id"].clone();
         assert!(direct.awaits_any());
         drop(call);
@@ -399,10 +418,16 @@ mod tests {
         let (transport, _server_out, mut server_in) = pair(64);
         let direct = transport.direct();
         let text = "z".repeat(200_000);
-        let call = direct.call(echo(&text), None).await.unwrap();
+        let call = direct
+            .call(direct.ticket(), echo(&text), None)
+            .await
+            .unwrap();
         // The caller gives up at once; the line must still arrive whole, and the next after it.
         drop(call);
-        let next = direct.call(echo("after"), None).await.unwrap();
+        let next = direct
+            .call(direct.ticket(), echo("after"), None)
+            .await
+            .unwrap();
         let first = read_request(&mut server_in).await;
         assert_eq!(
             first["params"]["arguments"]["text"].as_str(),
