@@ -3,6 +3,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+# A fresh machine builds everything once: incremental state (4 GB of target/ here) would only
+# fill a disk that has been seen with a few GB free.
+export CARGO_INCREMENTAL=0
+echo "== disk free before: $(df -h --output=avail . | tail -1 | tr -d ' ')"
 scripts/install-test-deps.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -24,3 +28,4 @@ scripts/test-python.sh
 conformance/run.sh
 # Its server scenarios against the test server alone and through `mcpmux serve --passthrough`.
 conformance/run-server.sh
+echo "== disk: target/ holds $(du -sh target | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') left free"

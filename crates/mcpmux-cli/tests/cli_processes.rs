@@ -9,6 +9,7 @@
 //! `descendants` alone would not see it). The tests take turns so timing stays predictable.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "suite/support/mod.rs"]
 mod support;
 
 use std::collections::BTreeSet;

@@ -3,6 +3,7 @@
 //! processes from /proc, so it is its own test binary and its tests run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "suite/support/mod.rs"]
 mod support;
 
 use std::collections::BTreeSet;

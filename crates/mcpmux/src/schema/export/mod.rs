@@ -247,7 +247,7 @@ mod tests {
     }
     use serde_json::json;
 
-    /// The fixture tools shared with `tests/provider_rules.rs`.
+    /// The fixture tools shared with `tests/suite/provider_rules.rs`.
     pub(crate) fn fixtures() -> Vec<Tool> {
         let list: Vec<Value> =
             serde_json::from_str(include_str!("../testdata/fixtures.json")).unwrap();

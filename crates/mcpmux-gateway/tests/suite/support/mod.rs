@@ -1,0 +1,110 @@
+//! Shared by the gateway's integration tests: the library's test support (where the test
+//! server is, polling, its call log, a hub on real servers with short timeouts), a gateway
+//! served over HTTP on 127.0.0.1 with a port of 0, stopped like a signal would stop it, and an
+//! OAuth authorization server for it to trust (`issuer.rs`).
+#![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../../mcpmux/tests/suite/support/call_log.rs"]
+mod call_log;
+#[path = "../../../../mcpmux/tests/suite/support/hub.rs"]
+mod hub;
+#[path = "../../../../mcpmux/tests/suite/support/poll.rs"]
+mod poll;
+#[path = "../../../../mcpmux/tests/suite/support/servers.rs"]
+mod servers;
+
+mod issuer;
+
+pub use call_log::*;
+pub use hub::*;
+pub use issuer::*;
+pub use poll::*;
+pub use servers::*;
+
+use mcpmux::{Hub, ServerSpec};
+use mcpmux_gateway::{Gateway, GatewayOptions, HttpError, HttpOptions, HttpServer};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A gateway serving HTTP in this process.
+pub struct Served {
+    /// `http://127.0.0.1:PORT/mcp`
+    pub url: String,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    pub hub: Hub,
+    pub gateway: Gateway,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), HttpError>>>,
+}
+
+impl Served {
+    /// Serves a hub on `specs` (not waiting for them) with `options`, and HTTP options as
+    /// `http` leaves them (127.0.0.1:0 to start with).
+    pub async fn start(
+        specs: Vec<ServerSpec>,
+        options: GatewayOptions,
+        http: impl FnOnce(&mut HttpOptions),
+    ) -> Self {
+        let hub = Hub::start(specs, hub_options()).unwrap();
+        let gateway = Gateway::new(hub.clone(), options);
+        let mut http_options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+        http(&mut http_options);
+        let server = HttpServer::bind(gateway.clone(), http_options)
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(server.serve(async move {
+            let _ = stopped.await;
+        }));
+        Served {
+            url: format!("http://{addr}/mcp"),
+            base: format!("http://{addr}"),
+            hub,
+            gateway,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Stops serving as a signal would (graceful), then closes the hub.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+        self.hub.shutdown().await;
+    }
+}
+
+/// A `POST /mcp` of `body` with the headers a streamable-HTTP client sends, plus `extra`.
+pub async fn post(
+    url: &str,
+    body: &serde_json::Value,
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+/// An `initialize` request of the handshake era.
+pub fn initialize() -> serde_json::Value {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "gateway-test", "version": "1"}
+        }
+    })
+}
