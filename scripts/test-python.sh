@@ -11,7 +11,8 @@ if [[ ! -x "$venv/bin/maturin" ]]; then
   "$root/scripts/install-test-deps.sh"
 fi
 cd "$root"
-cargo build --quiet -p mcpmux-testserver
+# The same packages as every build of the test programs (scripts/test.sh says why).
+cargo build --quiet -p mcpmux-cli -p mcpmux-conformance -p mcpmux-testserver
 cd crates/mcpmux-python
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --profile dev --quiet
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests

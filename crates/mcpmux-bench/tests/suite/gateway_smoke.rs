@@ -22,11 +22,14 @@ fn workspace() -> PathBuf {
 /// would build release ones).
 fn binaries() -> (PathBuf, PathBuf) {
     let status = Command::new(env!("CARGO"))
+        // The same packages as every build of the test programs (scripts/test.sh says why).
         .args([
             "build",
             "--quiet",
             "-p",
             "mcpmux-cli",
+            "-p",
+            "mcpmux-conformance",
             "-p",
             "mcpmux-testserver",
         ])

@@ -19,7 +19,17 @@ fn workspace() -> PathBuf {
 /// release one).
 fn testserver() -> PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "mcpmux-testserver"])
+        // The same packages as every build of the test programs (scripts/test.sh says why).
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mcpmux-cli",
+            "-p",
+            "mcpmux-conformance",
+            "-p",
+            "mcpmux-testserver",
+        ])
         .current_dir(workspace())
         .status()
         .unwrap();

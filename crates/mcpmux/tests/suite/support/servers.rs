@@ -30,7 +30,17 @@ pub fn testserver() -> PathBuf {
     BIN.get_or_init(|| {
         let bin = target_dir().join("debug").join("mcpmux-testserver");
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "mcpmux-testserver"])
+            // The same packages as every build of the test programs (scripts/test.sh says why).
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "mcpmux-cli",
+                "-p",
+                "mcpmux-conformance",
+                "-p",
+                "mcpmux-testserver",
+            ])
             .current_dir(workspace())
             .status()
             .expect("run cargo build");
