@@ -6,8 +6,7 @@
 //! callbacks — converting between rmcp's types and the host's plain ones here, so rmcp stays
 //! inside `connection/`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::ClientHandler;
 #[allow(deprecated)]
@@ -15,65 +14,21 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
     ErrorData, FormElicitationCapability, Implementation, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
     ResourceUpdatedNotificationParam, RootsCapabilities, SamplingCapability,
     UrlElicitationCapability,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use super::callers::{Attribution, Caller, Callers};
-use crate::call::Progress;
+use super::progress_routes::ProgressRoutes;
 use crate::host::{
     ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, LogLevel, Relay,
     Relayed, ResourceEvent, SamplingMessage, SamplingRequest, ServerLog,
 };
-
-/// Where the progress of one call goes: the caller's channel, if it asked for progress, and
-/// the call's deadline, which every notification extends.
-pub(crate) struct Route {
-    pub tx: Option<mpsc::UnboundedSender<Progress>>,
-    pub bump: Arc<Notify>,
-}
-
-/// Routes progress notifications to the call that owns the token.
-#[derive(Clone, Default)]
-pub(crate) struct ProgressRoutes(Arc<Mutex<HashMap<ProgressToken, Route>>>);
-
-impl ProgressRoutes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Route>> {
-        crate::sync::lock(&self.0)
-    }
-
-    pub(crate) fn add(&self, token: ProgressToken, route: Route) {
-        self.lock().insert(token, route);
-    }
-
-    pub(crate) fn remove(&self, token: &ProgressToken) {
-        self.lock().remove(token);
-    }
-
-    /// Hands a progress step to the call that owns its token; false when no call does.
-    pub(super) fn deliver(&self, params: &ProgressNotificationParam) -> bool {
-        let map = self.lock();
-        match map.get(&params.progress_token) {
-            Some(route) => {
-                route.bump.notify_one();
-                if let Some(tx) = &route.tx {
-                    let _ = tx.send(Progress {
-                        progress: params.progress,
-                        total: params.total,
-                        message: params.message.clone(),
-                    });
-                }
-                true
-            }
-            None => false,
-        }
-    }
-}
 
 /// The rmcp client handler of one session.
 pub(crate) struct HubClient {

@@ -15,8 +15,9 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use super::callers::Callers;
-use super::client::{HubClient, ProgressRoutes};
+use super::client::HubClient;
 use super::era::EraEntry;
+use super::progress_routes::ProgressRoutes;
 use super::{Shared, probe};
 use crate::catalog::ServerTool;
 use crate::config::ServerSpec;

@@ -15,6 +15,7 @@ mod flights;
 mod handshake;
 mod mrtr;
 mod probe;
+mod progress_routes;
 mod progress_tap;
 mod requests;
 mod rounds;
@@ -42,8 +43,8 @@ use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::{ExitInfo, TransportContext};
 use breaker::CircuitBreaker;
-use client::ProgressRoutes;
 use era::EraCache;
+use progress_routes::ProgressRoutes;
 pub(crate) use requests::ListKind;
 
 /// A live session: what calls need, shared with every caller.

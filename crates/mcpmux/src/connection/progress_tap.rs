@@ -4,25 +4,49 @@
 //! route (seen under load: the gateway passed on two of three steps). This wrapper around
 //! the session's transport reads each progress notification as it arrives, before rmcp sees
 //! the messages after it, and hands it to its call's route there and then; a token no call
-//! holds is left to rmcp. Knows nothing of which transport it wraps.
+//! holds is left to rmcp. It also sees each tool call rmcp writes, before the server can
+//! answer it, and marks its token, so that steps read before the call has added its route
+//! wait for it (`progress_routes.rs`), even past the call's answer, which its caller reads
+//! only after adding the route. A call cancelled before rmcp wrote it never adds one: its
+//! cancellation, written after it, clears the mark. Knows nothing of which transport it wraps.
+
+use std::collections::HashMap;
 
 use rmcp::RoleClient;
-use rmcp::model::{ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta, ProgressToken, RequestId,
+    ServerJsonRpcMessage, ServerNotification,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
-use super::client::ProgressRoutes;
+use super::progress_routes::ProgressRoutes;
 
 /// A transport whose progress notifications reach their calls' routes in order.
 pub(crate) struct ProgressTap<T> {
     inner: T,
     routes: ProgressRoutes,
+    /// The tool calls written before their routes were added, until answered or cancelled.
+    marked: HashMap<RequestId, ProgressToken>,
 }
 
 impl<T> ProgressTap<T> {
     /// Delivers `inner`'s progress to `routes`.
     pub(crate) fn new(inner: T, routes: ProgressRoutes) -> Self {
-        Self { inner, routes }
+        Self {
+            inner,
+            routes,
+            marked: HashMap::new(),
+        }
+    }
+}
+
+impl<T> ProgressTap<T> {
+    /// The request `id` is answered: no cancellation will follow to clear its mark.
+    fn answered(&mut self, id: &RequestId) {
+        if !self.marked.is_empty() {
+            self.marked.remove(id);
+        }
     }
 }
 
@@ -36,18 +60,51 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        match &item {
+            ClientJsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::CallToolRequest(_)) =>
+            {
+                if let Some(token) = request.request.get_meta().get_progress_token()
+                    && self.routes.expect(&token)
+                {
+                    self.marked.insert(request.id.clone(), token);
+                }
+            }
+            ClientJsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                    && let Some(token) = self.marked.remove(id)
+                {
+                    self.routes.unexpect(&token);
+                }
+            }
+            _ => {}
+        }
         self.inner.send(item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             let message = self.inner.receive().await?;
-            if let ServerJsonRpcMessage::Notification(notification) = &message
-                && let ServerNotification::ProgressNotification(progress) =
-                    &notification.notification
-                && self.routes.deliver(&progress.params)
-            {
-                continue;
+            match &message {
+                ServerJsonRpcMessage::Notification(notification) => {
+                    if let ServerNotification::ProgressNotification(progress) =
+                        &notification.notification
+                        && self.routes.deliver(&progress.params)
+                    {
+                        continue;
+                    }
+                }
+                // The call's route is added before its caller reads the answer: what is
+                // held for it stays.
+                ServerJsonRpcMessage::Response(response) => self.answered(&response.id),
+                ServerJsonRpcMessage::Error(error) => {
+                    if let Some(id) = &error.id {
+                        self.answered(id);
+                    }
+                }
+                ServerJsonRpcMessage::Request(_) => {}
             }
             return Some(message);
         }
@@ -55,5 +112,119 @@ where
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, NumberOrString};
+    use serde_json::json;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, duplex};
+    use tokio::sync::{Notify, mpsc};
+
+    use super::*;
+    use crate::connection::progress_routes::Route;
+    use crate::transport::lines::LineTransport;
+
+    type Tap = ProgressTap<LineTransport<DuplexStream, DuplexStream>>;
+
+    /// A tap over in-memory pipes, its routes, and the server's ends of the pipes.
+    fn tap() -> (Tap, ProgressRoutes, DuplexStream, BufReader<DuplexStream>) {
+        let (server_out, client_in) = duplex(1 << 16);
+        let (client_out, server_in) = duplex(1 << 16);
+        let routes = ProgressRoutes::default();
+        let lines = LineTransport::new(client_in, client_out, "t", 1 << 16);
+        let tap = ProgressTap::new(lines, routes.clone());
+        (tap, routes, server_out, BufReader::new(server_in))
+    }
+
+    fn token(n: i64) -> ProgressToken {
+        ProgressToken(NumberOrString::Number(n))
+    }
+
+    /// A tool call as rmcp writes it: id and progress token `n`.
+    async fn write_call(tap: &mut Tap, server_in: &mut BufReader<DuplexStream>, n: i64) {
+        let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new("slow"),
+        ));
+        request.get_meta_mut().set_progress_token(token(n));
+        let message = ClientJsonRpcMessage::request(request, NumberOrString::Number(n));
+        tap.send(message).await.unwrap();
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(10), server_in.read_line(&mut line))
+            .await
+            .expect("the request line")
+            .unwrap();
+        assert!(line.contains("tools/call"), "{line}");
+    }
+
+    fn progress_line(n: i64, progress: u32) -> String {
+        let step = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": n, "progress": progress}});
+        format!("{step}\n")
+    }
+
+    fn answer_line(n: i64) -> String {
+        let answer = json!({"jsonrpc": "2.0", "id": n, "result": {"content": []}});
+        format!("{answer}\n")
+    }
+
+    async fn next(tap: &mut Tap) -> ServerJsonRpcMessage {
+        tokio::time::timeout(Duration::from_secs(10), tap.receive())
+            .await
+            .expect("a message")
+            .expect("the stream goes on")
+    }
+
+    fn route() -> (Route, mpsc::UnboundedReceiver<crate::call::Progress>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let bump = Arc::new(Notify::new());
+        (Route { tx: Some(tx), bump }, rx)
+    }
+
+    #[tokio::test]
+    async fn steps_read_before_a_call_adds_its_route_wait_for_it() {
+        let (mut tap, routes, mut server_out, mut server_in) = tap();
+        write_call(&mut tap, &mut server_in, 3).await;
+        // The server's steps and its answer, read before the caller has its route.
+        let lines = progress_line(3, 1) + &progress_line(3, 2) + &answer_line(3);
+        server_out.write_all(lines.as_bytes()).await.unwrap();
+        assert!(matches!(
+            next(&mut tap).await,
+            ServerJsonRpcMessage::Response(_)
+        ));
+        let (route, mut rx) = route();
+        routes.add(token(3), route);
+        let steps: Vec<f64> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|step| step.progress)
+            .collect();
+        assert_eq!(steps, [1.0, 2.0]);
+    }
+
+    #[tokio::test]
+    async fn the_steps_of_a_call_cancelled_before_it_had_a_route_go_to_rmcp() {
+        let (mut tap, routes, mut server_out, mut server_in) = tap();
+        write_call(&mut tap, &mut server_in, 6).await;
+        let cancel = ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(
+            rmcp::model::CancelledNotification::new(rmcp::model::CancelledNotificationParam::new(
+                Some(NumberOrString::Number(6)),
+                None,
+            )),
+        ));
+        tap.send(cancel).await.unwrap();
+        server_out
+            .write_all(progress_line(6, 1).as_bytes())
+            .await
+            .unwrap();
+        assert!(
+            matches!(next(&mut tap).await, ServerJsonRpcMessage::Notification(_)),
+            "a step for a cancelled call is not held"
+        );
+        // Nothing is left waiting for a route that will not come.
+        assert!(routes.expect(&token(6)));
     }
 }

@@ -22,9 +22,9 @@ use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, Sleep};
 
 use super::callers::Caller;
-use super::client::{self, ProgressRoutes};
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
+use super::progress_routes::{ProgressRoutes, Route};
 use super::{Connection, Live};
 use crate::call::CallOptions;
 use crate::defaults;
@@ -199,7 +199,7 @@ impl Connection {
         let route = |token: &ProgressToken| {
             live.progress.add(
                 token.clone(),
-                client::Route {
+                Route {
                     tx: options.progress.clone(),
                     bump: clock.bump.clone(),
                 },
