@@ -7,43 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_path_buf()
-}
+use crate::support;
 
-/// The debug `mcpmux` and test server, built if `cargo test` ran without them (the bench
-/// would build release ones).
+/// The debug `mcpmux` and test server (the bench would build release ones).
 fn binaries() -> (PathBuf, PathBuf) {
-    let status = Command::new(env!("CARGO"))
-        // The same packages as every build of the test programs (scripts/test.sh says why).
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcpmux-cli",
-            "-p",
-            "mcpmux-conformance",
-            "-p",
-            "mcpmux-testserver",
-        ])
-        .current_dir(workspace())
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "building mcpmux and its test server failed"
-    );
-    let debug = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-        .join("debug");
+    let debug = support::test_programs();
     (debug.join("mcpmux"), debug.join("mcpmux-testserver"))
 }
 

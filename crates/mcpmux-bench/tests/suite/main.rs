@@ -5,6 +5,8 @@
 //! binary per file cost gigabytes of disk and minutes of linking in CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 mod gateway_smoke;
 mod peers_smoke;
 mod search_smoke;

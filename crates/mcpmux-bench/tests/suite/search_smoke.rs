@@ -4,47 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_path_buf()
-}
-
-/// The debug test server, built if `cargo test` ran without it (the bench would build a
-/// release one).
-fn testserver() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        // The same packages as every build of the test programs (scripts/test.sh says why).
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcpmux-cli",
-            "-p",
-            "mcpmux-conformance",
-            "-p",
-            "mcpmux-testserver",
-        ])
-        .current_dir(workspace())
-        .status()
-        .unwrap();
-    assert!(status.success(), "building mcpmux-testserver failed");
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-        .join("debug/mcpmux-testserver")
-}
+use crate::support;
 
 #[test]
 fn a_quick_search_run_lists_the_real_catalog_and_reports_every_figure() {
     let output = Command::new(env!("CARGO_BIN_EXE_mcpmux-bench"))
         .args(["search", "--quick", "--json", "--server"])
-        .arg(testserver())
+        .arg(support::testserver())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -4,8 +4,7 @@
 //! `--many-tools` catalog, listed once per test binary through a real `mcpmux::Hub`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -19,46 +18,9 @@ pub const MANY_TOOLS: usize = 172;
 /// The servers of the catalog, by the names their tools are exposed under.
 pub const SERVERS: [&str; 5] = ["everything", "filesystem", "memory", "time", "apps"];
 
-/// The workspace root.
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-}
-
-/// The test server, built on first use if `cargo test` ran without it.
-fn testserver() -> PathBuf {
-    let bin = target_dir().join("debug").join("mcpmux-testserver");
-    let status = Command::new(env!("CARGO"))
-        // The same packages as every build of the test programs (scripts/test.sh says why).
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcpmux-cli",
-            "-p",
-            "mcpmux-conformance",
-            "-p",
-            "mcpmux-testserver",
-        ])
-        .current_dir(workspace())
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building mcpmux-testserver failed");
-    bin
-}
-
 /// A server installed by `scripts/install-test-deps.sh`.
 fn installed(relative: &str) -> String {
-    let path = workspace().join("test-deps").join(relative);
+    let path = crate::support::workspace().join("test-deps").join(relative);
     assert!(
         path.exists(),
         "{} is missing: run scripts/install-test-deps.sh (or scripts/test.sh)",
@@ -97,7 +59,7 @@ fn specs(dir: &Path) -> Vec<ServerSpec> {
         ),
         ServerSpec::stdio(
             "apps",
-            testserver().to_string_lossy(),
+            crate::support::testserver().to_string_lossy(),
             ["--many-tools".to_string(), MANY_TOOLS.to_string()],
         ),
     ]

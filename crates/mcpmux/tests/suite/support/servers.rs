@@ -24,31 +24,59 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace().join("target"))
 }
 
-/// The fault-injecting test server, built on first use if `cargo test` ran without it.
-pub fn testserver() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let bin = target_dir().join("debug").join("mcpmux-testserver");
-        let status = Command::new(env!("CARGO"))
-            // The same packages as every build of the test programs (scripts/test.sh says why).
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "mcpmux-cli",
-                "-p",
-                "mcpmux-conformance",
-                "-p",
-                "mcpmux-testserver",
-            ])
+/// Where the debug programs the tests start are, built on first use (a no-op when
+/// `scripts/test.sh` has built them): `mcpmux`, `mcpmux-conformance`, `mcpmux-testserver`.
+pub fn test_programs() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let mut cargo = Command::new(env!("CARGO"));
+        // The same packages as every build of the test programs (scripts/test.sh says why).
+        cargo.args([
+            "build",
+            "--quiet",
+            "-p",
+            "mcpmux-cli",
+            "-p",
+            "mcpmux-conformance",
+            "-p",
+            "mcpmux-testserver",
+        ]);
+        // Not what `cargo test` set for this test binary: build scripts watch some of it (ring
+        // reruns when CARGO_MANIFEST_DIR changes), so each test binary's values would rebuild
+        // ring and everything above it, and the next build from a shell all that again.
+        for (key, _) in std::env::vars_os() {
+            if let Some(key) = key.to_str()
+                && (key.starts_with("CARGO_PKG_")
+                    || key.starts_with("CARGO_BIN_EXE_")
+                    || matches!(
+                        key,
+                        "CARGO_MANIFEST_DIR"
+                            | "CARGO_MANIFEST_PATH"
+                            | "CARGO_CRATE_NAME"
+                            | "CARGO_BIN_NAME"
+                            | "CARGO_PRIMARY_PACKAGE"
+                            | "CARGO_TARGET_TMPDIR"
+                            | "CARGO_RUSTC_CURRENT_DIR"
+                    ))
+            {
+                cargo.env_remove(key);
+            }
+        }
+        let status = cargo
             .current_dir(workspace())
             .status()
             .expect("run cargo build");
-        assert!(status.success(), "building mcpmux-testserver failed");
-        assert!(bin.exists(), "no test server at {}", bin.display());
-        bin
+        assert!(status.success(), "building the test programs failed");
+        target_dir().join("debug")
     })
     .clone()
+}
+
+/// The fault-injecting test server, built on first use if `cargo test` ran without it.
+pub fn testserver() -> PathBuf {
+    let bin = test_programs().join("mcpmux-testserver");
+    assert!(bin.exists(), "no test server at {}", bin.display());
+    bin
 }
 
 /// A third-party server binary installed by `scripts/install-test-deps.sh`.
