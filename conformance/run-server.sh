@@ -48,7 +48,7 @@ if [[ -x "$root/target/release/mcpmux-testserver" && -x "$root/target/release/mc
   && [[ ! -x "$bin_dir/mcpmux" || "$root/target/release/mcpmux" -nt "$bin_dir/mcpmux" ]]; then
   bin_dir="$root/target/release"
 else
-  (cd "$root" && cargo build --quiet -p mcpmux-cli -p mcpmux-conformance -p mcpmux-testserver)
+  "$root/scripts/build-test-programs.sh"
 fi
 
 work="$(mktemp -d)"

@@ -37,7 +37,7 @@ if [[ -x "$bin_release" && ( ! -x "$bin_debug" || "$bin_release" -nt "$bin_debug
   bin="$bin_release"
 else
   bin="$bin_debug"
-  (cd "$root" && cargo build --quiet -p mcpmux-cli -p mcpmux-conformance -p mcpmux-testserver)
+  "$root/scripts/build-test-programs.sh"
 fi
 
 run_suite() {

@@ -11,8 +11,7 @@ if [[ ! -x "$venv/bin/maturin" ]]; then
   "$root/scripts/install-test-deps.sh"
 fi
 cd "$root"
-# The same packages as every build of the test programs (scripts/test.sh says why).
-cargo build --quiet -p mcpmux-cli -p mcpmux-conformance -p mcpmux-testserver
+scripts/build-test-programs.sh
 cd crates/mcpmux-python
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --profile dev --quiet
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests

@@ -19,11 +19,8 @@ python3 -B scripts/test_callgrind_order.py
 echo "== cargo doc (the library's public face: every item documented, every link resolves)"
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p mcpmux
 echo "== cargo test"
-# The programs the tests start, built before them. Every build of them (here, in the tests'
-# support, the bench smokes, the Python tests and conformance/) names these same packages:
-# another set would build rmcp, reqwest and the library again with other features, in the
-# middle of the test run.
-cargo build --quiet -p mcpmux-cli -p mcpmux-conformance -p mcpmux-testserver
+# The programs the tests start, built before them.
+scripts/build-test-programs.sh
 cargo test --workspace
 echo "== the Python package (maturin develop into test-deps/.venv-py, then pytest)"
 scripts/test-python.sh

@@ -29,18 +29,9 @@ fn target_dir() -> PathBuf {
 pub fn test_programs() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let mut cargo = Command::new(env!("CARGO"));
-        // The same packages as every build of the test programs (scripts/test.sh says why).
-        cargo.args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcpmux-cli",
-            "-p",
-            "mcpmux-conformance",
-            "-p",
-            "mcpmux-testserver",
-        ]);
+        // The one build of them, with the packages every build names (the script says why).
+        let mut build = Command::new(workspace().join("scripts/build-test-programs.sh"));
+        build.env("CARGO", env!("CARGO"));
         // Not what `cargo test` set for this test binary: build scripts watch some of it (ring
         // reruns when CARGO_MANIFEST_DIR changes), so each test binary's values would rebuild
         // ring and everything above it, and the next build from a shell all that again.
@@ -59,13 +50,10 @@ pub fn test_programs() -> PathBuf {
                             | "CARGO_RUSTC_CURRENT_DIR"
                     ))
             {
-                cargo.env_remove(key);
+                build.env_remove(key);
             }
         }
-        let status = cargo
-            .current_dir(workspace())
-            .status()
-            .expect("run cargo build");
+        let status = build.status().expect("run scripts/build-test-programs.sh");
         assert!(status.success(), "building the test programs failed");
         target_dir().join("debug")
     })
