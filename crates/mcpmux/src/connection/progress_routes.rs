@@ -132,12 +132,13 @@ impl ProgressRoutes {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
+pub(super) mod tests {
     use rmcp::model::NumberOrString;
 
     use super::*;
 
-    fn token(n: i64) -> ProgressToken {
+    /// A numbered progress token.
+    pub(in crate::connection) fn token(n: i64) -> ProgressToken {
         ProgressToken(NumberOrString::Number(n))
     }
 
@@ -145,7 +146,8 @@ mod tests {
         ProgressNotificationParam::new(token(n), progress)
     }
 
-    fn route() -> (Route, mpsc::UnboundedReceiver<Progress>) {
+    /// A route to a channel, and the channel's other end.
+    pub(in crate::connection) fn route() -> (Route, mpsc::UnboundedReceiver<Progress>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let route = Route {
             tx: Some(tx),
@@ -154,7 +156,8 @@ mod tests {
         (route, rx)
     }
 
-    fn received(rx: &mut mpsc::UnboundedReceiver<Progress>) -> Vec<f64> {
+    /// The steps a route's channel holds now.
+    pub(in crate::connection) fn received(rx: &mut mpsc::UnboundedReceiver<Progress>) -> Vec<f64> {
         std::iter::from_fn(|| rx.try_recv().ok())
             .map(|step| step.progress)
             .collect()

@@ -39,9 +39,7 @@ impl<T> ProgressTap<T> {
             marked: HashMap::new(),
         }
     }
-}
 
-impl<T> ProgressTap<T> {
     /// The request `id` is answered: no cancellation will follow to clear its mark.
     fn answered(&mut self, id: &RequestId) {
         if !self.marked.is_empty() {
@@ -118,16 +116,14 @@ where
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use rmcp::model::{CallToolRequest, CallToolRequestParams, NumberOrString};
     use serde_json::json;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, duplex};
-    use tokio::sync::{Notify, mpsc};
 
     use super::*;
-    use crate::connection::progress_routes::Route;
+    use crate::connection::progress_routes::tests::{received, route, token};
     use crate::transport::lines::LineTransport;
 
     type Tap = ProgressTap<LineTransport<DuplexStream, DuplexStream>>;
@@ -140,10 +136,6 @@ mod tests {
         let lines = LineTransport::new(client_in, client_out, "t", 1 << 16);
         let tap = ProgressTap::new(lines, routes.clone());
         (tap, routes, server_out, BufReader::new(server_in))
-    }
-
-    fn token(n: i64) -> ProgressToken {
-        ProgressToken(NumberOrString::Number(n))
     }
 
     /// A tool call as rmcp writes it: id and progress token `n`.
@@ -180,12 +172,6 @@ mod tests {
             .expect("the stream goes on")
     }
 
-    fn route() -> (Route, mpsc::UnboundedReceiver<crate::call::Progress>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let bump = Arc::new(Notify::new());
-        (Route { tx: Some(tx), bump }, rx)
-    }
-
     #[tokio::test]
     async fn steps_read_before_a_call_adds_its_route_wait_for_it() {
         let (mut tap, routes, mut server_out, mut server_in) = tap();
@@ -199,10 +185,7 @@ mod tests {
         ));
         let (route, mut rx) = route();
         routes.add(token(3), route);
-        let steps: Vec<f64> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|step| step.progress)
-            .collect();
-        assert_eq!(steps, [1.0, 2.0]);
+        assert_eq!(received(&mut rx), [1.0, 2.0]);
     }
 
     #[tokio::test]
