@@ -224,7 +224,8 @@ impl Hub {
             ctx: TransportContext::new(AuthContext::new(
                 options.token_store.clone(),
                 options.authorizer.clone(),
-            )),
+            ))
+            .with_read_spin(options.read_spin),
             eras: EraCache::open(options.era_cache.clone()),
             events: events.clone(),
             shutdown_grace: options.shutdown_grace,

@@ -55,6 +55,10 @@ pub struct HubOptions {
     /// How long calls in flight to a server [`Hub::reconfigure`](crate::Hub::reconfigure)
     /// removed or replaced may take to finish before it is stopped (10 s by default).
     pub reload_drain: Duration,
+    /// How long a stdio server's reader polls its pipe for the answer to a lone tool call
+    /// before it sleeps (50 µs by default; zero never polls): a quick tool's answer then
+    /// comes without the wake-ups of a sleeping reader, for at most this much CPU per call.
+    pub read_spin: Duration,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -70,6 +74,7 @@ impl std::fmt::Debug for HubOptions {
             .field("tool_cache", &self.tool_cache)
             .field("tool_cache_max_age", &self.tool_cache_max_age)
             .field("reload_drain", &self.reload_drain)
+            .field("read_spin", &self.read_spin)
             .finish()
     }
 }
@@ -91,6 +96,7 @@ impl Default for HubOptions {
             tool_cache: ToolCache::default_dir(),
             tool_cache_max_age: defaults::TOOL_CACHE_MAX_AGE,
             reload_drain: defaults::RELOAD_DRAIN,
+            read_spin: defaults::READ_SPIN,
         }
     }
 }
@@ -115,6 +121,13 @@ impl HubOptions {
     /// Builder-style: run OAuth authorizations inside the hub with `authorizer`.
     pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
         self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Builder-style: how long a stdio server's reader polls for a lone call's answer
+    /// (`Duration::ZERO`: never).
+    pub fn with_read_spin(mut self, spin: Duration) -> Self {
+        self.read_spin = spin;
         self
     }
 

@@ -78,8 +78,21 @@ where
 {
     /// A transport reading lines of at most `max_line` bytes from `read`.
     pub(crate) fn new(read: R, write: W, server: &str, max_line: usize) -> Self {
+        Self::kicked(read, write, server, max_line, None)
+    }
+
+    /// As [`LineTransport::new`], with `kick` armed each time a direct call is written (a
+    /// [`super::busy_pipe::BusyPipe`] reader then polls for its answer).
+    pub(crate) fn kicked(
+        read: R,
+        write: W,
+        server: &str,
+        max_line: usize,
+        kick: Option<Arc<super::busy_pipe::Kick>>,
+    ) -> Self {
         let outbox = Arc::new(Outbox::new(write));
-        let direct = Arc::new(Direct::new(Box::new(OutboxLine(Arc::downgrade(&outbox)))));
+        let line = Box::new(OutboxLine(Arc::downgrade(&outbox)));
+        let direct = Arc::new(Direct::new(line, kick));
         Self {
             reader: LineReader::new(read, server, max_line, direct),
             outbox,

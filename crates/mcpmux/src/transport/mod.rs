@@ -4,6 +4,7 @@
 //! `open` turns a [`TransportSpec`] into an [`Opened`] transport plus whatever side handles it
 //! needs (a child process to reap, an in-process server task to stop).
 
+mod busy_pipe;
 pub(crate) mod headers_helper;
 pub(crate) mod http;
 mod http_client;
@@ -38,6 +39,8 @@ pub(crate) struct TransportContext {
     /// (the hub shutting down during a handshake) is still being stopped by one of them, and
     /// shutdown waits for it.
     reapers: tokio_util::task::TaskTracker,
+    /// How long a stdio server's reader polls for a lone call's answer (`busy_pipe.rs`).
+    read_spin: std::time::Duration,
 }
 
 impl TransportContext {
@@ -47,7 +50,14 @@ impl TransportContext {
             http: Default::default(),
             auth,
             reapers: tokio_util::task::TaskTracker::new(),
+            read_spin: crate::defaults::READ_SPIN,
         }
+    }
+
+    /// This context, its stdio readers polling `spin` for a lone call's answer.
+    pub fn with_read_spin(mut self, spin: std::time::Duration) -> Self {
+        self.read_spin = spin;
+        self
     }
 
     /// Waits, at most `within`, until every child process this context started is reaped.
@@ -153,7 +163,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             cwd,
         } => {
             let (transport, process) =
-                stdio::spawn(&spec.name, command, args, env, cwd.as_deref(), &ctx.reapers)?;
+                stdio::spawn(&spec.name, command, args, env, cwd.as_deref(), ctx)?;
             Ok(Opened::Stdio { transport, process })
         }
         TransportSpec::Http { url, headers } => {

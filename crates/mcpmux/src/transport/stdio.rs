@@ -12,15 +12,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, Command};
 use tokio::sync::{oneshot, watch};
 
+use super::busy_pipe::BusyPipe;
 use crate::defaults;
 use crate::error::Error;
 use crate::sync::lock;
 
 /// The rmcp transport over a child's stdout and its stdin.
-pub(crate) type StdioTransport = super::lines::LineTransport<ChildStdout, ChildStdin>;
+pub(crate) type StdioTransport = super::lines::LineTransport<BusyPipe, ChildStdin>;
 
 /// How a server process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +166,7 @@ pub(crate) fn spawn(
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
-    reapers: &tokio_util::task::TaskTracker,
+    ctx: &super::TransportContext,
 ) -> Result<(StdioTransport, ProcessHandle), Error> {
     let mut cmd = Command::new(command);
     cmd.args(args)
@@ -220,10 +221,22 @@ pub(crate) fn spawn(
         pgid: pid as i32,
         armed: true,
     };
-    let reaper = reapers.spawn(reap(server.to_string(), child, guard, exit_tx, stop_rx));
+    let reaper = ctx
+        .reapers
+        .spawn(reap(server.to_string(), child, guard, exit_tx, stop_rx));
 
-    let transport =
-        super::lines::LineTransport::new(stdout, stdin, server, defaults::MAX_STDIO_FRAME);
+    let (stdout, kick) = BusyPipe::new(stdout, ctx.read_spin).map_err(|e| Error::Connect {
+        server: server.to_string(),
+        message: format!("cannot read the server's output: {e}"),
+        stderr_tail: Vec::new(),
+    })?;
+    let transport = super::lines::LineTransport::kicked(
+        stdout,
+        stdin,
+        server,
+        defaults::MAX_STDIO_FRAME,
+        Some(kick),
+    );
     Ok((
         transport,
         ProcessHandle {

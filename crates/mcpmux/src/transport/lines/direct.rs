@@ -25,6 +25,8 @@ use rmcp::service::ServiceError;
 use rmcp::transport::DynamicTransportError;
 use tokio::sync::oneshot;
 
+use crate::transport::busy_pipe::Kick;
+
 /// The answer to one call, as rmcp would hand it over.
 pub(crate) type Answer = Result<ServerResult, ServiceError>;
 
@@ -44,6 +46,8 @@ pub(super) trait Line: Send + Sync {
 /// The direct calls of one transport: how they are sent, and which are awaited.
 pub(crate) struct Direct {
     line: Box<dyn Line>,
+    /// Armed once each call is written: the reader may poll for its answer.
+    kick: Option<Arc<Kick>>,
     next: AtomicI64,
     awaited: Mutex<Awaited>,
 }
@@ -55,9 +59,10 @@ struct Awaited {
 }
 
 impl Direct {
-    pub(super) fn new(line: Box<dyn Line>) -> Self {
+    pub(super) fn new(line: Box<dyn Line>, kick: Option<Arc<Kick>>) -> Self {
         Self {
             line,
+            kick,
             next: AtomicI64::new(FIRST_ID),
             awaited: Mutex::new(Awaited {
                 calls: HashMap::new(),
@@ -99,12 +104,14 @@ impl Direct {
             ))
         })?;
         let (tx, rx) = oneshot::channel();
+        let alone;
         {
             let mut awaited = crate::sync::lock(&self.awaited);
             if awaited.closed {
                 return Err(ServiceError::TransportClosed);
             }
             awaited.calls.insert(id.clone(), tx);
+            alone = awaited.calls.len() == 1;
         }
         let call = DirectCall {
             id: id.clone(),
@@ -118,7 +125,13 @@ impl Direct {
         let mut write = self.line.send(bytes);
         let first = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
         match first {
-            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Ok(())) => {
+                // Only for a lone call: with others in flight answers keep coming anyway, and
+                // a spinning reader would keep the callers of the next ones from the CPU.
+                if alone && let Some(kick) = &self.kick {
+                    kick.arm();
+                }
+            }
             Poll::Ready(Err(error)) => {
                 tracing::debug!(%error, "writing a tool call failed");
                 self.forget(&id);
@@ -310,6 +323,38 @@ mod tests {
         let answer = (&mut call).await.unwrap();
         assert_eq!(text_of(&answer), "hi");
         assert!(!direct.awaits_any());
+    }
+
+    #[tokio::test]
+    async fn only_a_lone_call_arms_the_reader_s_poll() {
+        let (_server_out, client_in) = duplex(1 << 20);
+        let (client_out, server_in) = duplex(1 << 20);
+        let kick = Arc::new(Kick::default());
+        let transport: Lines =
+            LineTransport::kicked(client_in, client_out, "t", 1 << 20, Some(kick.clone()));
+        let direct = transport.direct();
+        let first = direct
+            .call(direct.ticket(), echo("one"), None)
+            .await
+            .unwrap();
+        assert!(kick.take(), "a lone call polls for its answer");
+        let second = direct
+            .call(direct.ticket(), echo("two"), None)
+            .await
+            .unwrap();
+        assert!(!kick.take(), "with another call in flight nobody polls");
+        drop((first, second));
+        let _third = direct
+            .call(direct.ticket(), echo("three"), None)
+            .await
+            .unwrap();
+        assert!(kick.take(), "alone again");
+        // Each was written all the same.
+        let mut server_in = BufReader::new(server_in);
+        for text in ["one", "two", "three"] {
+            let request = read_request(&mut server_in).await;
+            assert_eq!(request["params"]["arguments"]["text"], text);
+        }
     }
 
     #[tokio::test]
