@@ -54,10 +54,12 @@ async def main() -> None:
         for i in range(200):
             await echo(session, f"warm {i}")
         latencies = []
+        cpu_before = time.process_time()
         for i in range(config["calls"]):
             start = time.perf_counter()
             await echo(session, f"call {i}")
             latencies.append(time.perf_counter() - start)
+        cpu_per_call = (time.process_time() - cpu_before) / config["calls"]
         per_worker = config["total"] // config["in_flight"]
 
         async def worker(w: int) -> None:
@@ -97,6 +99,7 @@ async def main() -> None:
                 "cold_ms": percentile(cold, 0.5) * 1e3,
                 "p50_us": percentile(latencies, 0.5) * 1e6,
                 "p99_us": percentile(latencies, 0.99) * 1e6,
+                "cpu_per_call_us": cpu_per_call * 1e6,
                 "calls_per_sec": calls_per_sec,
                 "servers_ms": servers_ms,
                 "peak_rss_one_mb": one_server_rss_mb,

@@ -42,11 +42,14 @@ cold.sort((a, b) => a - b);
 const client = await connect();
 for (let i = 0; i < 200; i++) await echo(client, `warm ${i}`);
 const latencies = [];
+const cpuBefore = process.cpuUsage();
 for (let i = 0; i < config.calls; i++) {
   const start = now();
   await echo(client, `call ${i}`);
   latencies.push(micros(start, now()));
 }
+const cpu = process.cpuUsage(cpuBefore);
+const cpuPerCall = (cpu.user + cpu.system) / config.calls;
 latencies.sort((a, b) => a - b);
 
 const perWorker = Math.floor(config.total / config.in_flight);
@@ -70,6 +73,7 @@ console.log(
     cold_ms: percentile(cold, 0.5) / 1000,
     p50_us: percentile(latencies, 0.5),
     p99_us: percentile(latencies, 0.99),
+    cpu_per_call_us: cpuPerCall,
     calls_per_sec: callsPerSec,
     servers_ms: serversMs,
     peak_rss_one_mb: oneServerRssMb,

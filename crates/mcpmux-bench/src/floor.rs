@@ -3,48 +3,62 @@
 //! runtime, no SDK; each request written as one JSON line, each answer read, parsed and its
 //! echo checked. It takes the same load and prints the same figures as the peer clients.
 //!
-//! It is not a peer: it shows what the server, the pipes and the machine allow every client.
-//! A client's latency cannot go below it, so a goal set under it is a goal about the server.
+//! With `polling` it reads as the hub does (`HubOptions::read_spin`): after writing a
+//! request it polls the pipe up to that budget before it sleeps in `poll(2)`.
+//!
+//! It is not a peer: it shows what the server, the pipes and the machine allow every client,
+//! sleeping or polling. A client's latency cannot go below the floor that reads its way, so a
+//! goal set under it is a goal about the server.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::memory::peak_rss_kib;
+use crate::memory::{cpu_time_us, peak_rss_kib};
 use crate::peer_client::{Figures, Load};
 
-/// `bench-peer-floor LOAD_JSON`: the floor's run, its figures as one JSON line.
+/// `bench-peer-floor LOAD_JSON [polling]`: the floor's run, its figures as one JSON line.
 pub fn floor_main(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let load: Load = serde_json::from_str(&args.next().context("the load JSON is missing")?)?;
-    let figures = run(&load)?;
+    let spin = match args.next().as_deref() {
+        None => Duration::ZERO,
+        Some("polling") => mcpmux::HubOptions::ephemeral().read_spin,
+        Some(other) => bail!("unknown floor {other}: polling, or none to sleep on each read"),
+    };
+    let figures = run(&load, spin)?;
     println!("{}", serde_json::to_string(&figures)?);
     Ok(())
 }
 
-fn run(load: &Load) -> anyhow::Result<Figures> {
+fn run(load: &Load, spin: Duration) -> anyhow::Result<Figures> {
     let mut cold = Vec::new();
     for _ in 0..load.cold {
         let start = Instant::now();
-        let (session, tools) = Session::start(&load.server)?;
+        let (session, tools) = Session::start(&load.server, spin)?;
         cold.push(start.elapsed().as_secs_f64() * 1e3);
         if tools == 0 {
             bail!("the server listed no tools");
         }
         session.close()?;
     }
-    let (mut session, _) = Session::start(&load.server)?;
+    let (mut session, _) = Session::start(&load.server, spin)?;
     for i in 0..200 {
         session.echo(&format!("warm {i}"))?;
     }
     let mut latencies = Vec::with_capacity(load.calls);
+    let cpu = cpu_time_us();
     for i in 0..load.calls {
         let start = Instant::now();
         session.echo(&format!("call {i}"))?;
         latencies.push(start.elapsed().as_secs_f64() * 1e6);
     }
+    let cpu_per_call_us = (cpu_time_us() - cpu) / load.calls.max(1) as f64;
+    // As the hub: calls in flight are not polled for.
+    session.reader.get_mut().spin = Duration::ZERO;
     let total = load.total / load.in_flight.max(1) * load.in_flight.max(1);
     let start = Instant::now();
     let session = session.in_flight(total, load.in_flight.max(1))?;
@@ -55,7 +69,7 @@ fn run(load: &Load) -> anyhow::Result<Figures> {
     let starting: Vec<_> = (0..load.servers)
         .map(|_| {
             let server = load.server.clone();
-            std::thread::spawn(move || Session::start(&server))
+            std::thread::spawn(move || Session::start(&server, spin))
         })
         .collect();
     let mut sessions = Vec::new();
@@ -72,6 +86,7 @@ fn run(load: &Load) -> anyhow::Result<Figures> {
     Ok(Figures::of(
         &mut cold,
         &mut latencies,
+        cpu_per_call_us,
         calls_per_sec,
         servers_ms,
         peak_rss_one_mb,
@@ -82,7 +97,7 @@ fn run(load: &Load) -> anyhow::Result<Figures> {
 struct Session {
     child: Reaped,
     writer: ChildStdin,
-    reader: BufReader<ChildStdout>,
+    reader: BufReader<Pipe>,
     line: String,
     next_id: u64,
 }
@@ -90,7 +105,7 @@ struct Session {
 impl Session {
     /// Spawns the server, does the handshake and lists its tools; the session and how many
     /// tools it lists.
-    fn start(server: &[String]) -> anyhow::Result<(Self, usize)> {
+    fn start(server: &[String], spin: Duration) -> anyhow::Result<(Self, usize)> {
         let (program, args) = server.split_first().context("empty server command")?;
         let mut command = Command::new(program);
         // What the SDKs pass a server (the TypeScript SDK's default list), as the hub passes an
@@ -111,7 +126,10 @@ impl Session {
                 .with_context(|| format!("starting {program}"))?,
         );
         let writer = child.0.stdin.take().context("the server's stdin")?;
-        let reader = BufReader::new(child.0.stdout.take().context("the server's stdout")?);
+        let reader = BufReader::new(Pipe::new(
+            child.0.stdout.take().context("the server's stdout")?,
+            spin,
+        )?);
         let mut session = Self {
             child,
             writer,
@@ -168,7 +186,7 @@ impl Session {
         }
         let first = self.next_id + 1;
         let mut reader = self.reader;
-        let answers = std::thread::spawn(move || -> anyhow::Result<BufReader<ChildStdout>> {
+        let answers = std::thread::spawn(move || -> anyhow::Result<BufReader<Pipe>> {
             let mut line = String::new();
             for id in first..first + total as u64 {
                 line.clear();
@@ -210,6 +228,72 @@ impl Session {
         drop(writer);
         child.0.wait()?;
         Ok(())
+    }
+}
+
+/// The server's output: read as it comes (sleeping in the kernel), or, with a `spin`, polled
+/// for that long after each empty read before sleeping in `poll(2)`.
+struct Pipe {
+    stdout: ChildStdout,
+    spin: Duration,
+    /// Made non-blocking for the polls: every read then goes through `polled`.
+    nonblocking: bool,
+}
+
+impl Pipe {
+    fn new(stdout: ChildStdout, spin: Duration) -> anyhow::Result<Self> {
+        if !spin.is_zero() {
+            let fd = stdout.as_raw_fd();
+            // SAFETY: `fd` is open (owned by `stdout`); only its status flags change.
+            let set = unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+            };
+            if !set {
+                bail!("cannot make the server's output non-blocking");
+            }
+        }
+        Ok(Self {
+            stdout,
+            spin,
+            nonblocking: !spin.is_zero(),
+        })
+    }
+
+    /// A read of a non-blocking pipe: polled for the budget, then slept on.
+    fn polled(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let start = Instant::now();
+        loop {
+            match self.stdout.read(buf) {
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                other => return other,
+            }
+            if start.elapsed() < self.spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            let mut fd = libc::pollfd {
+                fd: self.stdout.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid `pollfd`, for a descriptor `stdout` keeps open.
+            if unsafe { libc::poll(&mut fd, 1, -1) } < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+        }
+    }
+}
+
+impl Read for Pipe {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.nonblocking {
+            return self.polled(buf);
+        }
+        self.stdout.read(buf)
     }
 }
 
@@ -259,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_session_dropped_part_way_leaves_no_server_running() {
-        let (mut session, tools) = Session::start(&echo_server()).unwrap();
+        let (mut session, tools) = Session::start(&echo_server(), Duration::ZERO).unwrap();
         assert_eq!(tools, 1);
         session.echo("before the drop").unwrap();
         let pid = session.child.0.id();
@@ -269,8 +353,22 @@ mod tests {
     }
 
     #[test]
+    fn a_polling_session_reads_its_answers_and_sleeps_past_its_budget() {
+        let (mut session, tools) =
+            Session::start(&echo_server(), Duration::from_micros(50)).unwrap();
+        assert_eq!(tools, 1);
+        for i in 0..20 {
+            session.echo(&format!("polled {i}")).unwrap();
+        }
+        // No budget left for the calls in flight: every read sleeps in poll(2) instead.
+        session.reader.get_mut().spin = Duration::ZERO;
+        let session = session.in_flight(64, 8).unwrap();
+        session.close().unwrap();
+    }
+
+    #[test]
     fn an_answer_that_is_not_the_echo_fails_the_run() {
-        let (mut session, _) = Session::start(&echo_server()).unwrap();
+        let (mut session, _) = Session::start(&echo_server(), Duration::ZERO).unwrap();
         let result = session
             .request("tools/call", echo_params(1, "asked"))
             .unwrap();

@@ -1,4 +1,4 @@
-//! The resident set of a process, from `/proc` (Linux).
+//! The resident set of a process, from `/proc` (Linux), and the CPU time it has used.
 
 use anyhow::Context;
 
@@ -26,4 +26,18 @@ fn status_kib(pid: &str, field: &str) -> anyhow::Result<u64> {
 /// Resets the peak RSS counter so each phase reports its own peak.
 pub fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The CPU time (user and system) this process has used so far, in µs; 0 if it cannot be read.
+pub fn cpu_time_us() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` fills the struct it is given; it is read only when that succeeded.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return 0.0;
+        }
+        usage.assume_init()
+    };
+    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    us(usage.ru_utime) + us(usage.ru_stime)
 }

@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::clients::{Client, hub_connect, raw_connect};
-use crate::memory::peak_rss_kib;
+use crate::memory::{cpu_time_us, peak_rss_kib};
 
 /// How much each client does in one run.
 #[derive(Serialize, Deserialize, Clone)]
@@ -40,6 +40,10 @@ pub struct Figures {
     pub p50_us: f64,
     /// Sequential call latency, 99th percentile (µs).
     pub p99_us: f64,
+    /// The client's CPU time (user and system) per sequential call (µs): what its latency
+    /// costs the machine.
+    #[serde(default)]
+    pub cpu_per_call_us: f64,
     /// Calls answered per second with `in_flight` workers.
     pub calls_per_sec: f64,
     /// `servers` servers started at once until all list their tools (ms).
@@ -56,6 +60,7 @@ impl Figures {
     pub fn of(
         cold: &mut [f64],
         latencies: &mut [f64],
+        cpu_per_call_us: f64,
         calls_per_sec: f64,
         servers_ms: f64,
         peak_rss_one_mb: f64,
@@ -64,6 +69,7 @@ impl Figures {
             cold_ms: median(cold),
             p50_us: percentile(latencies, 0.5),
             p99_us: percentile(latencies, 0.99),
+            cpu_per_call_us,
             calls_per_sec,
             servers_ms,
             peak_rss_one_mb,
@@ -142,11 +148,13 @@ where
         echo(&client, format!("warm {i}")).await?;
     }
     let mut latencies = Vec::with_capacity(load.calls);
+    let cpu = cpu_time_us();
     for i in 0..load.calls {
         let start = Instant::now();
         echo(&client, format!("call {i}")).await?;
         latencies.push(start.elapsed().as_secs_f64() * 1e6);
     }
+    let cpu_per_call_us = (cpu_time_us() - cpu) / load.calls.max(1) as f64;
     let per_worker = load.total / load.in_flight.max(1);
     let start = Instant::now();
     let workers: Vec<_> = (0..load.in_flight)
@@ -170,6 +178,7 @@ where
     Ok(Figures::of(
         &mut cold,
         &mut latencies,
+        cpu_per_call_us,
         calls_per_sec,
         servers_ms,
         peak_rss_one_mb,

@@ -8,7 +8,8 @@
 //! all taking the same load. Every client checks each echo it gets back, so a
 //! client that loses or mixes up answers fails the run instead of looking fast. Beside them
 //! runs the pipe floor (`bench-peer-floor`, `floor.rs`): blocking reads and writes on one
-//! thread and nothing else, the least any client must spend against this server here.
+//! thread and nothing else, the least any client must spend against this server here; and
+//! the same floor polling the pipe as the hub does, the least a polling client must spend.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -21,9 +22,9 @@ use mcpmux_bench::peer_client::{Figures, Load, median};
 /// The clients, in table order. The Rust clients run twice: on a two-worker runtime (what a
 /// harness on tokio's default runtime gets, and what `mcpmux` uses) and on a current-thread
 /// runtime (every task on the caller's thread: no wake-up crosses threads, as in the SDKs'
-/// single-threaded event loops). The last column is not a client: the pipe floor (`floor.rs`),
-/// what the server and the machine allow any client.
-const CLIENTS: [&str; 7] = [
+/// single-threaded event loops). The last two columns are not clients: the pipe floor
+/// (`floor.rs`), what the server and the machine allow any client, sleeping or polling.
+const CLIENTS: [&str; 8] = [
     "Python SDK",
     "TypeScript SDK",
     "rmcp raw",
@@ -31,10 +32,14 @@ const CLIENTS: [&str; 7] = [
     "rmcp raw, 1 thread",
     "mcpmux hub, 1 thread",
     FLOOR,
+    POLLING_FLOOR,
 ];
 
-/// The pipe floor's column.
+/// The pipe floor's column: a reader that sleeps until the answer comes.
 const FLOOR: &str = "pipe floor";
+
+/// The pipe floor reading as the hub does: polling the pipe briefly before it sleeps.
+const POLLING_FLOOR: &str = "pipe floor, polling";
 
 /// The Rust programs, built beside this one: the two peer clients and the floor.
 const RUST_CLIENTS: [&str; 3] = ["bench-peer-rmcp", "bench-peer-hub", "bench-peer-floor"];
@@ -115,9 +120,12 @@ impl Peers {
                     command.arg("current-thread");
                 }
             }
-            FLOOR => {
+            FLOOR | POLLING_FLOOR => {
                 command = Command::new(self.rust_clients.join(RUST_CLIENTS[2]));
                 command.arg(load);
+                if client == POLLING_FLOOR {
+                    command.arg("polling");
+                }
             }
             other => bail!("no such client {other}"),
         }
@@ -234,6 +242,7 @@ fn medians(runs: &[Figures]) -> Figures {
         cold_ms: pick(|f| f.cold_ms),
         p50_us: pick(|f| f.p50_us),
         p99_us: pick(|f| f.p99_us),
+        cpu_per_call_us: pick(|f| f.cpu_per_call_us),
         calls_per_sec: pick(|f| f.calls_per_sec),
         servers_ms: pick(|f| f.servers_ms),
         peak_rss_one_mb: pick(|f| f.peak_rss_one_mb),
@@ -267,10 +276,15 @@ fn print_table(load: &Load, rounds: usize, medians: &[Figures]) {
         print!(" {client} |");
     }
     println!("\n|---|{}", "---:|".repeat(CLIENTS.len()));
-    let rows: [Row; 7] = [
+    let rows: [Row; 8] = [
         ("cold start → tools listed (ms)", |f| f.cold_ms, 1),
         ("sequential call p50 (µs)", |f| f.p50_us, 0),
         ("sequential call p99 (µs)", |f| f.p99_us, 0),
+        (
+            "client CPU per sequential call (µs)",
+            |f| f.cpu_per_call_us,
+            0,
+        ),
         ("calls/s, 32 in flight", |f| f.calls_per_sec, 0),
         ("servers started concurrently (ms)", |f| f.servers_ms, 0),
         ("client peak RSS, one server (MB)", |f| f.peak_rss_one_mb, 1),

@@ -1,6 +1,7 @@
 //! One quick run of the side-by-side peer benchmark, so it cannot rot: every client (the pinned
-//! Python and TypeScript SDKs, raw rmcp, the mcpmux hub) and the pipe floor starts, lists, calls
-//! with its echoes checked, and reports figures. A smoke run, not a timed test: no figure is compared.
+//! Python and TypeScript SDKs, raw rmcp, the mcpmux hub) and both pipe floors start, list, call
+//! with the echoes checked, and report figures (CPU time per call included). A smoke run, not a
+//! timed test: no figure is compared.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -29,12 +30,14 @@ fn every_peer_client_completes_a_quick_run_and_reports_its_figures() {
         "rmcp raw, 1 thread",
         "mcpmux hub, 1 thread",
         "pipe floor",
+        "pipe floor, polling",
     ] {
         let figures = &table[client];
         for metric in [
             "cold_ms",
             "p50_us",
             "p99_us",
+            "cpu_per_call_us",
             "calls_per_sec",
             "servers_ms",
             "peak_rss_one_mb",
