@@ -57,7 +57,8 @@ pub struct HubOptions {
     pub reload_drain: Duration,
     /// How long a stdio server's reader polls its pipe for the answer to a lone tool call
     /// before it sleeps (50 µs by default; zero never polls): a quick tool's answer then
-    /// comes without the wake-ups of a sleeping reader, for at most this much CPU per call.
+    /// comes without the wake-ups of a sleeping reader, for at most this much CPU per call,
+    /// and one reader of the hub polls at a time.
     pub read_spin: Duration,
 }
 

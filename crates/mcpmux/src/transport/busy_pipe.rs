@@ -5,8 +5,10 @@
 //! 2-core VMs a blocking round trip to a Node echo server costs ~57 µs at the median, a polling
 //! one ~6 µs; `mcpmux-bench peers` shows both floors). So when a call has been written, the
 //! reader tries the pipe directly for up to a budget (`HubOptions::read_spin`, default
-//! `defaults::READ_SPIN`) before it parks as usual. One call buys at most one budget of CPU,
-//! whatever the server does; a budget of zero turns it off.
+//! `defaults::READ_SPIN`) before it parks as usual. The CPU this burns is bounded twice: one
+//! call buys at most one budget, whatever the server does, and a hub's readers poll one at a
+//! time (a reader that finds another polling parks at once), so polling never holds more than
+//! one of the runtime's threads. A budget of zero turns it off.
 //!
 //! The spin reads through a duplicate of the pipe's descriptor, which shares its non-blocking
 //! mode; reading behind tokio's back is safe because tokio treats a stale readiness as a hint
@@ -45,31 +47,72 @@ impl Kick {
     }
 }
 
+/// How the readers of one hub poll: the budget of one call, and who polls now.
+pub(crate) struct Polling {
+    budget: Duration,
+    busy: AtomicBool,
+}
+
+impl Polling {
+    /// Readers polling up to `budget` for each lone call, one at a time.
+    pub(crate) fn new(budget: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            budget,
+            busy: AtomicBool::new(false),
+        })
+    }
+
+    /// The turn to poll, unless polling is off or another reader has it.
+    fn turn(&self) -> Option<Turn<'_>> {
+        if self.budget.is_zero() {
+            return None;
+        }
+        self.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        Some(Turn(&self.busy))
+    }
+}
+
+/// A reader's turn to poll, given back when dropped.
+struct Turn<'a>(&'a AtomicBool);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// A child's stdout that polls for a budget when a [`Kick`] arms it.
 pub(crate) struct BusyPipe {
     pipe: ChildStdout,
     /// The same pipe, for reads tokio does not see.
     raw: File,
     kick: Arc<Kick>,
-    budget: Duration,
+    polling: Arc<Polling>,
 }
 
 impl BusyPipe {
-    /// `pipe`, spinning up to `budget` per kick; its kick for the sender of calls.
-    pub(crate) fn new(pipe: ChildStdout, budget: Duration) -> std::io::Result<(Self, Arc<Kick>)> {
+    /// `pipe`, polled as `polling` allows after each kick; its kick for the sender of calls.
+    pub(crate) fn new(
+        pipe: ChildStdout,
+        polling: Arc<Polling>,
+    ) -> std::io::Result<(Self, Arc<Kick>)> {
         let raw = File::from(pipe.as_fd().try_clone_to_owned()?);
         let kick = Arc::new(Kick::default());
         let pipe = Self {
             pipe,
             raw,
             kick: kick.clone(),
-            budget,
+            polling,
         };
         Ok((pipe, kick))
     }
 
     /// Polls the pipe until it gives bytes or the budget is spent.
     fn spin(&mut self, buf: &mut ReadBuf<'_>) -> Option<std::io::Result<()>> {
+        let polling = self.polling.clone();
+        let _turn = polling.turn()?;
         let start = Instant::now();
         loop {
             match self.raw.read(buf.initialize_unfilled()) {
@@ -81,7 +124,7 @@ impl BusyPipe {
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(error) => return Some(Err(error)),
             }
-            if start.elapsed() >= self.budget {
+            if start.elapsed() >= polling.budget {
                 return None;
             }
             std::hint::spin_loop();
@@ -98,7 +141,6 @@ impl AsyncRead for BusyPipe {
         let this = self.get_mut();
         this.kick.reader.register(cx.waker());
         if this.kick.take()
-            && !this.budget.is_zero()
             && buf.remaining() > 0
             && let Some(read) = this.spin(buf)
         {
@@ -120,14 +162,14 @@ mod tests {
     use super::*;
 
     /// `program` with piped stdin and stdout, its stdout read through a busy pipe.
-    fn child(program: &str, budget: Duration) -> (Child, BusyPipe, Arc<Kick>) {
+    fn child(program: &str, polling: &Arc<Polling>) -> (Child, BusyPipe, Arc<Kick>) {
         let mut child = Command::new(program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let (pipe, kick) = BusyPipe::new(child.stdout.take().unwrap(), budget).unwrap();
+        let (pipe, kick) = BusyPipe::new(child.stdout.take().unwrap(), polling.clone()).unwrap();
         (child, pipe, kick)
     }
 
@@ -143,7 +185,8 @@ mod tests {
     #[tokio::test]
     async fn an_armed_read_takes_the_answer_the_moment_the_server_writes_it() {
         // A budget far beyond `cat`'s echo: the one poll finds it without parking.
-        let (mut child, mut pipe, kick) = child("cat", Duration::from_secs(10));
+        let polling = Polling::new(Duration::from_secs(10));
+        let (mut child, mut pipe, kick) = child("cat", &polling);
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(b"answer\n").await.unwrap();
         kick.arm();
@@ -158,7 +201,7 @@ mod tests {
     #[tokio::test]
     async fn an_armed_read_of_a_silent_server_parks_once_its_budget_is_spent() {
         let budget = Duration::from_millis(20);
-        let (_child, mut pipe, kick) = child("cat", budget);
+        let (_child, mut pipe, kick) = child("cat", &Polling::new(budget));
         kick.arm();
         let start = Instant::now();
         assert!(poll_once(&mut pipe, &mut [0; 64]).is_pending());
@@ -174,7 +217,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_armed_read_of_a_server_that_exits_sees_the_end_at_once() {
-        let (mut child, mut pipe, kick) = child("true", Duration::from_secs(10));
+        let (mut child, mut pipe, kick) = child("true", &Polling::new(Duration::from_secs(10)));
         child.wait().await.unwrap();
         kick.arm();
         let start = Instant::now();
@@ -187,7 +230,7 @@ mod tests {
 
     #[tokio::test]
     async fn with_no_budget_an_armed_read_never_polls() {
-        let (mut child, mut pipe, kick) = child("cat", Duration::ZERO);
+        let (mut child, mut pipe, kick) = child("cat", &Polling::new(Duration::ZERO));
         let mut stdin = child.stdin.take().unwrap();
         kick.arm();
         assert!(poll_once(&mut pipe, &mut [0; 64]).is_pending());
@@ -202,5 +245,21 @@ mod tests {
         .expect("the line")
         .unwrap();
         assert_eq!(&bytes[..read], b"late\n");
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_finds_another_polling_parks_at_once() {
+        // A budget no test waits out: a reader that polled would hold the test for minutes.
+        let polling = Polling::new(Duration::from_secs(600));
+        let (_first, _pipe, _kick) = child("cat", &polling);
+        let (_second, mut second, kick) = child("cat", &polling);
+        let held = polling.turn().expect("nobody polls yet");
+        kick.arm();
+        let start = Instant::now();
+        assert!(poll_once(&mut second, &mut [0; 64]).is_pending());
+        assert!(start.elapsed() < Duration::from_secs(60));
+        // The turn given back, the next armed read may poll again.
+        drop(held);
+        assert!(polling.turn().is_some());
     }
 }

@@ -39,8 +39,9 @@ pub(crate) struct TransportContext {
     /// (the hub shutting down during a handshake) is still being stopped by one of them, and
     /// shutdown waits for it.
     reapers: tokio_util::task::TaskTracker,
-    /// How long a stdio server's reader polls for a lone call's answer (`busy_pipe.rs`).
-    read_spin: std::time::Duration,
+    /// How long a stdio server's reader polls for a lone call's answer, one reader at a time
+    /// (`busy_pipe.rs`).
+    polling: Arc<busy_pipe::Polling>,
 }
 
 impl TransportContext {
@@ -50,13 +51,13 @@ impl TransportContext {
             http: Default::default(),
             auth,
             reapers: tokio_util::task::TaskTracker::new(),
-            read_spin: crate::defaults::READ_SPIN,
+            polling: busy_pipe::Polling::new(crate::defaults::READ_SPIN),
         }
     }
 
     /// This context, its stdio readers polling `spin` for a lone call's answer.
     pub fn with_read_spin(mut self, spin: std::time::Duration) -> Self {
-        self.read_spin = spin;
+        self.polling = busy_pipe::Polling::new(spin);
         self
     }
 

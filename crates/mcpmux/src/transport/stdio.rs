@@ -225,11 +225,12 @@ pub(crate) fn spawn(
         .reapers
         .spawn(reap(server.to_string(), child, guard, exit_tx, stop_rx));
 
-    let (stdout, kick) = BusyPipe::new(stdout, ctx.read_spin).map_err(|e| Error::Connect {
-        server: server.to_string(),
-        message: format!("cannot read the server's output: {e}"),
-        stderr_tail: Vec::new(),
-    })?;
+    let (stdout, kick) =
+        BusyPipe::new(stdout, ctx.polling.clone()).map_err(|e| Error::Connect {
+            server: server.to_string(),
+            message: format!("cannot read the server's output: {e}"),
+            stderr_tail: Vec::new(),
+        })?;
     let transport = super::lines::LineTransport::kicked(
         stdout,
         stdin,
