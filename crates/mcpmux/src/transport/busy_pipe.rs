@@ -62,6 +62,11 @@ impl Polling {
         })
     }
 
+    /// Whether readers never poll (a zero budget): then nobody need arm them.
+    pub(crate) fn is_off(&self) -> bool {
+        self.budget.is_zero()
+    }
+
     /// The turn to poll, unless polling is off or another reader has it.
     fn turn(&self) -> Option<Turn<'_>> {
         if self.budget.is_zero() {

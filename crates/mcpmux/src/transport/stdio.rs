@@ -236,7 +236,7 @@ pub(crate) fn spawn(
         stdin,
         server,
         defaults::MAX_STDIO_FRAME,
-        Some(kick),
+        (!ctx.polling.is_off()).then_some(kick),
     );
     Ok((
         transport,
