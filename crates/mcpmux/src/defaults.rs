@@ -44,6 +44,10 @@ pub const REAP_WAIT: Duration = Duration::from_millis(1500);
 /// is slow (each such call burns the whole budget). The cost is bounded: one budget per call.
 pub const READ_SPIN: Duration = Duration::from_micros(50);
 
+/// The most `HubOptions::read_spin` may ask: a poll holds one of the runtime's threads (on a
+/// current-thread runtime, the only one, timers included), so a larger budget is capped here.
+pub const MAX_READ_SPIN: Duration = Duration::from_millis(1);
+
 /// How long calls in flight to a server a reload removed or replaced may take to finish
 /// before it is stopped: the gateway's own shutdown grace (`mcpmux serve --grace`), so a
 /// reload is never harder on a call than stopping the gateway.

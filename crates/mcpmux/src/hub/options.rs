@@ -58,7 +58,8 @@ pub struct HubOptions {
     /// How long a stdio server's reader polls its pipe for the answer to a lone tool call
     /// before it sleeps (50 µs by default; zero never polls): a quick tool's answer then
     /// comes without the wake-ups of a sleeping reader, for at most this much CPU per call,
-    /// and one reader of the hub polls at a time.
+    /// and one reader of the hub polls at a time. Capped at 1 ms: a poll holds a runtime
+    /// thread.
     pub read_spin: Duration,
 }
 

@@ -55,9 +55,10 @@ impl TransportContext {
         }
     }
 
-    /// This context, its stdio readers polling `spin` for a lone call's answer.
+    /// This context, its stdio readers polling `spin` (at most `MAX_READ_SPIN`) for a lone
+    /// call's answer.
     pub fn with_read_spin(mut self, spin: std::time::Duration) -> Self {
-        self.polling = busy_pipe::Polling::new(spin);
+        self.polling = busy_pipe::Polling::new(spin.min(crate::defaults::MAX_READ_SPIN));
         self
     }
 

@@ -25,6 +25,7 @@ mod oauth;
 mod progress_order;
 mod project_trust;
 mod provider_rules;
+mod read_polling;
 mod relay;
 mod reload;
 mod remote_auth;
