@@ -8,7 +8,8 @@
 //! `defaults::READ_SPIN`) before it parks as usual. The CPU this burns is bounded twice: one
 //! call buys at most one budget, whatever the server does, and a hub's readers poll one at a
 //! time (a reader that finds another polling parks at once), so polling never holds more than
-//! one of the runtime's threads. A budget of zero turns it off.
+//! one of the runtime's threads. A budget of zero turns it off. Past its first microseconds a
+//! poll yields the CPU between reads, so a server queued on this CPU is not kept waiting.
 //!
 //! The spin reads through a duplicate of the pipe's descriptor, which shares its non-blocking
 //! mode; reading behind tokio's back is safe because tokio treats a stale readiness as a hint
@@ -26,6 +27,8 @@ use std::time::{Duration, Instant};
 use futures::task::AtomicWaker;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::ChildStdout;
+
+use crate::defaults;
 
 /// Arms the reader's next spin: given to the sender of tool calls.
 #[derive(Default)]
@@ -129,10 +132,17 @@ impl BusyPipe {
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(error) => return Some(Err(error)),
             }
-            if start.elapsed() >= polling.budget {
+            let spent = start.elapsed();
+            if spent >= polling.budget {
                 return None;
             }
-            std::hint::spin_loop();
+            if spent >= defaults::READ_SPIN_YIELD_AFTER {
+                // The server may be queued behind us on this CPU: the kernel puts a woken pipe
+                // reader on its writer's CPU, expecting the writer to sleep. Let it run.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
 }
