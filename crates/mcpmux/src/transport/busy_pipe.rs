@@ -5,11 +5,12 @@
 //! 2-core VMs a blocking round trip to a Node echo server costs ~57 µs at the median, a polling
 //! one ~6 µs; `mcpmux-bench peers` shows both floors). So when a call has been written, the
 //! reader tries the pipe directly for up to a budget (`HubOptions::read_spin`, default
-//! `defaults::READ_SPIN`) before it parks as usual. The CPU this burns is bounded twice: one
-//! call buys at most one budget, whatever the server does, and a hub's readers poll one at a
-//! time (a reader that finds another polling parks at once), so polling never holds more than
-//! one of the runtime's threads. A budget of zero turns it off. Past its first microseconds a
-//! poll yields the CPU between reads, so a server queued on this CPU is not kept waiting.
+//! `defaults::READ_SPIN`, at most `defaults::MAX_READ_SPIN`) before it parks as usual. The
+//! CPU this burns is bounded: one call buys at most one budget, whatever the server does; only
+//! a lone call arms the reader (`lines/direct.rs`); and a hub's readers poll one at a time (a
+//! reader that finds another polling parks at once), so polling never holds more than one of
+//! the runtime's threads. A budget of zero turns it off. Past its first 10 µs a poll yields the
+//! CPU between reads, so a server queued on this CPU is not kept waiting.
 //!
 //! The spin reads through a duplicate of the pipe's descriptor, which shares its non-blocking
 //! mode; reading behind tokio's back is safe because tokio treats a stale readiness as a hint
