@@ -73,7 +73,7 @@ impl Polling {
 
     /// The turn to poll, unless polling is off or another reader has it.
     fn turn(&self) -> Option<Turn<'_>> {
-        if self.budget.is_zero() {
+        if self.is_off() {
             return None;
         }
         self.busy
@@ -120,7 +120,7 @@ impl BusyPipe {
 
     /// Polls the pipe until it gives bytes or the budget is spent.
     fn spin(&mut self, buf: &mut ReadBuf<'_>) -> Option<std::io::Result<()>> {
-        let polling = self.polling.clone();
+        let polling = &self.polling;
         let _turn = polling.turn()?;
         let start = Instant::now();
         loop {
