@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use mcpmux::{CallOptions, Content, Era, Error, Hub, ServerSpec, ServerState};
 use serde_json::json;
-use support::{started, stdio_testserver};
+use support::{started, stdio_testserver, timed_hang};
 
 #[tokio::test]
 async fn eras_and_versions_are_detected_per_server() {
@@ -266,16 +266,9 @@ async fn a_deadline_fails_the_call_and_tells_the_server_to_stop() {
         &["--call-log", log.to_str().unwrap()],
     )])
     .await;
-    let started_at = Instant::now();
-    let err = hub
-        .call_with(
-            "mcp__t__hang",
-            json!({}),
-            CallOptions::default().with_timeout(Duration::from_millis(300)),
-        )
-        .await
-        .unwrap_err();
-    assert!(started_at.elapsed() < Duration::from_secs(3));
+    let (result, elapsed) = timed_hang(&hub, "t", Duration::from_millis(300)).await;
+    let err = result.unwrap_err();
+    assert!(elapsed < Duration::from_secs(3));
     assert!(matches!(err, Error::Timeout { .. }), "{err}");
     assert_eq!(
         err.to_string(),

@@ -6,10 +6,9 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use mcpmux::{CallOptions, Error};
-use serde_json::json;
+use mcpmux::Error;
 use support::*;
 
 /// A hub polling `spin` answers sequential and concurrent calls, and a hanging call still
@@ -24,22 +23,9 @@ async fn answers_and_keeps_deadlines(spin: Duration) {
         let text = format!("call {i}");
         assert_eq!(echo(&hub, "p", &text).await.unwrap(), text);
     }
-    let texts: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
-    let calls = texts.iter().map(|text| echo(&hub, "p", text));
-    let answers = futures::future::join_all(calls).await;
-    for (text, answer) in texts.iter().zip(answers) {
-        assert_eq!(&answer.unwrap(), text);
-    }
-    let sent = Instant::now();
-    let err = hub
-        .call_with(
-            "mcp__p__hang",
-            json!({}),
-            CallOptions::default().with_timeout(ms(300)),
-        )
-        .await
-        .unwrap_err();
-    let elapsed = sent.elapsed();
+    echo_many(&hub, "p", 8).await;
+    let (result, elapsed) = timed_hang(&hub, "p", ms(300)).await;
+    let err = result.unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err}");
     assert!(elapsed >= ms(300) && elapsed < ms(2000), "{elapsed:?}");
     assert_eq!(echo(&hub, "p", "after").await.unwrap(), "after");

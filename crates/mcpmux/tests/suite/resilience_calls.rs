@@ -25,17 +25,7 @@ async fn a_hanging_call_times_out_is_cancelled_and_does_not_block_the_server() {
     let pid = pid_of(&hub, "h").await;
     let hang = {
         let hub = hub.clone();
-        tokio::spawn(async move {
-            let sent = Instant::now();
-            let result = hub
-                .call_with(
-                    "mcp__h__hang",
-                    json!({}),
-                    CallOptions::default().with_timeout(ms(300)),
-                )
-                .await;
-            (result, sent.elapsed())
-        })
+        tokio::spawn(async move { timed_hang(&hub, "h", ms(300)).await })
     };
     wait_log(&log, Duration::from_secs(3), |l| {
         l.iter().any(|c| c["tool"] == "hang")

@@ -195,6 +195,24 @@ pub async fn echo(hub: &Hub, server: &str, text: &str) -> Result<String, Error> 
         .map(|r| r.to_text())
 }
 
+/// The test server's `hang` on `server` under a `timeout` deadline: how the call ended, and
+/// how long it took.
+pub async fn timed_hang(
+    hub: &Hub,
+    server: &str,
+    timeout: Duration,
+) -> (Result<mcpmux::ToolResult, Error>, Duration) {
+    let sent = Instant::now();
+    let result = hub
+        .call_with(
+            &format!("mcp__{server}__hang"),
+            json!({}),
+            mcpmux::CallOptions::default().with_timeout(timeout),
+        )
+        .await;
+    (result, sent.elapsed())
+}
+
 /// The pid of the test server process serving `server` now.
 pub async fn pid_of(hub: &Hub, server: &str) -> u32 {
     hub.call(&format!("mcp__{server}__pid"), json!({}))
