@@ -2,9 +2,16 @@
 //! tools and prompts are served under the server's own names instead of `mcp__SERVER__NAME`,
 //! so the gateway can stand in front of a server without its clients noticing. Owns the
 //! naming both ways — the name served for a hub tool or prompt, and the hub tool a served name
-//! calls — and the one-server rule. Everything else (validation, policy, resilience) stays on
-//! the hub's path: a call still goes through `Hub::call_with` under the hub's own name.
+//! calls — the one-server rule, and which of the server's tool names may be served as they are
+//! (valid MCP tool names: [`Refusals`]). Everything else (validation, policy, resilience) stays
+//! on the hub's path: a call still goes through `Hub::call_with` under the hub's own name.
 //! Knows nothing of sessions or transports.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+/// Most characters of a refused name a warning shows (escaped): a name may be kilobytes.
+const WARN_NAME_CHARS: usize = 80;
 
 /// Why pass-through mode cannot serve this configuration.
 #[derive(Debug, thiserror::Error)]
@@ -64,10 +71,17 @@ impl Naming {
         if let Some(tool) = tools.iter().find(|tool| tool.raw_name == served) {
             return tool.name.clone();
         }
-        match hub.servers().as_slice() {
-            [server] => mcpmux::exposed_names(&[(server.name.as_str(), served)])
-                .pop()
-                .unwrap_or_else(|| served.to_owned()),
+        // A name never served stays unknown: an invalid one (a refused tool's own name), or
+        // one whose hub name is another tool's (`x_` would reach a refused `x!`).
+        if !mcpmux::is_mcp_tool_name(served) {
+            return served.to_owned();
+        }
+        let servers = hub.servers();
+        let [server] = servers.as_slice() else {
+            return served.to_owned();
+        };
+        match mcpmux::exposed_names(&[(server.name.as_str(), served)]).pop() {
+            Some(name) if hub.tool(&name).is_none_or(|tool| tool.raw_name == served) => name,
             _ => served.to_owned(),
         }
     }
@@ -112,6 +126,58 @@ impl Naming {
     }
 }
 
+/// The tools whose own names pass-through mode refuses to serve: names that are not valid MCP
+/// tool names ([`mcpmux::is_mcp_tool_name`]: NUL, newlines, bidi overrides, emoji, `/`, over 64
+/// characters), which a client would be handed as they are. Refused rather than escaped: an
+/// escaped name is not the server's, which pass-through promises, and could equal another
+/// tool's. Each refused name is warned about once while its server keeps listing it.
+#[derive(Debug, Default)]
+pub struct Refusals {
+    /// The `(server, name)`s refused at the last look: bounded by one tool list.
+    last: Mutex<HashSet<(String, String)>>,
+}
+
+impl Refusals {
+    /// `tools` without those whose own names cannot be served, each newly refused one warned
+    /// about with its server and its name escaped.
+    pub fn servable(&self, tools: Vec<mcpmux::Tool>) -> Vec<mcpmux::Tool> {
+        let (servable, refused): (Vec<_>, Vec<_>) = tools
+            .into_iter()
+            .partition(|tool| mcpmux::is_mcp_tool_name(&tool.raw_name));
+        let refused: HashSet<(String, String)> = refused
+            .into_iter()
+            .map(|tool| (tool.server, tool.raw_name))
+            .collect();
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (server, name) in refused.difference(&last) {
+            tracing::warn!(
+                server = ?server,
+                name = %escaped(name),
+                "--passthrough does not serve this tool: its name is not a valid MCP tool name \
+                 (1-64 of A-Z a-z 0-9 _ - .); rename it in the server, or serve without \
+                 --passthrough (names mcp__SERVER__TOOL)"
+            );
+        }
+        *last = refused;
+        servable
+    }
+}
+
+/// `name` as a log line may show it: escaped as Rust escapes a string (NUL, newlines, bidi
+/// overrides), cut to [`WARN_NAME_CHARS`] characters.
+fn escaped(name: &str) -> String {
+    let chars = name.chars().count();
+    let shown: String = name.chars().take(WARN_NAME_CHARS).collect();
+    let mut text = format!("{shown:?}");
+    if chars > WARN_NAME_CHARS {
+        text.push_str(&format!(" (cut: {chars} characters)"));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -126,6 +192,14 @@ mod tests {
         assert!(text.contains("2 servers are configured (a, b)"), "{text}");
         let none = check_one_server(&[]).unwrap_err().to_string();
         assert!(none.contains("0 servers are configured (none)"), "{none}");
+    }
+
+    #[test]
+    fn a_refused_name_is_shown_escaped_and_cut() {
+        assert_eq!(escaped("a\0b\nc\u{202e}d"), r#""a\0b\nc\u{202e}d""#);
+        let long = escaped(&"\u{1f600}".repeat(300));
+        assert!(long.ends_with(" (cut: 300 characters)"), "{long}");
+        assert_eq!(long.matches('\u{1f600}').count(), WARN_NAME_CHARS);
     }
 
     #[test]

@@ -258,6 +258,12 @@ pub struct Cli {
     #[arg(long, conflicts_with_all = ["http", "ws"], help_heading = "Hostile tools")]
     pub deep_result: bool,
 
+    /// Also list tools whose names are not valid MCP tool names: one with a NUL, one with a
+    /// newline, one with a bidi override (U+202E), 300 emoji, 65 `t`s, `../../etc/passwd`.
+    /// Each answers "called".
+    #[arg(long, help_heading = "Hostile tools")]
+    pub hostile_names: bool,
+
     // ----- hostile output -----
     /// Write TEXT and a newline to stderr at startup, before `--stderr-lines` (terminal escape
     /// sequences here test what a client shows of a server's stderr).

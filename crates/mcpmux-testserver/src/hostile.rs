@@ -1,6 +1,7 @@
 //! Hostile tools for the client's trust-boundary tests: tools whose input schemas make a
-//! naive validator or exporter recurse forever (`--tool-schema`), and a result no JSON parser
-//! with a recursion limit can read (`--deep-result`). Listed beside the normal tools; knows
+//! naive validator or exporter recurse forever (`--tool-schema`), a result no JSON parser
+//! with a recursion limit can read (`--deep-result`), and names no client should be handed
+//! (`--hostile-names`). Listed beside the normal tools; knows
 //! nothing about transports except the raw answer `--deep-result` writes.
 
 use std::sync::Arc;
@@ -95,6 +96,34 @@ pub fn add_tools(router: &mut ToolRouter<TestServer>, schemas: &[ToolSchema], de
                     "deep_result is answered by the stdio transport only",
                 )])
                 .into())
+            })
+        }));
+    }
+}
+
+/// The names `--hostile-names` lists, none a valid MCP tool name.
+pub fn hostile_names() -> Vec<String> {
+    vec![
+        "nul\0name".to_owned(),
+        "new\nline".to_owned(),
+        "evil\u{202e}txt.exe".to_owned(),
+        "\u{1f600}".repeat(300),
+        "t".repeat(65),
+        "../../etc/passwd".to_owned(),
+    ]
+}
+
+/// Adds a tool for each of [`hostile_names`] to `router`, each answering "called".
+pub fn add_named_tools(router: &mut ToolRouter<TestServer>) {
+    for name in hostile_names() {
+        let tool = Tool::new(
+            name,
+            "A tool whose name is not a valid MCP tool name. Answers \"called\".",
+            object(json!({"type": "object"})),
+        );
+        router.add_route(ToolRoute::new_dyn(tool, |_context| {
+            Box::pin(async {
+                Ok(CallToolResult::success(vec![ContentBlock::text("called")]).into())
             })
         }));
     }

@@ -113,6 +113,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         router: {
             let mut router = TestServer::tool_router();
             hostile::add_tools(&mut router, &cli.tool_schema, cli.deep_result);
+            if cli.hostile_names {
+                hostile::add_named_tools(&mut router);
+            }
             many::add_tools(&mut router, cli.many_tools.unwrap_or(0) as usize);
             tools::describe(router, &cli.descriptions)
         },

@@ -50,7 +50,7 @@ mod untrusted;
 
 pub use call::{CallOptions, Progress, TASKS_EXTENSION};
 pub use catalog::merge::{Dropped, SourceKind, ToolOrigin};
-pub use catalog::naming::assign as exposed_names;
+pub use catalog::naming::{assign as exposed_names, is_mcp_tool_name};
 pub use catalog::scope::{Scope, ScopeParseError};
 pub use catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
 pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};

@@ -132,3 +132,68 @@ fn passthrough_is_refused_when_more_than_one_server_is_configured() {
     );
     assert!(run.stdout.is_empty(), "nothing was served: {run:#?}");
 }
+
+#[test]
+fn passthrough_refuses_tool_names_that_are_not_valid_mcp_tool_names_and_names_the_server() {
+    let sandbox = Sandbox::with_user_servers(json!({
+        "odd": { "command": testserver(), "args": ["--hostile-names"] },
+    }));
+    // Warnings are logged from `-v warn` on (the default filter shows errors only).
+    let served = Served::start(&sandbox, &["--passthrough", "-v", "mcpmux=warn"]);
+    let emoji = "\u{1f600}".repeat(300);
+    let long = "t".repeat(65);
+    let lines = ts_client(
+        served.target(),
+        json!([
+            {"do": "list"},
+            {"do": "call", "name": "../../etc/passwd", "arguments": {}},
+            {"do": "call", "name": "evil\u{202e}txt.exe", "arguments": {}},
+            {"do": "call", "name": emoji, "arguments": {}},
+            // Valid, never listed, and the hub's name for `new\nline` once sanitised.
+            {"do": "call", "name": "new_line", "arguments": {}},
+            {"do": "call", "name": long, "arguments": {}},
+            {"do": "call", "name": "echo", "arguments": {"text": "still served"}},
+        ]),
+    );
+    let tools: Vec<&str> = lines[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"echo"), "{tools:?}");
+    for tool in &tools {
+        assert!(
+            mcpmux::is_mcp_tool_name(tool),
+            "an invalid name was served: {tool:?}"
+        );
+    }
+    for refused in &lines[1..6] {
+        assert!(
+            refused["error"].is_string() || refused["result"]["isError"] == true,
+            "a refused tool was called: {refused}"
+        );
+        assert_ne!(text_of(&refused["result"]), "called", "{refused}");
+    }
+    assert_eq!(text_of(&lines[6]["result"]), "still served", "{lines:?}");
+
+    let (status, stderr) = served.terminate(Duration::from_secs(10));
+    assert!(status.success(), "{status}: {stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("not a valid MCP tool name"))
+        .collect();
+    assert_eq!(warnings.len(), 6, "one warning per refused name: {stderr}");
+    assert!(
+        warnings.iter().all(|line| line.contains("odd")),
+        "each warning names the server: {warnings:?}"
+    );
+    assert!(
+        stderr.contains(r"evil\u{202e}txt.exe") && stderr.contains(r"nul\0name"),
+        "the names are shown escaped: {stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{202e}') && !stderr.contains('\0'),
+        "no raw control reached the log: {stderr:?}"
+    );
+}

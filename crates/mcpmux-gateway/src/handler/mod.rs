@@ -43,7 +43,7 @@ use crate::{
     metrics::Metrics,
     options::GatewayOptions,
     paging::Pager,
-    passthrough::Naming,
+    passthrough::{Naming, Refusals},
     resources::{Catalog, Hidden},
     rounds::Rounds,
     session::Session,
@@ -108,6 +108,8 @@ struct Inner {
     upstream_level: std::sync::Mutex<Option<mcpmux::host::LogLevel>>,
     /// The tasks upstream servers run for downstream clients (SEP-2663).
     tasks: crate::tasks::Tasks,
+    /// Pass-through mode: the tools not served for their names.
+    refusals: Refusals,
 }
 
 impl Drop for Inner {
@@ -191,6 +193,7 @@ impl Gateway {
                 read_rounds: Arc::default(),
                 upstream_level: std::sync::Mutex::new(None),
                 tasks: crate::tasks::Tasks::default(),
+                refusals: Refusals::default(),
                 watchers,
                 startup,
                 closing: CancellationToken::new(),
@@ -319,9 +322,14 @@ impl Gateway {
         Naming::new(self.inner.options.passthrough)
     }
 
-    /// The tools served now.
+    /// The tools served now: in pass-through mode, those whose own names may be served.
     fn served(&self) -> Vec<mcpmux::Tool> {
-        list(&self.inner.hub, self.inner.options.scope.as_ref())
+        let tools = list(&self.inner.hub, self.inner.options.scope.as_ref());
+        if self.inner.options.passthrough {
+            self.inner.refusals.servable(tools)
+        } else {
+            tools
+        }
     }
 
     async fn wait_for_startup(&self) {

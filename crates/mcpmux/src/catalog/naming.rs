@@ -3,7 +3,9 @@
 //! short stable hash suffix only where two tools would otherwise share a name or a name is too
 //! long. The name of a tool depends only on its own server and raw name unless it collides, so
 //! prompt caches stay warm across runs. Provider exports fit names with the same pieces, under
-//! the rule of their provider ([`NameRule`]). Knows nothing of schemas or exports.
+//! the rule of their provider ([`NameRule`]), and MCP's own tool-name rule says which names a
+//! server's tools may be served under as they are ([`is_mcp_tool_name`]). Knows nothing of
+//! schemas or exports.
 
 use std::collections::{HashMap, HashSet};
 
@@ -17,7 +19,7 @@ const HASH_HEX: usize = 6;
 /// Longest hash suffix tried when lengthening one to get past a clash.
 const MAX_HASH_HEX: usize = 40;
 
-/// A provider's function-name rule, where providers differ. Both cap the length at
+/// A function-name rule: a provider's, where providers differ, or MCP's. All cap the length at
 /// [`MAX_TOOL_NAME_LEN`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameRule {
@@ -25,6 +27,10 @@ pub enum NameRule {
     AnthropicOpenAi,
     /// Gemini: starts with a letter or `_`; may contain `.` and `:` as well.
     Gemini,
+    /// MCP's tool names (SEP-986, in the spec since 2025-11-25): letters, digits, `_`, `-` and
+    /// `.`. The spec allows up to 128 characters; kept to the 64 of the providers, which the
+    /// models behind MCP clients answer to.
+    Mcp,
 }
 
 impl NameRule {
@@ -34,13 +40,14 @@ impl NameRule {
             || c == '_'
             || c == '-'
             || (self == NameRule::Gemini && (c == '.' || c == ':'))
+            || (self == NameRule::Mcp && c == '.')
     }
 
     /// May a name start with `c` (beyond [`NameRule::allows`])?
     fn allows_first(self, c: char) -> bool {
         match self {
             NameRule::Gemini => c.is_ascii_alphabetic() || c == '_',
-            NameRule::AnthropicOpenAi => true,
+            NameRule::AnthropicOpenAi | NameRule::Mcp => true,
         }
     }
 }
@@ -80,6 +87,12 @@ pub fn is_valid(name: &str, rule: NameRule) -> bool {
         && name.len() <= MAX_TOOL_NAME_LEN
         && name.chars().next().is_some_and(|c| rule.allows_first(c))
         && name.chars().all(|c| rule.allows(c))
+}
+
+/// Is `name` a valid MCP tool name ([`NameRule::Mcp`]): one a client may be handed as it is?
+/// NUL, newlines, bidi overrides, emoji, `/` and names over 64 characters are not.
+pub fn is_mcp_tool_name(name: &str) -> bool {
+    is_valid(name, NameRule::Mcp)
 }
 
 /// `name` made to fit `rule`: unchanged when it fits; otherwise characters outside the rule
@@ -209,6 +222,29 @@ mod tests {
             );
         }
         assert_ne!(names[0], names[1]);
+    }
+
+    #[test]
+    fn mcp_tool_names_keep_to_the_spec_s_characters_and_64() {
+        for good in ["getUser", "DATA_EXPORT_v2", "admin.tools.list", "a-b", "x"] {
+            assert!(is_mcp_tool_name(good), "{good}");
+        }
+        let long = "t".repeat(MAX_TOOL_NAME_LEN + 1);
+        let emoji = "\u{1f600}".repeat(300);
+        for bad in [
+            "",
+            "a\0b",
+            "line\nbreak",
+            "evil\u{202e}txt",
+            "../../etc/passwd",
+            "has space",
+            "ä",
+            long.as_str(),
+            emoji.as_str(),
+        ] {
+            assert!(!is_mcp_tool_name(bad), "{bad:?}");
+        }
+        assert!(is_mcp_tool_name(&"t".repeat(MAX_TOOL_NAME_LEN)));
     }
 
     #[test]
