@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 
 import pytest
 
@@ -179,6 +180,44 @@ async def test_a_deny_rule_raises_policy_refused_and_an_approver_decides_ask_rul
             await hub.call("mcp__t__echo", {"text": "no"})
         assert refused.value.asked is True and refused.value.reason == "only yes"
         assert [r.tool for r in asked] == ["mcp__t__echo", "mcp__t__echo"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["no", "False", {"approved": False}, 1, None, [True], ("yes", "looks fine")],
+    ids=["str-no", "str-False", "dict", "int", "None", "list", "str-in-pair"],
+)
+async def test_only_true_approves_and_any_other_answer_denies_with_a_warning_naming_its_type(
+    answer: object,
+) -> None:
+    policy = {"ask": ["mcp__t__echo"]}
+    async with mcpmux.Hub(
+        {"t": testserver()}, policy=policy, approver=lambda _: answer, ephemeral=True
+    ) as hub:
+        with pytest.warns(RuntimeWarning, match="not True or False") as caught:
+            with pytest.raises(mcpmux.PolicyRefused) as refused:
+                await hub.call("mcp__t__echo", {"text": "approved?"})
+        assert refused.value.asked is True
+        shown = answer[0] if isinstance(answer, tuple) else answer
+        assert f"answered {type(shown).__name__}" in str(caught[0].message)
+        assert f"answered {type(shown).__name__}" in (refused.value.reason or "")
+
+
+async def test_true_or_a_true_pair_approves_and_false_denies_without_a_warning() -> None:
+    answers = iter([True, (True, "fine"), False, (False, "not today")])
+    policy = {"ask": ["mcp__t__echo"]}
+    async with mcpmux.Hub(
+        {"t": testserver()}, policy=policy, approver=lambda _: next(answers), ephemeral=True
+    ) as hub:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert (await hub.call("mcp__t__echo", {"text": "one"})).text == "one"
+            assert (await hub.call("mcp__t__echo", {"text": "two"})).text == "two"
+            with pytest.raises(mcpmux.PolicyRefused):
+                await hub.call("mcp__t__echo", {"text": "three"})
+            with pytest.raises(mcpmux.PolicyRefused) as refused:
+                await hub.call("mcp__t__echo", {"text": "four"})
+        assert refused.value.reason == "not today"
 
 
 async def test_a_lazy_server_is_idle_until_its_first_call() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import warnings
 from typing import Any, Awaitable, Callable
 
 from ._types import ApprovalRequest
@@ -95,7 +96,9 @@ class BuiltinBridge:
 
 class ApproverBridge:
     """The harness's approver: ``approver(ApprovalRequest)`` answers a bool or
-    ``(bool, reason)``, sync or async."""
+    ``(bool, reason)``, sync or async. Only ``True`` itself approves: anything else (``"no"``,
+    ``1``, ``{"approved": False}``, ``None``) denies, and an answer that is not a bool is
+    warned about, naming its type, since it is most likely a mistake in the approver."""
 
     def __init__(self, approver: Callable[[ApprovalRequest], Any], runner: Runner) -> None:
         self.approver = approver
@@ -103,6 +106,17 @@ class ApproverBridge:
 
     def approve(self, tool: str, arguments: Any, rule: str) -> tuple[bool, str | None]:
         answer = self.runner.resolve(self.approver(ApprovalRequest(tool, arguments or {}, rule)))
-        if isinstance(answer, tuple):
-            return bool(answer[0]), (None if answer[1] is None else str(answer[1]))
-        return bool(answer), None
+        reason = None
+        if isinstance(answer, tuple) and len(answer) == 2:
+            answer, given = answer
+            reason = None if given is None else str(given)
+        if answer is True:
+            return True, reason
+        if answer is not False:
+            why = (
+                f"the approver answered {type(answer).__name__} for `{tool}`, not True or False "
+                "(or a (bool, reason) pair): denied, since only True approves"
+            )
+            warnings.warn(why, RuntimeWarning, stacklevel=2)
+            return False, why
+        return False, reason
