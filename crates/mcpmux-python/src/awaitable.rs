@@ -176,6 +176,7 @@ pub(crate) fn spawn<'py, F>(
 where
     F: Future<Output = Outcome> + Send + 'static,
 {
+    runtime::not_forked()?;
     let this = completer.get();
     let event_loop = this.event_loop.bind(py).call0()?;
     if event_loop.is_none() {

@@ -94,7 +94,7 @@ impl EventStream {
     /// The next event (awaitable); `StopAsyncIteration` once the hub has shut down.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let next = self.next_future();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        runtime::future_into_py(py, async move {
             let next = next.await;
             Python::attach(|py| match next {
                 Next::Closed => Err(PyStopAsyncIteration::new_err(())),

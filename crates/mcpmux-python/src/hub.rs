@@ -236,7 +236,7 @@ pub(crate) fn start<'py>(
     options: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let plan = Plan::read(options)?;
-    pyo3_async_runtimes::tokio::future_into_py(py, plan.start())
+    runtime::future_into_py(py, plan.start())
 }
 
 /// Starts a hub, blocking with the GIL released: see `mcpmux.BlockingHub`.
@@ -378,7 +378,7 @@ impl NativeHub {
     ) -> PyResult<Bound<'py, PyAny>> {
         let call = self.prepare_call(name, arguments, timeout, scope)?;
         match completer {
-            None => pyo3_async_runtimes::tokio::future_into_py(py, call),
+            None => runtime::future_into_py(py, call),
             Some(completer) => awaitable::spawn(py, completer, async move {
                 let outcome = call.await;
                 let finish: Outcome =
@@ -413,16 +413,14 @@ impl NativeHub {
     /// Waits until every server's first connection attempt has settled (awaitable).
     fn wait_ready<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let hub = self.hub()?;
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            hub.wait_ready().await.map_err(to_pyerr)
-        })
+        runtime::future_into_py(py, async move { hub.wait_ready().await.map_err(to_pyerr) })
     }
 
     /// Closes every server and reaps their processes (awaitable). Idempotent.
     fn shutdown<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let hub = self.slot().clone();
         self.closed.cancel();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        runtime::future_into_py(py, async move {
             if let Some(hub) = hub {
                 hub.shutdown().await;
             }

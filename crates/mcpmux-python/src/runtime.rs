@@ -1,7 +1,9 @@
 //! The one tokio runtime of the process: the one `pyo3-async-runtimes` drives awaitables on,
-//! and the one blocking calls wait on with the GIL released. Knows nothing of hubs.
+//! and the one blocking calls wait on with the GIL released; refused in a process forked after
+//! it started, where its threads are missing. Knows nothing of hubs.
 
 use std::future::Future;
+use std::sync::OnceLock;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -15,8 +17,38 @@ use pyo3::prelude::*;
 /// Python tools can still wait at once.
 pub(crate) fn configure() {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.enable_all().worker_threads(1);
+    builder.enable_all().worker_threads(1).on_thread_start(|| {
+        STARTED_IN.get_or_init(std::process::id);
+    });
     pyo3_async_runtimes::tokio::init(builder);
+}
+
+/// The process the runtime's threads were started in (set by the first of them).
+static STARTED_IN: OnceLock<u32> = OnceLock::new();
+
+/// Refuses work in a process forked after the runtime started: `fork` copies the hubs and the
+/// runtime but not the threads that run them, so anything waiting on the runtime would wait
+/// forever.
+pub(crate) fn not_forked() -> PyResult<()> {
+    match STARTED_IN.get() {
+        Some(&parent) if parent != std::process::id() => Err(PyRuntimeError::new_err(format!(
+            "mcpmux cannot be used in a forked child: process {parent} started its hubs, and \
+             fork copied them without the threads that run them, so this would hang; use a hub \
+             only in the process that started it, and fork before starting any (or use \
+             multiprocessing's \"spawn\" start method)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `fut` as a Python awaitable run on the runtime ([`not_forked`] first).
+pub(crate) fn future_into_py<F, T>(py: Python<'_>, fut: F) -> PyResult<Bound<'_, PyAny>>
+where
+    F: Future<Output = PyResult<T>> + Send + 'static,
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    not_forked()?;
+    pyo3_async_runtimes::tokio::future_into_py(py, fut)
 }
 
 /// The runtime every hub of this process runs on.
@@ -27,12 +59,13 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
 /// Runs `fut` to completion on the runtime, the GIL released meanwhile so other Python threads
 /// (and Python tool sources the future calls) run. Safe from many threads at once; refused on
 /// a thread of the runtime itself (a Python tool source calling the blocking API), where
-/// waiting would stall the runtime.
+/// waiting would stall the runtime, and in a forked child ([`not_forked`]).
 pub(crate) fn block_on<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
 where
     F: Future + Send,
     F::Output: Send,
 {
+    not_forked()?;
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(PyRuntimeError::new_err(
             "a blocking mcpmux call cannot be made from inside an mcpmux tool source or \

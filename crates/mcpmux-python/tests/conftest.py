@@ -1,12 +1,15 @@
 """Shared paths and server specs: the workspace's test server (built by
 scripts/test-python.sh) and the reference servers of test-deps/ (installed by
-scripts/install-test-deps.sh). Every test talks to real processes."""
+scripts/install-test-deps.sh); and work done in a forked child under a deadline. Every test
+talks to real processes."""
 
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -37,3 +40,30 @@ def time_server(**options: Any) -> dict[str, Any]:
     if not PY_TIME.exists():
         pytest.skip(f"{PY_TIME} is missing: run scripts/install-test-deps.sh")
     return {"command": str(PY_TIME), "args": ["--local-timezone", "UTC"], **options}
+
+
+def in_a_forked_child(work: Callable[[], object], within: float = 20.0) -> str:
+    """What `work()` returned or raised in a forked child, as text; a child still running after
+    `within` seconds is killed and the test fails (a hang fails rather than hangs the suite)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns into pytest
+        os.close(read)
+        try:
+            outcome = f"returned {work()!r}"
+        except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
+            outcome = f"{type(e).__name__}: {e}"
+        os.write(write, outcome.encode())
+        os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + within
+    try:
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail(f"the forked child still ran after {within} s: it hung")
+            time.sleep(0.02)
+        return os.read(read, 65536).decode()
+    finally:
+        os.close(read)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import mcpmux
-from conftest import testserver
+from conftest import in_a_forked_child, testserver
 
 
 def test_a_blocking_hub_lists_calls_and_shuts_down() -> None:
@@ -22,6 +22,18 @@ def test_a_blocking_hub_lists_calls_and_shuts_down() -> None:
         with pytest.raises(mcpmux.UnknownTool):
             hub.call("mcp__t__nope")
         assert "no tool named" in hub.call_for_model("mcp__t__nope")
+
+
+def test_a_blocking_hub_used_in_a_forked_child_raises_instead_of_hanging() -> None:
+    with mcpmux.BlockingHub({"t": testserver()}, ephemeral=True) as hub:
+        assert hub.call("mcp__t__echo", {"text": "parent"}).text == "parent"
+        outcome = in_a_forked_child(lambda: hub.call("mcp__t__echo", {"text": "child"}).text)
+        assert outcome.startswith("RuntimeError: ") and "forked" in outcome, outcome
+        # A new hub in the child cannot run either: the threads it would run on stayed behind.
+        fresh = in_a_forked_child(lambda: mcpmux.BlockingHub({"t": testserver()}).start())
+        assert fresh.startswith("RuntimeError: ") and "forked" in fresh, fresh
+        # The parent's hub is untouched.
+        assert hub.call("mcp__t__echo", {"text": "still"}).text == "still"
 
 
 def test_sixteen_threads_call_one_blocking_hub_at_once() -> None:

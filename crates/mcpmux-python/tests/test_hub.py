@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import mcpmux
-from conftest import node_server, testserver, time_server
+from conftest import in_a_forked_child, node_server, testserver, time_server
 
 
 async def test_tools_are_namespaced_and_a_call_returns_content_blocks() -> None:
@@ -362,3 +362,15 @@ async def test_calls_cancelled_among_many_in_flight_leave_the_others_answered() 
         answered = [r for r in results[1::2] if isinstance(r, mcpmux.ToolResult) and not r.is_error]
         assert len(cancelled) == 20 and len(answered) == 20
         assert (await hub.call("mcp__t__echo", {"text": "after"})).text == "after"
+
+
+def test_an_async_hub_started_in_a_forked_child_raises_instead_of_hanging() -> None:
+    async def start() -> None:
+        async with mcpmux.Hub({"t": testserver()}, ephemeral=True):
+            pass
+
+    # The parent starts the runtime's threads (a blocking hub: no event loop to fork with).
+    with mcpmux.BlockingHub({"t": testserver()}, ephemeral=True) as hub:
+        outcome = in_a_forked_child(lambda: asyncio.run(start()))
+        assert outcome.startswith("RuntimeError: ") and "forked" in outcome, outcome
+        assert hub.call("mcp__t__echo", {"text": "parent"}).text == "parent"

@@ -273,7 +273,9 @@ class BlockingHub(_Base):
             result = hub.call("mcp__time__get_current_time", {"timezone": "UTC"})
 
     Coroutines returned by Python tool sources run on a fresh event loop per call. Do not call
-    a blocking hub from inside a tool source or approver (it raises).
+    a blocking hub from inside a tool source or approver (it raises), nor in a child forked
+    after a hub started (it raises ``RuntimeError``: the threads that run hubs stayed in the
+    parent).
     """
 
     def start(self) -> "BlockingHub":
