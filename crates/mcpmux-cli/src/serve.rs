@@ -77,7 +77,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", requires = "http",
           default_value_t = mcpmux_gateway::DEFAULT_BODY_TIMEOUT.as_secs_f64())]
     body_timeout: f64,
-    /// HTTP: seconds a kept-alive connection may wait for its next request.
+    /// HTTP: seconds a kept-alive connection may wait for its next request, and an answer
+    /// for a client that reads none of it.
     #[arg(long, value_name = "SECS", requires = "http",
           default_value_t = mcpmux_gateway::DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
     idle_timeout: f64,

@@ -3,7 +3,8 @@
 //! EMFILE backed off, never spun on), the caps on connections open overall and per peer
 //! address (past either, a connection gets a best-effort 503 and is closed at once), and each
 //! connection served by hyper's HTTP/1 under the deadlines `deadlines` keeps (request head,
-//! kept-alive idle, request body) and a bound on the head's size (431). Also the open-file
+//! kept-alive idle, request body, an answer nobody reads) and a bound on the head's size
+//! (431). Also the open-file
 //! limit: raised toward the hard one for `serve`, and the cap kept below it with room left for
 //! the upstream servers' pipes. A graceful shutdown stops accepting and lets each connection
 //! finish the answer it is sending; `kill` ends what is left.
@@ -41,9 +42,10 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request's body may take to arrive whole once its head has: a 4 MiB body (the
 /// largest taken) at 140 KiB/s. Apache's `mod_reqtimeout` gives a body 20 s at first.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a kept-alive connection may wait for its next request. nginx keeps one 75 s,
-/// HAProxy's `timeout http-keep-alive` defaults to its request timeout; a minute lets a
-/// client's pool reuse a connection between calls a human makes.
+/// How long a kept-alive connection may wait for its next request, and an answer for a peer
+/// that reads none of it. nginx keeps a connection 75 s, HAProxy's `timeout http-keep-alive`
+/// defaults to its request timeout; a minute lets a client's pool reuse a connection between
+/// calls a human makes.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connections open at once, at most (also kept below what the open-file limit allows). Each
 /// SSE stream holds one.
@@ -79,8 +81,8 @@ pub struct ConnectionLimits {
     /// How long a request's body may take once its head arrived (then 408); see
     /// [`DEFAULT_BODY_TIMEOUT`].
     pub body_timeout: Duration,
-    /// How long a kept-alive connection may wait for its next request; see
-    /// [`DEFAULT_IDLE_TIMEOUT`].
+    /// How long a kept-alive connection may wait for its next request, and an answer for a
+    /// peer that reads none of it; see [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
     /// Connections open at once (also kept below the open-file limit).
     pub max_connections: usize,

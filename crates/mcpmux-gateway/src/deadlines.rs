@@ -1,10 +1,12 @@
 //! The deadlines of one HTTP connection, kept by its `Clock`: how long a request's head may
 //! take to arrive (from the accept for the first request, from its first byte after that), how
 //! long a kept-alive connection may sit idle between requests, and how long a request's body
-//! may take once its head arrived (`Deadlined`, answered 408). A response in flight — a long
-//! call, an SSE stream — is under no deadline here: it is counted (`Counted`) until its body is
-//! done. The socket (`Watched`) tells the clock when bytes come in. Knows nothing of MCP nor
-//! of the caps on connections (`connections`).
+//! may take once its head arrived (`Deadlined`, answered 408), and how long an answer may
+//! wait on a peer that reads none of it (the socket full: a slow reader holds memory and a
+//! connection). An answer being sent — a long call, an SSE stream — is otherwise under no
+//! deadline: it is counted (`Counted`) until its body is done. The socket (`Watched`) tells
+//! the clock when bytes come in and when writes stall. Knows nothing of MCP nor of the caps
+//! on connections (`connections`).
 
 use std::io;
 use std::pin::Pin;
@@ -28,7 +30,8 @@ use tokio::time::{Instant, Sleep};
 pub(crate) struct Timeouts {
     /// A request's head, whole.
     pub header: Duration,
-    /// A kept-alive connection between requests, before the next request's first byte.
+    /// A kept-alive connection between requests, before the next request's first byte; and
+    /// an answer the peer reads none of, its socket full.
     pub idle: Duration,
 }
 
@@ -47,6 +50,8 @@ struct State {
     first_byte: Option<Instant>,
     /// Whether a request was answered on it (then idle waits are kept-alive ones).
     served: bool,
+    /// Since when writes wait for the peer to read (none: the last write went through).
+    stalled: Option<Instant>,
 }
 
 impl Clock {
@@ -59,6 +64,7 @@ impl Clock {
                 since: Instant::now(),
                 first_byte: None,
                 served: false,
+                stalled: None,
             }),
         }
     }
@@ -68,21 +74,36 @@ impl Clock {
     }
 
     /// When the connection is to be closed unless something happens first; none while a
-    /// request is in flight.
+    /// request is in flight and its answer goes out.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         let state = self.state();
-        if state.in_flight > 0 {
-            return None;
-        }
-        if !state.served {
+        let stalled = state.stalled.map(|since| since + self.timeouts.idle);
+        let waiting = if state.in_flight > 0 {
+            None
+        } else if !state.served {
             // The first head is timed from the accept: a client that sends nothing is as
             // slow as one that sends a byte a minute.
-            return Some(state.since + self.timeouts.header);
+            Some(state.since + self.timeouts.header)
+        } else {
+            Some(match state.first_byte {
+                Some(first) => first + self.timeouts.header,
+                None => state.since + self.timeouts.idle,
+            })
+        };
+        match (stalled, waiting) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        Some(match state.first_byte {
-            Some(first) => first + self.timeouts.header,
-            None => state.since + self.timeouts.idle,
-        })
+    }
+
+    /// A write waits for the peer to read.
+    fn write_stalled(&self) {
+        self.state().stalled.get_or_insert_with(Instant::now);
+    }
+
+    /// A write went through.
+    fn wrote(&self) {
+        self.state().stalled = None;
     }
 
     /// Bytes came in.
@@ -142,13 +163,26 @@ impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
     }
 }
 
+impl<T> Watched<T> {
+    /// Tells the clock whether a write went through or waits.
+    fn wrote(&self, polled: &Poll<io::Result<usize>>) {
+        match polled {
+            Poll::Pending => self.clock.write_stalled(),
+            Poll::Ready(Ok(n)) if *n > 0 => self.clock.wrote(),
+            Poll::Ready(_) => {}
+        }
+    }
+}
+
 impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.wrote(&polled);
+        polled
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -164,7 +198,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrote(&polled);
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -359,6 +395,23 @@ mod tests {
             next,
             "timed from the first byte, not the last"
         );
+    }
+
+    #[test]
+    fn an_answer_the_peer_does_not_read_is_timed_as_an_idle_wait() {
+        let clock = clock();
+        let _in_flight = clock.enter();
+        clock.write_stalled();
+        let stalled = clock.deadline();
+        about(stalled, 60);
+        clock.write_stalled();
+        assert_eq!(
+            clock.deadline(),
+            stalled,
+            "timed from the first stalled write"
+        );
+        clock.wrote();
+        assert_eq!(clock.deadline(), None, "a write that goes through lifts it");
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! The connection layer under abuse, in this process, over real sockets on loopback (a peer
 //! is told apart by binding its socket to another 127/8 address): a head or a body sent too
-//! slowly, a kept-alive connection left idle, a head too large, too many connections from one
-//! peer and overall, many SSE streams — each refused or closed in bounded time, while
+//! slowly, a kept-alive connection left idle, an answer nobody reads, a head too large, too
+//! many connections from one peer and overall, many SSE streams — each refused or closed in
+//! bounded time, while
 //! `/healthz` answers at once and a well-behaved MCP client lists and calls.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -418,5 +419,49 @@ async fn with_600_slow_connections_open_healthz_answers_at_once_and_a_client_lis
         answers += usize::from(answer.starts_with("HTTP/1.1 408"));
     }
     assert_eq!(answers, SLOW / 2, "each slow body gets 408");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_the_peer_stops_reading_is_cut_after_the_idle_timeout() {
+    const ANSWER_MB: usize = 8;
+    let mut spec = fast_testserver("t", &[]);
+    spec.options.max_result_bytes = (2 * ANSWER_MB) << 20;
+    let served = Served::start(vec![spec], GatewayOptions::default(), |http| {
+        http.connections.idle_timeout = SHORT;
+    })
+    .await;
+    let addr: SocketAddr = served.base.trim_start_matches("http://").parse().unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "mcp__t__huge", "arguments": {"mb": ANSWER_MB},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "slow-reader", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }})
+    .to_string();
+    let mut stream = connect_from("127.0.0.1", addr).await;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: tools/call\r\nmcp-name: mcp__t__huge\r\ncontent-length: {}\r\n\r\n",
+        call.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(call.as_bytes()).await.unwrap();
+    // The result is on its way once its text starts coming; then nothing more is read, for
+    // far longer than the idle timeout, while the gateway's writes wait.
+    let started = read_until(&mut stream, "xxxxxxxx").await;
+    tokio::time::sleep(SHORT * 6).await;
+    let (rest, _) = closed_within(&mut stream, Instant::now(), WITHIN)
+        .await
+        .expect("an answer nobody reads kept its connection open");
+    let read = started.len() + rest.len();
+    assert!(
+        read < ANSWER_MB << 20,
+        "the whole answer ({read} bytes) was sent: nothing was cut"
+    );
+    healthz(addr, "127.0.0.1").await;
     served.stop().await;
 }
