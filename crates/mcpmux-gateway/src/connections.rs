@@ -32,7 +32,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
-use crate::deadlines::{self, Clock, Counted, Deadlined, Timeouts, Watched};
+use crate::Gateway;
+use crate::deadlines::{self, Clock, Counted, Deadline, Deadlined, Timeouts, Watched};
 
 /// How long a request's head (request line and headers) may take to arrive: from the accept
 /// for a connection's first request, from its first byte for a later one. Go's
@@ -282,6 +283,8 @@ impl Drop for Admitted {
 /// What every connection shares.
 pub(crate) struct Serving {
     pub app: Router,
+    /// Whose metrics count connections.
+    pub gateway: Gateway,
     pub limits: ConnectionLimits,
     pub admission: Arc<Admission>,
     /// Cancelled: stop accepting, and end each connection once its answer is sent.
@@ -328,11 +331,16 @@ pub(crate) async fn accept(listener: TcpListener, serving: Arc<Serving>) {
             Ok(admitted) => admitted,
             Err(refused) => {
                 tracing::debug!(?refused, "connection refused: too many open");
+                serving.gateway.metrics().connection_refused(match refused {
+                    Refused::Full => "total",
+                    Refused::Peer => "peer",
+                });
                 // Best effort: a peer that already sent its request may see a reset instead.
                 let _ = tcp.try_write(REFUSED);
                 continue;
             }
         };
+        serving.gateway.metrics().connection(true);
         // Without TCP_NODELAY an answer written in pieces (headers, then SSE chunks) waits
         // for the client's delayed ACK: ~40 ms a call on loopback.
         if let Err(error) = tcp.set_nodelay(true) {
@@ -349,7 +357,7 @@ enum Ended {
     /// hyper is done with it (closed by either side, or an HTTP error).
     Done(Result<(), hyper::Error>),
     /// A deadline of its clock passed.
-    TimedOut,
+    TimedOut(Deadline),
     /// The server is closing what is left.
     Killed,
 }
@@ -369,6 +377,7 @@ async fn serve_connection(
     let io = TokioIo::new(Watched::new(tcp, clock.clone()));
     let service = Requests {
         app: serving.app.clone(),
+        gateway: serving.gateway.clone(),
         peer,
         clock: clock.clone(),
         body_timeout: limits.body_timeout,
@@ -394,21 +403,28 @@ async fn serve_connection(
             return Poll::Ready(Ended::Done(done));
         }
         // Everything that moves the deadline happens inside the poll of `conn` above.
-        let Some(deadline) = clock.deadline() else {
+        let Some((deadline, which)) = clock.deadline() else {
             return Poll::Pending;
         };
         if sleep.deadline() != deadline {
             sleep.as_mut().reset(deadline);
         }
-        sleep.as_mut().poll(cx).map(|()| Ended::TimedOut)
+        sleep.as_mut().poll(cx).map(|()| Ended::TimedOut(which))
     })
     .await;
     match ended {
         Ended::Done(Err(error)) => tracing::debug!(%error, "connection ended"),
-        Ended::TimedOut => tracing::debug!("connection closed: a deadline passed"),
+        Ended::TimedOut(which) => {
+            tracing::debug!(
+                deadline = which.label(),
+                "connection closed: a deadline passed"
+            );
+            serving.gateway.metrics().connection_cut(which.label());
+        }
         Ended::Done(Ok(())) | Ended::Killed => {}
     }
     drop(admitted);
+    serving.gateway.metrics().connection(false);
 }
 
 /// The requests of one connection, handed to the router with the peer's address, each body
@@ -416,6 +432,8 @@ async fn serve_connection(
 #[derive(Clone)]
 struct Requests {
     app: Router,
+    /// Whose metrics count a body too slow.
+    gateway: Gateway,
     peer: SocketAddr,
     clock: Arc<Clock>,
     body_timeout: Duration,
@@ -436,6 +454,7 @@ impl hyper::service::Service<Request<Incoming>> for Requests {
             request.map(|body| Body::new(Deadlined::new(body, within, expired.clone())));
         request.extensions_mut().insert(ConnectInfo(self.peer));
         let mut app = self.app.clone();
+        let gateway = self.gateway.clone();
         Box::pin(async move {
             // A router is always ready (axum's `Router::poll_ready` returns `Ready` at once).
             let response = match app.call(request).await {
@@ -443,6 +462,7 @@ impl hyper::service::Service<Request<Incoming>> for Requests {
                 Err(never) => match never {},
             };
             let response = if expired.load(std::sync::atomic::Ordering::Relaxed) {
+                gateway.metrics().connection_cut("body");
                 deadlines::body_timed_out(within)
             } else {
                 response

@@ -35,6 +35,28 @@ pub(crate) struct Timeouts {
     pub idle: Duration,
 }
 
+/// Which of a connection's deadlines it is under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deadline {
+    /// A request's head is awaited.
+    Head,
+    /// A kept-alive connection waits for its next request.
+    Idle,
+    /// An answer waits for the peer to read.
+    Unread,
+}
+
+impl Deadline {
+    /// The word `/metrics` counts it under.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Deadline::Head => "header",
+            Deadline::Idle => "idle",
+            Deadline::Unread => "unread",
+        }
+    }
+}
+
 /// Where one connection stands: requests in flight, or since when it waits for one.
 pub(crate) struct Clock {
     timeouts: Timeouts,
@@ -75,23 +97,25 @@ impl Clock {
 
     /// When the connection is to be closed unless something happens first; none while a
     /// request is in flight and its answer goes out.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<(Instant, Deadline)> {
         let state = self.state();
-        let stalled = state.stalled.map(|since| since + self.timeouts.idle);
+        let stalled = state
+            .stalled
+            .map(|since| (since + self.timeouts.idle, Deadline::Unread));
         let waiting = if state.in_flight > 0 {
             None
         } else if !state.served {
             // The first head is timed from the accept: a client that sends nothing is as
             // slow as one that sends a byte a minute.
-            Some(state.since + self.timeouts.header)
+            Some((state.since + self.timeouts.header, Deadline::Head))
         } else {
             Some(match state.first_byte {
-                Some(first) => first + self.timeouts.header,
-                None => state.since + self.timeouts.idle,
+                Some(first) => (first + self.timeouts.header, Deadline::Head),
+                None => (state.since + self.timeouts.idle, Deadline::Idle),
             })
         };
         match (stalled, waiting) {
-            (Some(a), Some(b)) => Some(a.min(b)),
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
             (a, b) => a.or(b),
         }
     }
@@ -357,8 +381,8 @@ mod tests {
 
     /// Whether `deadline` falls `after` from now, give or take a second.
     #[track_caller]
-    fn about(deadline: Option<Instant>, after: u64) {
-        let deadline = deadline.expect("a deadline");
+    fn about(deadline: Option<(Instant, Deadline)>, after: u64) {
+        let (deadline, _) = deadline.expect("a deadline");
         let wanted = Instant::now() + Duration::from_secs(after);
         assert!(
             deadline <= wanted && deadline + Duration::from_secs(1) > wanted,

@@ -254,6 +254,7 @@ impl HttpServer {
         ));
         let serving = Arc::new(Serving {
             app,
+            gateway: gateway.clone(),
             limits,
             admission,
             stopping: CancellationToken::new(),

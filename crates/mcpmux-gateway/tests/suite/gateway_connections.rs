@@ -100,6 +100,19 @@ async fn healthz(to: SocketAddr, from: &str) -> Duration {
     started.elapsed()
 }
 
+/// `/metrics`' value of `series` (its name and labels as written), 0 when absent.
+async fn metric(base: &str, series: &str) -> f64 {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// A connection past a cap is closed at once, with a 503 when the peer can still read it.
 #[track_caller]
 fn assert_refused(closed: Option<(String, Duration)>) {
@@ -152,6 +165,8 @@ async fn a_head_sent_too_slowly_is_closed_after_the_header_timeout() {
             "{after:?}"
         );
     }
+    let cut = r#"mcpmux_gateway_connections_cut_total{reason="header"}"#;
+    assert_eq!(metric(&served.base, cut).await, 3.0);
     served.stop().await;
 }
 
@@ -177,6 +192,8 @@ async fn a_body_sent_too_slowly_gets_408_and_the_connection_closes() {
         after >= SHORT && after < Duration::from_secs(3),
         "{after:?}"
     );
+    let cut = r#"mcpmux_gateway_connections_cut_total{reason="body"}"#;
+    assert_eq!(metric(&served.base, cut).await, 1.0);
     // A body that comes in time is read as ever.
     let answer = post(&served.url, &initialize(), &[]).await;
     assert_eq!(answer.status(), 200);
@@ -204,6 +221,8 @@ async fn a_kept_alive_connection_is_closed_once_idle_and_reused_before() {
         after >= SHORT - Duration::from_millis(20) && after < Duration::from_secs(2),
         "{after:?}"
     );
+    let cut = r#"mcpmux_gateway_connections_cut_total{reason="idle"}"#;
+    assert_eq!(metric(&served.base, cut).await, 1.0);
     served.stop().await;
 }
 
@@ -244,6 +263,8 @@ async fn past_its_cap_a_peer_is_refused_while_other_peers_are_served() {
     }
     let mut fifth = connect_from("127.0.0.2", addr).await;
     assert_refused(closed_within(&mut fifth, Instant::now(), WITHIN).await);
+    let refused = r#"mcpmux_gateway_connections_refused_total{reason="peer"}"#;
+    assert_eq!(metric(&served.base, refused).await, 1.0);
     healthz(addr, "127.0.0.3").await;
     healthz(addr, "127.0.0.1").await;
     // One of the four closes: the peer may come in again.
@@ -294,6 +315,8 @@ async fn past_the_overall_cap_every_new_connection_is_refused_until_one_closes()
         answered.is_some(),
         "still refused after a connection closed"
     );
+    let refused = r#"mcpmux_gateway_connections_refused_total{reason="total"}"#;
+    assert!(metric(&served.base, refused).await >= 1.0);
     served.stop().await;
 }
 
@@ -373,6 +396,7 @@ async fn with_600_slow_connections_open_healthz_answers_at_once_and_a_client_lis
         slow.push(stream);
     }
     let opening = opened.elapsed();
+    assert!(metric(&served.base, "mcpmux_gateway_connections").await >= SLOW as f64);
     let mut latencies = Vec::new();
     for _ in 0..20 {
         latencies.push(healthz(addr, "127.0.0.1").await);
@@ -462,6 +486,8 @@ async fn an_answer_the_peer_stops_reading_is_cut_after_the_idle_timeout() {
         read < ANSWER_MB << 20,
         "the whole answer ({read} bytes) was sent: nothing was cut"
     );
+    let cut = r#"mcpmux_gateway_connections_cut_total{reason="unread"}"#;
+    assert_eq!(metric(&served.base, cut).await, 1.0);
     healthz(addr, "127.0.0.1").await;
     served.stop().await;
 }
