@@ -241,6 +241,15 @@ async fn a_head_past_the_size_limit_gets_431() {
         .await
         .expect("a large head was kept open");
     assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    // Too many headers, however short: hyper's bound of 100.
+    let many: String = (0..101).map(|n| format!("x-{n}: 1\r\n")).collect();
+    let mut crowded = connect_from("127.0.0.1", addr).await;
+    let head_of_many = format!("GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n{many}\r\n");
+    crowded.write_all(head_of_many.as_bytes()).await.unwrap();
+    let (answer, _) = closed_within(&mut crowded, Instant::now(), WITHIN)
+        .await
+        .expect("a head of too many headers was kept open");
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
     let mut fitting = connect_from("127.0.0.1", addr).await;
     fitting.write_all(head(2048).as_bytes()).await.unwrap();
     let (answer, _) = closed_within(&mut fitting, Instant::now(), WITHIN)
