@@ -1,6 +1,6 @@
 //! The deadlines of one HTTP connection, kept by its `Clock`: how long a request's head may
 //! take to arrive (from the accept for the first request, from its first byte after that), how
-//! long a kept-alive connection may sit idle between requests, and how long a request's body
+//! long a kept-alive connection may sit idle between requests, how long a request's body
 //! may take once its head arrived (`Deadlined`, answered 408), and how long an answer may
 //! wait on a peer that reads none of it (the socket full: a slow reader holds memory and a
 //! connection). An answer being sent — a long call, an SSE stream — is otherwise under no
