@@ -2,7 +2,8 @@
 //! the open-file limit at 1024 (soft and hard, so the gateway cannot raise it), one peer opens
 //! 1 100 connections that send half a head and stop. The per-peer cap refuses most of them at
 //! once, so descriptors are left: `/healthz` answers at once, and the TypeScript SDK client,
-//! from another address, lists and calls.
+//! from another address, lists and calls. And with a soft limit below the hard one, `serve`
+//! raises it: connections past what the soft limit allowed are held.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -46,17 +47,14 @@ async fn healthz(to: SocketAddr) -> Option<(String, Duration)> {
     Some((line, started.elapsed()))
 }
 
-#[test]
-fn a_flood_of_slow_connections_under_a_low_file_limit_leaves_healthz_and_calls_working() {
-    const SLOW: usize = 1100;
-    let sandbox = with_testserver(&[]);
-    let mut cmd = sandbox.command(&["serve", "--http", "127.0.0.1:0", "--header-timeout", "60"]);
+/// `cmd` started with its open-file limit at `soft` and `hard`.
+fn with_file_limit(cmd: &mut std::process::Command, soft: u64, hard: u64) {
     // SAFETY: only async-signal-safe setrlimit runs between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let limit = libc::rlimit {
-                rlim_cur: 1024,
-                rlim_max: 1024,
+                rlim_cur: soft,
+                rlim_max: hard,
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -64,27 +62,106 @@ fn a_flood_of_slow_connections_under_a_low_file_limit_leaves_healthz_and_calls_w
             Ok(())
         });
     }
-    let served = Served::spawn(cmd);
-    let addr: SocketAddr = served
+}
+
+/// The address `served` listens on.
+fn address(served: &Served) -> SocketAddr {
+    served
         .url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .parse()
-        .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+        .unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    let (slow, latency) = runtime.block_on(async {
-        let mut slow = Vec::with_capacity(SLOW);
-        for _ in 0..SLOW {
-            if let Some(mut stream) = connect_from("127.0.0.2", addr).await {
-                let _ = stream
-                    .write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
-                    .await;
-                slow.push(stream);
-            }
+        .unwrap()
+}
+
+/// `count` connections from `from` that send half a head and stop (those made within a
+/// second each).
+async fn slow_heads(to: SocketAddr, from: &str, count: usize) -> Vec<TcpStream> {
+    let mut slow = Vec::with_capacity(count);
+    for _ in 0..count {
+        if let Some(mut stream) = connect_from(from, to).await {
+            let _ = stream
+                .write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+                .await;
+            slow.push(stream);
         }
+    }
+    slow
+}
+
+#[test]
+fn serve_raises_its_soft_file_limit_and_holds_connections_past_what_the_soft_one_allowed() {
+    const HELD: usize = 500;
+    let sandbox = with_testserver(&[]);
+    let mut cmd = sandbox.command(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--header-timeout",
+        "60",
+        "--max-connections-per-peer",
+        "0",
+    ]);
+    // Left at 512, the cap would be 384 (a quarter kept for upstream pipes, at least 128).
+    with_file_limit(&mut cmd, 512, 4096);
+    let served = Served::spawn(cmd);
+    let addr = address(&served);
+    let (slow, metrics) = runtime().block_on(async {
+        let slow = slow_heads(addr, "127.0.0.2", HELD).await;
+        let mut stream = connect_from("127.0.0.1", addr).await.unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut metrics = String::new();
+        tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut metrics))
+            .await
+            .expect("/metrics did not answer")
+            .unwrap_or_else(|error| panic!("/metrics refused ({error}): the cap is full"));
+        (slow, metrics)
+    });
+    // A connect now and then times out on a loaded machine: most are made.
+    assert!(
+        slow.len() > HELD * 9 / 10,
+        "{} connections made",
+        slow.len()
+    );
+    let open: usize = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("mcpmux_gateway_connections "))
+        .unwrap_or_else(|| panic!("no connection gauge in {metrics}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        open > slow.len(),
+        "{open} connections open: some were refused"
+    );
+    assert!(!metrics.contains("connections_refused_total{"), "{metrics}");
+    drop(slow);
+    let (status, stderr) = served.terminate(Duration::from_secs(10));
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(!stderr.contains("connection cap lowered"), "{stderr}");
+}
+
+#[test]
+fn a_flood_of_slow_connections_under_a_low_file_limit_leaves_healthz_and_calls_working() {
+    const SLOW: usize = 1100;
+    let sandbox = with_testserver(&[]);
+    let mut cmd = sandbox.command(&["serve", "--http", "127.0.0.1:0", "--header-timeout", "60"]);
+    with_file_limit(&mut cmd, 1024, 1024);
+    let served = Served::spawn(cmd);
+    let addr = address(&served);
+    let runtime = runtime();
+    let (slow, latency) = runtime.block_on(async {
+        let slow = slow_heads(addr, "127.0.0.2", SLOW).await;
         let mut latency = Vec::new();
         for _ in 0..10 {
             let (line, took) = healthz(addr)
