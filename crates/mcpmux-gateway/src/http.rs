@@ -5,7 +5,9 @@
 //! under OAuth, the protected resource metadata beside it, and the access log around it all.
 //! Owns binding (loopback unless authentication is configured), the `Host` allowlist handed to
 //! rmcp, and the graceful shutdown: stop accepting, let calls in flight finish within the
-//! grace period, cancel the rest, then close every session. Closing the hub is the caller's.
+//! grace period, cancel the rest, then close every session and connection. The connections
+//! themselves — accepted, capped and timed — are `connections`'. Closing the hub is the
+//! caller's.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
