@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use mcpmux_gateway::{
-    Baseline, Gateway, GatewayOptions, HttpOptions, HttpServer, Loaded, OAuthOptions, Rate,
-    RateLimit, ReloadOptions, Reloader, Token,
+    Baseline, ConnectionLimits, Gateway, GatewayOptions, HttpOptions, HttpServer, Loaded,
+    OAuthOptions, Rate, RateLimit, ReloadOptions, Reloader, Token,
 };
 
 /// The variable a bearer token may come from instead of `--token-file`.
@@ -68,6 +68,36 @@ pub struct ServeArgs {
         default_missing_value = "text"
     )]
     access_log: Option<AccessLog>,
+    /// HTTP: seconds a request's head may take to arrive (from the accept, or from its first
+    /// byte on a kept-alive connection); then the connection is closed.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_HEADER_TIMEOUT.as_secs_f64())]
+    header_timeout: f64,
+    /// HTTP: seconds a request's body may take to arrive once its head has; then 408.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_BODY_TIMEOUT.as_secs_f64())]
+    body_timeout: f64,
+    /// HTTP: seconds a kept-alive connection may wait for its next request, and an answer
+    /// for a client that reads none of it.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+    idle_timeout: f64,
+    /// HTTP: connections open at once, at most (kept below the open-file limit); past it a
+    /// connection is closed at once. Each SSE stream holds one.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// HTTP: connections one peer address (IPv6: its /64) may hold at once; 0: no such cap.
+    /// Behind a proxy every connection comes from the proxy: raise it, or 0.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_MAX_CONNECTIONS_PER_PEER as u32)]
+    max_connections_per_peer: u32,
+    /// HTTP: the largest request head (request line and headers) in bytes; past it: 431.
+    #[arg(long, value_name = "BYTES", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_MAX_HEADER_BYTES as u32,
+          value_parser = clap::value_parser!(u32).range(1024..))]
+    max_header_bytes: u32,
     /// Seconds calls in flight may take to finish on Ctrl-C or SIGTERM before they are
     /// cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
@@ -223,6 +253,24 @@ fn runs_the_gateway(spec: &mcpmux::ServerSpec, me: Option<&std::path::Path>) -> 
     is_mcpmux && args.iter().any(|arg| arg == "serve")
 }
 
+/// The bounds of connections the flags set.
+fn connection_limits(args: &ServeArgs) -> anyhow::Result<ConnectionLimits> {
+    let seconds = |value: f64, flag: &str| {
+        Duration::try_from_secs_f64(value)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .with_context(|| format!("{flag} must be a number of seconds above 0"))
+    };
+    let mut limits = ConnectionLimits::default();
+    limits.header_timeout = seconds(args.header_timeout, "--header-timeout")?;
+    limits.body_timeout = seconds(args.body_timeout, "--body-timeout")?;
+    limits.idle_timeout = seconds(args.idle_timeout, "--idle-timeout")?;
+    limits.max_connections = args.max_connections as usize;
+    limits.max_connections_per_peer = args.max_connections_per_peer as usize;
+    limits.max_header_bytes = args.max_header_bytes as usize;
+    Ok(limits)
+}
+
 /// Serves `hub` until the client leaves (stdio), or Ctrl-C / SIGTERM.
 pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyhow::Result<()> {
     let grace = Duration::try_from_secs_f64(args.grace)
@@ -280,6 +328,9 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     options.allowed_origins = args.allow_origin.clone();
     options.allowed_hosts = args.allow_host.clone();
     options.grace = grace;
+    options.connections = connection_limits(args)?;
+    // Each client connection and each upstream server's pipes take a descriptor.
+    mcpmux_gateway::raise_open_file_limit();
     let server = HttpServer::bind(gateway, options).await?;
     {
         let mut stdout = std::io::stdout().lock();

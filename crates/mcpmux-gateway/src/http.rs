@@ -5,7 +5,9 @@
 //! under OAuth, the protected resource metadata beside it, and the access log around it all.
 //! Owns binding (loopback unless authentication is configured), the `Host` allowlist handed to
 //! rmcp, and the graceful shutdown: stop accepting, let calls in flight finish within the
-//! grace period, cancel the rest, then close every session. Closing the hub is the caller's.
+//! grace period, cancel the rest, then close every session and connection. The connections
+//! themselves — accepted, capped and timed — are `connections`'. Closing the hub is the
+//! caller's.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,16 +20,17 @@ use axum::{
     middleware,
     response::{IntoResponse, Response},
     routing::get,
-    serve::ListenerExt,
 };
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
     streamable_http_server::session::local::LocalSessionManager,
 };
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::{
     Gateway, access_log,
+    connections::{self, Admission, ConnectionLimits, Serving},
     door::{self, Door, Requests},
     guard::{self, GuardError, Token},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
@@ -68,6 +71,8 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// The bounds of legacy SSE sessions (`/sse`).
     pub sse: SseOptions,
+    /// The bounds of connections: timeouts, caps overall and per peer, head size.
+    pub connections: ConnectionLimits,
 }
 
 impl HttpOptions {
@@ -84,6 +89,7 @@ impl HttpOptions {
             grace: DEFAULT_GRACE,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             sse: SseOptions::default(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -243,34 +249,26 @@ impl HttpServer {
             app = app.layer(middleware::from_fn(access_log::log_requests));
         }
 
-        let accepting = CancellationToken::new();
-        // Without TCP_NODELAY an answer written in pieces (headers, then SSE chunks) waits for
-        // the client's delayed ACK: ~40 ms a call on loopback.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!(%error, "TCP_NODELAY not set");
-            }
+        let limits = options.connections.clone();
+        let admission = Arc::new(Admission::new(
+            connections::effective_cap(limits.max_connections),
+            limits.max_connections_per_peer,
+        ));
+        let serving = Arc::new(Serving {
+            app,
+            gateway: gateway.clone(),
+            limits,
+            admission,
+            stopping: CancellationToken::new(),
+            killed: CancellationToken::new(),
+            tracker: TaskTracker::new(),
         });
-        let server = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(accepting.clone().cancelled_owned())
-        .into_future();
-        let mut server = tokio::spawn(server);
-        tokio::select! {
-            () = shutdown => {}
-            ended = &mut server => {
-                // The listener ended by itself: an I/O error.
-                return match ended {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(error)) => Err(HttpError::Serve(error)),
-                    Err(join) => Err(HttpError::Serve(std::io::Error::other(join.to_string()))),
-                };
-            }
-        }
+        let accepting = tokio::spawn(connections::accept(listener, serving.clone()));
+        shutdown.await;
         tracing::info!(addr = %local, "shutting down: no new connections");
-        accepting.cancel();
+        serving.stopping.cancel();
+        let _ = accepting.await;
+        serving.tracker.close();
         gateway.close();
         // A legacy SSE answer goes out on its session's stream, not on its POST: both waited for.
         let answered = || async { tokio::join!(requests.idle(), legacy.idle()) };
@@ -283,8 +281,11 @@ impl HttpServer {
             let _ = tokio::time::timeout(CLOSE_WAIT, answered()).await;
         }
         sessions.cancel();
-        if tokio::time::timeout(CLOSE_WAIT, &mut server).await.is_err() {
-            server.abort();
+        if tokio::time::timeout(CLOSE_WAIT, serving.tracker.wait())
+            .await
+            .is_err()
+        {
+            serving.killed.cancel();
         }
         Ok(())
     }

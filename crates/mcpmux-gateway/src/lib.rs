@@ -14,11 +14,15 @@
 //! changes and logs; `metrics` what `/metrics` shows; `reload` when the config is read again
 //! and applied; `guard` the HTTP door's rules, `oauth` the gateway as an OAuth resource
 //! server, `rate_limit` the buckets per client, `access_log` the line per request, `door` the
-//! middleware that applies them; `http` and `stdio` the two ways in (`sse`, legacy HTTP+SSE, mounted by `http`). This
+//! middleware that applies them; `connections` the accept loop and the caps and deadlines
+//! (`deadlines`) every connection is under before the door; `http` and `stdio` the two ways
+//! in (`sse`, legacy HTTP+SSE, mounted by `http`). This
 //! file only re-exports.
 
 mod access_log;
+mod connections;
 mod convert;
+mod deadlines;
 mod door;
 mod guard;
 mod handler;
@@ -43,6 +47,11 @@ mod tasks;
 mod watchers;
 
 pub use access_log::TARGET as ACCESS_LOG_TARGET;
+pub use connections::{
+    ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_HEADER_BYTES,
+    raise_open_file_limit,
+};
 pub use guard::{GuardError, Token, origin_allowed};
 pub use handler::{Gateway, ReconfigureError};
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer};

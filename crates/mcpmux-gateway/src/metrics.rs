@@ -1,7 +1,8 @@
 //! What `/metrics` shows, in the Prometheus (OpenMetrics) text format: calls, failed calls and
 //! call latency per server and tool (counters and a histogram, recorded by the handler), each
 //! upstream server's state (a gauge per server and state, read from the hub at scrape time)
-//! and the open downstream sessions (given by the transport). Label values come from config
+//! and the open downstream sessions (given by the transport); the client connections open,
+//! refused past a cap and cut by a deadline (counted by the connection layer). Label values come from config
 //! keys and names a client sent: they are escaped here, since `prometheus-client` writes them
 //! as they are, and a name the hub does not know is never a label (no client can grow the
 //! series without bound). Knows nothing of HTTP.
@@ -68,6 +69,12 @@ struct StateLabels {
     state: Text,
 }
 
+/// Why a connection was refused or cut: one of a few fixed words.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: Text,
+}
+
 type LatencyFamily = Family<CallLabels, Histogram, fn() -> Histogram>;
 
 /// The gateway's metrics.
@@ -80,6 +87,9 @@ pub struct Metrics {
     /// The servers `states` has series of: a server a reload removed loses them.
     stated: Mutex<BTreeSet<String>>,
     sessions: Gauge,
+    connections: Gauge,
+    refused: Family<ReasonLabels, Counter>,
+    cut: Family<ReasonLabels, Counter>,
 }
 
 /// Buckets of call latency: 5 ms to about 41 s, doubling (a tool call is a process spawn, a
@@ -96,6 +106,9 @@ impl Default for Metrics {
         let latency: LatencyFamily = Family::new_with_constructor(latency_histogram);
         let states = Family::<StateLabels, Gauge>::default();
         let sessions = Gauge::default();
+        let connections = Gauge::default();
+        let refused = Family::<ReasonLabels, Counter>::default();
+        let cut = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "mcpmux_gateway_calls",
             "Tool calls through the gateway, by upstream server and tool (empty labels: a name the hub does not know)",
@@ -121,6 +134,21 @@ impl Default for Metrics {
             "Open downstream sessions (handshake-era HTTP sessions: /mcp and legacy SSE)",
             sessions.clone(),
         );
+        registry.register(
+            "mcpmux_gateway_connections",
+            "Open client connections (HTTP)",
+            connections.clone(),
+        );
+        registry.register(
+            "mcpmux_gateway_connections_refused",
+            "Client connections closed at once past a cap: `total` (overall) or `peer` (one peer address)",
+            refused.clone(),
+        );
+        registry.register(
+            "mcpmux_gateway_connections_cut",
+            "Client connections closed by a deadline: `header` (a head too slow), `body` (a body too slow: 408), `idle` (kept alive too long), `unread` (an answer the peer did not read)",
+            cut.clone(),
+        );
         Self {
             registry,
             calls,
@@ -129,6 +157,9 @@ impl Default for Metrics {
             states,
             stated: Mutex::default(),
             sessions,
+            connections,
+            refused,
+            cut,
         }
     }
 }
@@ -149,6 +180,27 @@ impl Metrics {
         self.latency
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// A client connection was taken (`true`) or has ended (`false`).
+    pub(crate) fn connection(&self, opened: bool) {
+        if opened {
+            self.connections.inc();
+        } else {
+            self.connections.dec();
+        }
+    }
+
+    /// A client connection was refused past a cap (`total`, `peer`).
+    pub(crate) fn connection_refused(&self, reason: &'static str) {
+        let reason = Text(reason.to_string());
+        self.refused.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    /// A client connection was cut by a deadline (`header`, `body`, `idle`, `unread`).
+    pub(crate) fn connection_cut(&self, reason: &'static str) {
+        let reason = Text(reason.to_string());
+        self.cut.get_or_create(&ReasonLabels { reason }).inc();
     }
 
     /// The exposition: the servers' states read from `hub` now, `sessions` as given.

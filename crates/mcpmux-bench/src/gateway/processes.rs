@@ -156,6 +156,9 @@ pub async fn gateway(
     let mut command = Command::new(mcpmux);
     command
         .args(["serve", "--http", "127.0.0.1:0"])
+        // Every session of the bench comes from 127.0.0.1: one peer, whose 256 idle SSE
+        // sessions alone hold 256 connections.
+        .args(["--max-connections-per-peer", "0"])
         .current_dir(home)
         .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))

@@ -23,6 +23,7 @@ mod cli_run;
 mod cli_secrets;
 mod cli_serve;
 mod cli_serve_asks;
+mod cli_serve_connections;
 mod cli_serve_http;
 mod cli_serve_metrics;
 mod cli_serve_notices;

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod gateway_connections;
 mod gateway_http;
 mod gateway_limits;
 mod gateway_oauth;
