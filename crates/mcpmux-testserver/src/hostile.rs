@@ -100,6 +100,45 @@ pub fn add_tools(router: &mut ToolRouter<TestServer>, schemas: &[ToolSchema], de
     }
 }
 
+/// Name of the tool `--huge-result` lists.
+pub const HUGE_RESULT_TOOL: &str = "huge_result";
+
+/// Lists `huge_result`: `{"bytes": N}` is answered with one text block of N bytes.
+pub fn add_huge_result(router: &mut ToolRouter<TestServer>) {
+    let tool = Tool::new(
+        HUGE_RESULT_TOOL,
+        "Answers one text block of `bytes` bytes.",
+        object(json!({
+            "type": "object",
+            "properties": {"bytes": {"type": "integer", "minimum": 0}},
+            "required": ["bytes"]
+        })),
+    );
+    router.add_route(ToolRoute::new_dyn(tool, |context| {
+        let bytes = context
+            .arguments
+            .as_ref()
+            .and_then(|arguments| arguments.get("bytes"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        Box::pin(async move {
+            let text = "A".repeat(usize::try_from(bytes).unwrap_or(usize::MAX));
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        })
+    }));
+}
+
+/// The raw `tools/list` answer of `--padded-tools-list`: `padding` spaces, then an empty
+/// list for request `id`, on one line.
+pub fn padded_tools_list_line(id: &RequestId, padding: usize) -> Vec<u8> {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+    let mut line = vec![b' '; padding];
+    line.extend_from_slice(
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"tools\":[]}}}}\n").as_bytes(),
+    );
+    line
+}
+
 /// The raw `deep_result` answer to request `id`, newline included. Written as bytes: a value
 /// this deep cannot pass through serde_json (its serialiser and `Drop` would overflow the
 /// stack), which is the point.

@@ -113,6 +113,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         router: {
             let mut router = TestServer::tool_router();
             hostile::add_tools(&mut router, &cli.tool_schema, cli.deep_result);
+            if cli.huge_result {
+                hostile::add_huge_result(&mut router);
+            }
             many::add_tools(&mut router, cli.many_tools.unwrap_or(0) as usize);
             tools::describe(router, &cli.descriptions)
         },
@@ -177,6 +180,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         unknown_id: cli.unknown_id,
         ignore_eof: cli.ignore_stdin_eof,
         deep_result: cli.deep_result,
+        padded_tools_list: cli.padded_tools_list,
     })
     .await?;
     match TestServer::new_session(shared).serve(transport).await {

@@ -46,6 +46,8 @@ pub struct StdioOptions {
     pub ignore_eof: bool,
     /// `--deep-result`: calls of `deep_result` are answered here with a raw, too-deep line.
     pub deep_result: bool,
+    /// `--padded-tools-list`: `tools/list` is answered here, after this many spaces.
+    pub padded_tools_list: Option<usize>,
 }
 
 /// rmcp transport over this process's stdin and stdout.
@@ -292,6 +294,14 @@ async fn judge_line(
             .await;
         return None;
     }
+    if let Some(padding) = options.padded_tools_list
+        && let Some(id) = method_call(line, "tools/list")
+    {
+        output
+            .write_raw(&crate::hostile::padded_tools_list_line(&id, padding))
+            .await;
+        return None;
+    }
     if !options.gate.is_transparent() || options.unknown_id {
         match serde_json::from_slice::<Probe<'_>>(line) {
             Ok(probe) => {
@@ -354,6 +364,15 @@ fn deep_result_call(line: &[u8]) -> Option<RequestId> {
     if message["method"] != "tools/call"
         || message["params"]["name"] != crate::hostile::DEEP_RESULT_TOOL
     {
+        return None;
+    }
+    serde_json::from_value(message.get("id")?.clone()).ok()
+}
+
+/// The id of a request for `method`.
+fn method_call(line: &[u8], method: &str) -> Option<RequestId> {
+    let message: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if message["method"] != method {
         return None;
     }
     serde_json::from_value(message.get("id")?.clone()).ok()

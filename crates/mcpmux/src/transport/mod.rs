@@ -12,6 +12,7 @@ pub(crate) mod http_session;
 pub(crate) mod inproc;
 pub(crate) mod lines;
 pub(crate) mod nesting;
+mod oversize;
 mod refusal;
 pub(crate) mod sse;
 pub(crate) mod stdio;
