@@ -26,9 +26,6 @@ use super::{OpenFailure, unauthorized_advice};
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
 
-/// Largest SSE event accepted (field names and data together): the same bound as one stdio
-/// line, so a result that fits one transport fits the other.
-const MAX_EVENT_BYTES: usize = defaults::MAX_STDIO_FRAME;
 /// How much of an error body we read to quote it.
 const BODY_PREVIEW_BYTES: usize = 2048;
 /// How much of a success body (`Accepted`) we read, so the pooled connection can be reused.
@@ -112,6 +109,7 @@ pub(crate) async fn connect(
     headers: &BTreeMap<String, String>,
     client: reqwest::Client,
     within: Duration,
+    max_event: usize,
 ) -> Result<SseTransport, OpenFailure> {
     let fail = |message: String| Error::Connect {
         server: server.to_string(),
@@ -126,7 +124,7 @@ pub(crate) async fn connect(
         .into());
     }
     let headers = super::header_map(server, headers, RESERVED_HEADERS)?;
-    let open = open_stream(server, &sse_url, &headers, &client);
+    let open = open_stream(server, &sse_url, &headers, &client, max_event);
     let (stream, parser, endpoint) = match tokio::time::timeout(within, open).await {
         Ok(opened) => opened.map_err(|refusal| OpenFailure {
             error: fail(refusal.message),
@@ -180,6 +178,7 @@ async fn open_stream(
     sse_url: &Url,
     headers: &HeaderMap,
     client: &reqwest::Client,
+    max_event: usize,
 ) -> Result<(reqwest::Response, EventParser, Url), Refusal> {
     let mut response = client
         .get(sse_url.clone())
@@ -228,7 +227,7 @@ async fn open_stream(
         )
         .into());
     }
-    let mut parser = EventParser::new(MAX_EVENT_BYTES);
+    let mut parser = EventParser::new(max_event);
     loop {
         while let Some(event) = parser.next_event() {
             match event.kind.as_str() {
