@@ -148,3 +148,138 @@ async fn a_json_body_over_the_cap_fails_that_call_at_once_and_the_next_call_work
     still_works(&hub, "ts").await;
     hub.shutdown().await;
 }
+
+/// A legacy HTTP+SSE server (2024-11-05) on 127.0.0.1, raw: no real one answers on cue. It
+/// lists `echo` and `huge_result` (whose answer names its id last, as the TypeScript SDK
+/// writes it); with `padded_list`, its `tools/list` answer comes after [`CAP`] spaces. Returns
+/// the SSE URL.
+async fn legacy_sse_server(padded_list: bool) -> String {
+    use std::sync::{Arc, Mutex};
+    use tokio::io::AsyncWriteExt;
+    use tokio::sync::mpsc;
+
+    type Events = Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let events: Events = Arc::default();
+    let answer = move |request: &serde_json::Value| -> Option<String> {
+        let id = request.get("id")?.to_string();
+        let text = |text: &str| json!({"content": [{"type": "text", "text": text}]});
+        let result = match request["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({"protocolVersion": "2024-11-05",
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}}),
+            "tools/list" if padded_list => {
+                return Some(format!(
+                    "{}{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"tools\":[]}}}}",
+                    " ".repeat(CAP + 1)
+                ));
+            }
+            "tools/list" => json!({"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}},
+                {"name": "huge_result", "inputSchema": {"type": "object"}}]}),
+            "tools/call" if request["params"]["name"] == "huge_result" => {
+                let bytes = request["params"]["arguments"]["bytes"].as_u64().unwrap() as usize;
+                return Some(format!(
+                    "{{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":{id}}}",
+                    text(&"A".repeat(bytes))
+                ));
+            }
+            "tools/call" => text(request["params"]["arguments"]["text"].as_str().unwrap()),
+            "ping" => json!({}),
+            _ => {
+                return Some(
+                    json!({"jsonrpc": "2.0", "id": request["id"],
+                        "error": {"code": -32601, "message": "Method not found"}})
+                    .to_string(),
+                );
+            }
+        };
+        Some(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string())
+    };
+    let answer = Arc::new(answer);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let (events, answer) = (events.clone(), answer.clone());
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                while let Some(request) = support::read_http_request(&mut socket, &mut buffer).await
+                {
+                    let head_end = request.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    if request.starts_with(b"GET ") {
+                        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+                        *events.lock().unwrap() = Some(tx);
+                        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                                    cache-control: no-cache\r\n\r\n\
+                                    event: endpoint\ndata: /message\n\n";
+                        if socket.write_all(head.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        while let Some(data) = rx.recv().await {
+                            let event = format!("event: message\ndata: {data}\n\n");
+                            if socket.write_all(event.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                    let accepted = "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n";
+                    if socket.write_all(accepted.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let message: serde_json::Value =
+                        serde_json::from_slice(&request[head_end..]).unwrap();
+                    if let Some(data) = answer(&message) {
+                        let sender = events.lock().unwrap().clone();
+                        if let Some(sender) = sender {
+                            let _ = sender.send(data);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/sse")
+}
+
+fn legacy_sse(url: String) -> ServerSpec {
+    ServerSpec::new(
+        "old",
+        mcpmux::TransportSpec::Sse {
+            url,
+            headers: Default::default(),
+        },
+    )
+    .with_call_timeout(DEADLINE)
+    .with_startup_timeout(DEADLINE)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sse_event_over_the_cap_fails_that_call_at_once_and_the_next_call_works() {
+    let _one = HEAVY.lock().await;
+    let url = legacy_sse_server(false).await;
+    let hub = capped(legacy_sse(url)).await;
+    let (error, took) = huge_call(&hub, "old", CAP + 1024).await;
+    assert!(took < AT_ONCE, "waited {took:?}: {error}");
+    assert!(error.contains("answer over 1 MiB"), "{error}");
+    still_works(&hub, "old").await;
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sse_server_whose_tool_list_is_over_the_cap_fails_its_start_at_once() {
+    let _one = HEAVY.lock().await;
+    let url = legacy_sse_server(true).await;
+    let started = Instant::now();
+    let hub = Hub::start(
+        vec![legacy_sse(url)],
+        support::hub_options().with_max_message_bytes(CAP),
+    )
+    .unwrap();
+    hub.wait_ready().await.unwrap();
+    let took = started.elapsed();
+    let error = support::failed(support::only_state(&hub));
+    assert!(took < AT_ONCE, "took {took:?} to fail: {error}");
+    assert!(error.contains("tools/list failed"), "{error}");
+    assert!(error.contains("answer over 1 MiB"), "{error}");
+    hub.shutdown().await;
+}
