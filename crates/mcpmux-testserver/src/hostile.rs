@@ -128,6 +128,19 @@ pub fn add_huge_result(router: &mut ToolRouter<TestServer>) {
     }));
 }
 
+/// The raw `huge_result` answer to request `id` over stdio: one text block of `bytes` bytes,
+/// newline included.
+pub fn huge_result_line(id: &RequestId, bytes: usize) -> Vec<u8> {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+    let mut line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\""
+    )
+    .into_bytes();
+    line.extend(std::iter::repeat_n(b'A', bytes));
+    line.extend_from_slice(b"\"}]}}\n");
+    line
+}
+
 /// The raw `tools/list` answer of `--padded-tools-list`: `padding` spaces, then an empty
 /// list for request `id`, on one line.
 pub fn padded_tools_list_line(id: &RequestId, padding: usize) -> Vec<u8> {
@@ -172,6 +185,18 @@ mod tests {
             .max();
         assert_eq!(depth, Some(DEEP_RESULT_LEVELS as i64 + 3));
         assert!(serde_json::from_slice::<serde_json::Value>(&line).is_err());
+    }
+
+    #[test]
+    fn the_huge_and_padded_lines_are_well_formed() -> serde_json::Result<()> {
+        let line = huge_result_line(&RequestId::Number(3), 10);
+        let value: serde_json::Value = serde_json::from_slice(&line)?;
+        assert_eq!(value["result"]["content"][0]["text"], "AAAAAAAAAA");
+        let line = padded_tools_list_line(&RequestId::Number(4), 10);
+        assert!(line.starts_with(&[b' '; 10]));
+        let value: serde_json::Value = serde_json::from_slice(&line)?;
+        assert_eq!(value["id"], 4);
+        Ok(())
     }
 
     #[test]

@@ -181,6 +181,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         ignore_eof: cli.ignore_stdin_eof,
         deep_result: cli.deep_result,
         padded_tools_list: cli.padded_tools_list,
+        huge_result: cli.huge_result,
     })
     .await?;
     match TestServer::new_session(shared).serve(transport).await {

@@ -48,6 +48,9 @@ pub struct StdioOptions {
     pub deep_result: bool,
     /// `--padded-tools-list`: `tools/list` is answered here, after this many spaces.
     pub padded_tools_list: Option<usize>,
+    /// `--huge-result`: calls of `huge_result` are answered here, without serde (64 MiB
+    /// through a debug build of serde_json takes seconds).
+    pub huge_result: bool,
 }
 
 /// rmcp transport over this process's stdin and stdout.
@@ -294,6 +297,14 @@ async fn judge_line(
             .await;
         return None;
     }
+    if options.huge_result
+        && let Some((id, bytes)) = huge_result_call(line)
+    {
+        output
+            .write_raw(&crate::hostile::huge_result_line(&id, bytes))
+            .await;
+        return None;
+    }
     if let Some(padding) = options.padded_tools_list
         && let Some(id) = method_call(line, "tools/list")
     {
@@ -367,6 +378,19 @@ fn deep_result_call(line: &[u8]) -> Option<RequestId> {
         return None;
     }
     serde_json::from_value(message.get("id")?.clone()).ok()
+}
+
+/// The id and `bytes` of a `tools/call` of `huge_result`, which `--huge-result` answers itself.
+fn huge_result_call(line: &[u8]) -> Option<(RequestId, usize)> {
+    let message: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if message["method"] != "tools/call"
+        || message["params"]["name"] != crate::hostile::HUGE_RESULT_TOOL
+    {
+        return None;
+    }
+    let bytes = message["params"]["arguments"]["bytes"].as_u64()?;
+    let id = serde_json::from_value(message.get("id")?.clone()).ok()?;
+    Some((id, usize::try_from(bytes).ok()?))
 }
 
 /// The id of a request for `method`.
