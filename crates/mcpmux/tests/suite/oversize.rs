@@ -150,8 +150,8 @@ async fn a_json_body_over_the_cap_fails_that_call_at_once_and_the_next_call_work
 }
 
 /// A legacy HTTP+SSE server (2024-11-05) on 127.0.0.1, raw: no real one answers on cue. It
-/// lists `echo` and `huge_result` (whose answer names its id last, as the TypeScript SDK
-/// writes it); with `padded_list`, its `tools/list` answer comes after [`CAP`] spaces. Returns
+/// lists `echo`, `huge_result` (whose answer names its id last, as the TypeScript SDK
+/// writes it) and `deep` (an answer nested 300 levels deep); with `padded_list`, its `tools/list` answer comes after [`CAP`] spaces. Returns
 /// the SSE URL.
 async fn legacy_sse_server(padded_list: bool) -> String {
     use std::sync::{Arc, Mutex};
@@ -176,12 +176,19 @@ async fn legacy_sse_server(padded_list: bool) -> String {
             }
             "tools/list" => json!({"tools": [
                 {"name": "echo", "inputSchema": {"type": "object"}},
-                {"name": "huge_result", "inputSchema": {"type": "object"}}]}),
+                {"name": "huge_result", "inputSchema": {"type": "object"}},
+                {"name": "deep", "inputSchema": {"type": "object"}}]}),
             "tools/call" if request["params"]["name"] == "huge_result" => {
                 let bytes = request["params"]["arguments"]["bytes"].as_u64().unwrap() as usize;
                 return Some(format!(
                     "{{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":{id}}}",
                     text(&"A".repeat(bytes))
+                ));
+            }
+            "tools/call" if request["params"]["name"] == "deep" => {
+                let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+                return Some(format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[],\"structuredContent\":{{\"x\":{deep}}}}}}}"
                 ));
             }
             "tools/call" => text(request["params"]["arguments"]["text"].as_str().unwrap()),
@@ -281,5 +288,32 @@ async fn a_legacy_sse_server_whose_tool_list_is_over_the_cap_fails_its_start_at_
     assert!(took < AT_ONCE, "took {took:?} to fail: {error}");
     assert!(error.contains("tools/list failed"), "{error}");
     assert!(error.contains("answer over 1 MiB"), "{error}");
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sse_answer_nested_too_deep_fails_that_call_at_once() {
+    let url = legacy_sse_server(false).await;
+    let hub = capped(legacy_sse(url)).await;
+    let started = Instant::now();
+    let error = hub
+        .call_with(
+            "mcp__old__deep",
+            json!({}),
+            CallOptions::default().with_timeout(DEADLINE),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        started.elapsed() < AT_ONCE,
+        "waited {:?}",
+        started.elapsed()
+    );
+    assert!(
+        error.contains("nests arrays and objects deeper than 127 levels"),
+        "{error}"
+    );
+    still_works(&hub, "old").await;
     hub.shutdown().await;
 }
