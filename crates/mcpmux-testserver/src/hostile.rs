@@ -1,7 +1,9 @@
 //! Hostile tools for the client's trust-boundary tests: tools whose input schemas make a
-//! naive validator or exporter recurse forever (`--tool-schema`), and a result no JSON parser
-//! with a recursion limit can read (`--deep-result`). Listed beside the normal tools; knows
-//! nothing about transports except the raw answer `--deep-result` writes.
+//! naive validator or exporter recurse forever (`--tool-schema`), a result no JSON parser
+//! with a recursion limit can read (`--deep-result`), a result past a client's cap on one
+//! message (`--huge-result`) and a tool list past it (`--padded-tools-list`). Listed beside
+//! the normal tools; knows nothing about transports except the raw answers the stdio
+//! transport writes for them.
 
 use std::sync::Arc;
 
@@ -103,7 +105,10 @@ pub fn add_tools(router: &mut ToolRouter<TestServer>, schemas: &[ToolSchema], de
 /// Name of the tool `--huge-result` lists.
 pub const HUGE_RESULT_TOOL: &str = "huge_result";
 
-/// Lists `huge_result`: `{"bytes": N}` is answered with one text block of N bytes.
+/// Lists `huge_result`: `{"bytes": N}` is answered with one text block of N bytes. Unlike
+/// `huge` (MiB, for the benchmark), over stdio the transport writes the answer itself
+/// (`huge_result_line`): 64 MiB through a debug build of serde_json takes seconds, which a
+/// test of "fails at once" would measure.
 pub fn add_huge_result(router: &mut ToolRouter<TestServer>) {
     let tool = Tool::new(
         HUGE_RESULT_TOOL,

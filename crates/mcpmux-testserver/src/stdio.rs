@@ -3,8 +3,9 @@
 //! rmcp's own stdio transport (`AsyncRwTransport`) hides the raw lines, but several knobs need
 //! them: the gate (`--era`, `--ignore-unknown`, `--never-answer-initialize`) judges a message
 //! before rmcp parses it, `--garbage` writes junk between frames, `--unknown-id` writes an extra
-//! response before each `tools/call` answer, and `--ignore-stdin-eof` keeps the session open
-//! after EOF. So this module owns the framing, and mirrors rmcp's choices where it has them:
+//! response before each `tools/call` answer, `--ignore-stdin-eof` keeps the session open
+//! after EOF, and `--deep-result`, `--huge-result` and `--padded-tools-list` answer with raw
+//! lines (too deep for serde, too large to serialise quickly in a debug build). So this module owns the framing, and mirrors rmcp's choices where it has them:
 //! unparsable lines are ignored, well-formed JSON that is no JSON-RPC message is answered with
 //! Invalid Request, unparsable notifications are ignored, and lines over 16 MiB are dropped.
 //! It reads stdin on a task of its own (so `receive` is cancel-safe) and uses rmcp's
@@ -146,7 +147,7 @@ impl Output {
         writer.flush().await
     }
 
-    /// Writes bytes rmcp could not have produced (`--deep-result`).
+    /// Writes bytes rmcp could not have produced (`--deep-result`), or not quickly.
     async fn write_raw(&self, frame: &[u8]) {
         let mut writer = self.writer.lock().await;
         let written = match writer.as_mut() {
