@@ -242,7 +242,7 @@ struct LineReader<R> {
     /// The current line is over `max_line`: its ends, kept while it is skipped to its end.
     skipping: Option<Box<oversize::Skipped>>,
     ready: VecDeque<Item>,
-    /// The `tools/call` requests rmcp sent whose answers are awaited.
+    /// The requests rmcp sent whose answers are awaited, and which of them are `tools/call`.
     tool_calls: ToolCalls,
     /// The calls sent directly, whose answers go straight to their callers.
     direct: Arc<Direct>,
@@ -453,6 +453,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         match (method, request_id(&value)) {
             (None, Some(id)) => {
                 tracing::warn!(server = %self.server, %id, "a response does not read as MCP: failing its request ({error})");
+                crate::sync::lock(&self.tool_calls).answered(&id);
                 let failure = ErrorData::new(
                     ErrorCode(PARSE_ERROR),
                     format!("the server's answer does not read as MCP: {error}"),
