@@ -264,6 +264,16 @@ pub struct Cli {
     #[arg(long, help_heading = "Hostile tools")]
     pub hostile_names: bool,
 
+    /// Also list the tool `huge_result`, which answers `{"bytes": N}` with one text block of
+    /// N bytes (any transport): past a client's cap on one message when N is large.
+    #[arg(long, help_heading = "Hostile tools")]
+    pub huge_result: bool,
+
+    /// stdio: answer `tools/list` with BYTES spaces before the JSON, on one line: an answer
+    /// past a client's line cap whose ends name no id.
+    #[arg(long, value_name = "BYTES", conflicts_with_all = ["http", "ws"], help_heading = "Hostile tools")]
+    pub padded_tools_list: Option<usize>,
+
     // ----- hostile output -----
     /// Write TEXT and a newline to stderr at startup, before `--stderr-lines` (terminal escape
     /// sequences here test what a client shows of a server's stderr).

@@ -1,8 +1,9 @@
 //! Hostile tools for the client's trust-boundary tests: tools whose input schemas make a
 //! naive validator or exporter recurse forever (`--tool-schema`), a result no JSON parser
-//! with a recursion limit can read (`--deep-result`), and names no client should be handed
-//! (`--hostile-names`). Listed beside the normal tools; knows
-//! nothing about transports except the raw answer `--deep-result` writes.
+//! with a recursion limit can read (`--deep-result`), names no client should be handed
+//! (`--hostile-names`), a result past a client's cap on one message (`--huge-result`) and a
+//! tool list past it (`--padded-tools-list`). Listed beside the normal tools; knows nothing
+//! about transports except the raw answers the stdio transport writes for them.
 
 use std::sync::Arc;
 
@@ -129,6 +130,61 @@ pub fn add_named_tools(router: &mut ToolRouter<TestServer>) {
     }
 }
 
+/// Name of the tool `--huge-result` lists.
+pub const HUGE_RESULT_TOOL: &str = "huge_result";
+
+/// Lists `huge_result`: `{"bytes": N}` is answered with one text block of N bytes. Unlike
+/// `huge` (MiB, for the benchmark), over stdio the transport writes the answer itself
+/// (`huge_result_line`): 64 MiB through a debug build of serde_json takes seconds, which a
+/// test of "fails at once" would measure.
+pub fn add_huge_result(router: &mut ToolRouter<TestServer>) {
+    let tool = Tool::new(
+        HUGE_RESULT_TOOL,
+        "Answers one text block of `bytes` bytes.",
+        object(json!({
+            "type": "object",
+            "properties": {"bytes": {"type": "integer", "minimum": 0}},
+            "required": ["bytes"]
+        })),
+    );
+    router.add_route(ToolRoute::new_dyn(tool, |context| {
+        let bytes = context
+            .arguments
+            .as_ref()
+            .and_then(|arguments| arguments.get("bytes"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        Box::pin(async move {
+            let text = "A".repeat(usize::try_from(bytes).unwrap_or(usize::MAX));
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        })
+    }));
+}
+
+/// The raw `huge_result` answer to request `id` over stdio: one text block of `bytes` bytes,
+/// newline included.
+pub fn huge_result_line(id: &RequestId, bytes: usize) -> Vec<u8> {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+    let mut line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\""
+    )
+    .into_bytes();
+    line.extend(std::iter::repeat_n(b'A', bytes));
+    line.extend_from_slice(b"\"}]}}\n");
+    line
+}
+
+/// The raw `tools/list` answer of `--padded-tools-list`: `padding` spaces, then an empty
+/// list for request `id`, on one line.
+pub fn padded_tools_list_line(id: &RequestId, padding: usize) -> Vec<u8> {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+    let mut line = vec![b' '; padding];
+    line.extend_from_slice(
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"tools\":[]}}}}\n").as_bytes(),
+    );
+    line
+}
+
 /// The raw `deep_result` answer to request `id`, newline included. Written as bytes: a value
 /// this deep cannot pass through serde_json (its serialiser and `Drop` would overflow the
 /// stack), which is the point.
@@ -162,6 +218,18 @@ mod tests {
             .max();
         assert_eq!(depth, Some(DEEP_RESULT_LEVELS as i64 + 3));
         assert!(serde_json::from_slice::<serde_json::Value>(&line).is_err());
+    }
+
+    #[test]
+    fn the_huge_and_padded_lines_are_well_formed() -> serde_json::Result<()> {
+        let line = huge_result_line(&RequestId::Number(3), 10);
+        let value: serde_json::Value = serde_json::from_slice(&line)?;
+        assert_eq!(value["result"]["content"][0]["text"], "AAAAAAAAAA");
+        let line = padded_tools_list_line(&RequestId::Number(4), 10);
+        assert!(line.starts_with(&[b' '; 10]));
+        let value: serde_json::Value = serde_json::from_slice(&line)?;
+        assert_eq!(value["id"], 4);
+        Ok(())
     }
 
     #[test]

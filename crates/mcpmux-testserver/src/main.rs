@@ -116,6 +116,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if cli.hostile_names {
                 hostile::add_named_tools(&mut router);
             }
+            if cli.huge_result {
+                hostile::add_huge_result(&mut router);
+            }
             many::add_tools(&mut router, cli.many_tools.unwrap_or(0) as usize);
             tools::describe(router, &cli.descriptions)
         },
@@ -180,6 +183,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         unknown_id: cli.unknown_id,
         ignore_eof: cli.ignore_stdin_eof,
         deep_result: cli.deep_result,
+        padded_tools_list: cli.padded_tools_list,
+        huge_result: cli.huge_result,
     })
     .await?;
     match TestServer::new_session(shared).serve(transport).await {

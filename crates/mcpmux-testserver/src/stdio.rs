@@ -3,8 +3,9 @@
 //! rmcp's own stdio transport (`AsyncRwTransport`) hides the raw lines, but several knobs need
 //! them: the gate (`--era`, `--ignore-unknown`, `--never-answer-initialize`) judges a message
 //! before rmcp parses it, `--garbage` writes junk between frames, `--unknown-id` writes an extra
-//! response before each `tools/call` answer, and `--ignore-stdin-eof` keeps the session open
-//! after EOF. So this module owns the framing, and mirrors rmcp's choices where it has them:
+//! response before each `tools/call` answer, `--ignore-stdin-eof` keeps the session open
+//! after EOF, and `--deep-result`, `--huge-result` and `--padded-tools-list` answer with raw
+//! lines (too deep for serde, too large to serialise quickly in a debug build). So this module owns the framing, and mirrors rmcp's choices where it has them:
 //! unparsable lines are ignored, well-formed JSON that is no JSON-RPC message is answered with
 //! Invalid Request, unparsable notifications are ignored, and lines over 16 MiB are dropped.
 //! It reads stdin on a task of its own (so `receive` is cancel-safe) and uses rmcp's
@@ -46,6 +47,11 @@ pub struct StdioOptions {
     pub ignore_eof: bool,
     /// `--deep-result`: calls of `deep_result` are answered here with a raw, too-deep line.
     pub deep_result: bool,
+    /// `--padded-tools-list`: `tools/list` is answered here, after this many spaces.
+    pub padded_tools_list: Option<usize>,
+    /// `--huge-result`: calls of `huge_result` are answered here, without serde (64 MiB
+    /// through a debug build of serde_json takes seconds).
+    pub huge_result: bool,
 }
 
 /// rmcp transport over this process's stdin and stdout.
@@ -141,7 +147,7 @@ impl Output {
         writer.flush().await
     }
 
-    /// Writes bytes rmcp could not have produced (`--deep-result`).
+    /// Writes bytes rmcp could not have produced (`--deep-result`), or not quickly.
     async fn write_raw(&self, frame: &[u8]) {
         let mut writer = self.writer.lock().await;
         let written = match writer.as_mut() {
@@ -292,6 +298,22 @@ async fn judge_line(
             .await;
         return None;
     }
+    if options.huge_result
+        && let Some((id, bytes)) = huge_result_call(line)
+    {
+        output
+            .write_raw(&crate::hostile::huge_result_line(&id, bytes))
+            .await;
+        return None;
+    }
+    if let Some(padding) = options.padded_tools_list
+        && let Some(id) = method_call(line, "tools/list")
+    {
+        output
+            .write_raw(&crate::hostile::padded_tools_list_line(&id, padding))
+            .await;
+        return None;
+    }
     if !options.gate.is_transparent() || options.unknown_id {
         match serde_json::from_slice::<Probe<'_>>(line) {
             Ok(probe) => {
@@ -354,6 +376,28 @@ fn deep_result_call(line: &[u8]) -> Option<RequestId> {
     if message["method"] != "tools/call"
         || message["params"]["name"] != crate::hostile::DEEP_RESULT_TOOL
     {
+        return None;
+    }
+    serde_json::from_value(message.get("id")?.clone()).ok()
+}
+
+/// The id and `bytes` of a `tools/call` of `huge_result`, which `--huge-result` answers itself.
+fn huge_result_call(line: &[u8]) -> Option<(RequestId, usize)> {
+    let message: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if message["method"] != "tools/call"
+        || message["params"]["name"] != crate::hostile::HUGE_RESULT_TOOL
+    {
+        return None;
+    }
+    let bytes = message["params"]["arguments"]["bytes"].as_u64()?;
+    let id = serde_json::from_value(message.get("id")?.clone()).ok()?;
+    Some((id, usize::try_from(bytes).ok()?))
+}
+
+/// The id of a request for `method`.
+fn method_call(line: &[u8], method: &str) -> Option<RequestId> {
+    let message: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if message["method"] != method {
         return None;
     }
     serde_json::from_value(message.get("id")?.clone()).ok()

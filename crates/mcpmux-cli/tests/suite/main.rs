@@ -18,6 +18,7 @@ mod cli_dialects;
 mod cli_edit;
 mod cli_hostile;
 mod cli_lazy;
+mod cli_oversize;
 mod cli_plugins;
 mod cli_run;
 mod cli_secrets;

@@ -311,7 +311,7 @@ async fn attempt(
                 read,
                 write,
                 name,
-                crate::defaults::MAX_STDIO_FRAME,
+                shared.ctx.max_message(),
             );
             direct = Some(transport.direct());
             (

@@ -225,7 +225,8 @@ impl Hub {
                 options.token_store.clone(),
                 options.authorizer.clone(),
             ))
-            .with_read_spin(options.read_spin),
+            .with_read_spin(options.read_spin)
+            .with_max_message(options.max_message_bytes),
             eras: EraCache::open(options.era_cache.clone()),
             events: events.clone(),
             shutdown_grace: options.shutdown_grace,

@@ -61,6 +61,10 @@ pub struct HubOptions {
     /// and one reader of the hub polls at a time. Capped at 1 ms: a poll holds a runtime
     /// thread.
     pub read_spin: Duration,
+    /// The most one message from a server may take (a stdio line, an SSE event; 64 MiB by
+    /// default): a larger one is skipped unread and fails the request it answers with
+    /// "answer over …". A streamable HTTP server's JSON body has rmcp's own bound, 16 MiB.
+    pub max_message_bytes: usize,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -77,6 +81,7 @@ impl std::fmt::Debug for HubOptions {
             .field("tool_cache_max_age", &self.tool_cache_max_age)
             .field("reload_drain", &self.reload_drain)
             .field("read_spin", &self.read_spin)
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
@@ -99,6 +104,7 @@ impl Default for HubOptions {
             tool_cache_max_age: defaults::TOOL_CACHE_MAX_AGE,
             reload_drain: defaults::RELOAD_DRAIN,
             read_spin: defaults::READ_SPIN,
+            max_message_bytes: defaults::MAX_STDIO_FRAME,
         }
     }
 }
@@ -130,6 +136,13 @@ impl HubOptions {
     /// (`Duration::ZERO`: never).
     pub fn with_read_spin(mut self, spin: Duration) -> Self {
         self.read_spin = spin;
+        self
+    }
+
+    /// Builder-style: the most one message from a server may take (see
+    /// [`HubOptions::max_message_bytes`]).
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
         self
     }
 

@@ -36,6 +36,7 @@ pub(crate) fn connect(
     url: &str,
     headers: &BTreeMap<String, String>,
     client: AuthorizingClient,
+    max_message: usize,
 ) -> Result<HttpTransport, Error> {
     // rmcp manages these itself and refuses them as custom headers.
     let custom_headers: HashMap<_, _> = super::header_map(
@@ -59,5 +60,8 @@ pub(crate) fn connect(
     // server should not queue behind it.
     config.max_concurrent_requests = 64;
     config.control_request_timeout = crate::defaults::HTTP_CONTROL_TIMEOUT;
+    // rmcp's 16 MiB would refuse an answer a stdio server may send; past this bound the
+    // request fails with the reason (`http_screen.rs`).
+    config.max_sse_event_size = max_message;
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }

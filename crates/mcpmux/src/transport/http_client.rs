@@ -22,6 +22,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use super::headers_helper::Helper;
+use super::http_screen;
 use super::http_session::{self, SessionWatch};
 use crate::auth::dpop::{self, Dpop};
 use crate::auth::session::{Retry, ServerAuth, detached};
@@ -39,6 +40,8 @@ pub(crate) struct AuthorizingClient {
     refusals: Option<Arc<ServerAuth>>,
     /// What the server's answers say about the session (see [`http_session`]).
     session: Arc<SessionWatch>,
+    /// The server's name, for the log of what its answers cost (`http_screen.rs`).
+    server: Arc<str>,
 }
 
 impl AuthorizingClient {
@@ -50,7 +53,14 @@ impl AuthorizingClient {
             helper: None,
             refusals: None,
             session: Arc::default(),
+            server: Arc::from(""),
         }
+    }
+
+    /// This client, logging as the server `name`.
+    pub fn named(mut self, name: &str) -> Self {
+        self.server = Arc::from(name);
+        self
     }
 
     /// What the server's answers say about the session, for the connection to act on.
@@ -394,7 +404,9 @@ impl StreamableHttpClient for AuthorizingClient {
             })
         })
         .await;
-        http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+        let outcome =
+            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome);
+        http_screen::post(&self.server, &message, None, outcome)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -422,7 +434,9 @@ impl StreamableHttpClient for AuthorizingClient {
             })
         })
         .await;
-        http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+        let outcome =
+            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome);
+        http_screen::post(&self.server, &message, Some(max_sse_event_size), outcome)
     }
 
     async fn delete_session(
@@ -472,6 +486,7 @@ impl StreamableHttpClient for AuthorizingClient {
             })
             .await;
         http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+            .map(|stream| http_screen::get_stream(&self.server, stream))
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -496,5 +511,6 @@ impl StreamableHttpClient for AuthorizingClient {
             })
             .await;
         http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+            .map(|stream| http_screen::get_stream(&self.server, stream))
     }
 }

@@ -7,7 +7,9 @@
 //!   result held ~40 MB). Lines that are not JSON-RPC (banners, a JSON logger's records) are
 //!   skipped with a debug line; one nested too deep for serde, or a response that does not
 //!   read as MCP, fails the one request it answers at once instead of leaving it to its
-//!   deadline; a line past `max_line` is dropped.
+//!   deadline. A line past `max_line` is skipped to its end unread (memory stays bounded),
+//!   and fails the request its head or tail names with "answer over 64 MiB", or every
+//!   request in flight when neither names one (`lines/skip.rs`).
 //! - **Writing**: a message is serialized and queued when rmcp sends it, in order; whichever
 //!   send's task finds no write under way writes everything queued in one `write` (rmcp
 //!   writes and flushes each message under an async lock, one task after another). Under
@@ -35,7 +37,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 
-use super::nesting;
+use super::{nesting, oversize};
 
 /// Bytes read at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -67,9 +69,26 @@ enum Item {
     Answer(tokio::sync::oneshot::Sender<direct::Answer>, direct::Answer),
 }
 
-/// The ids of the `tools/call` requests sent whose answers have not come yet: an answer to one
-/// of them is a tool result (or an error), which is what lets it be read directly.
-type ToolCalls = Arc<Mutex<std::collections::HashSet<RequestId>>>;
+/// The requests rmcp sent whose answers have not come yet.
+#[derive(Default)]
+struct Awaited {
+    /// Those of `tools/call`: an answer to one of them is a tool result (or an error), which
+    /// is what lets it be read directly.
+    tool_calls: std::collections::HashSet<RequestId>,
+    /// All of them: what fails when an answer too large to read names none.
+    requests: std::collections::HashSet<RequestId>,
+}
+
+impl Awaited {
+    /// The answer to `id` has come (or will never be read): it is no longer awaited. True
+    /// when it was a tool call.
+    fn answered(&mut self, id: &RequestId) -> bool {
+        self.requests.remove(id);
+        self.tool_calls.remove(id)
+    }
+}
+
+type ToolCalls = Arc<Mutex<Awaited>>;
 
 impl<R, W> LineTransport<R, W>
 where
@@ -104,16 +123,32 @@ where
         self.reader.direct.clone()
     }
 
-    /// Remembers the id of a `tools/call` about to be sent.
+    /// Remembers the id of a request about to be sent (and whether it is a `tools/call`);
+    /// forgets one rmcp gave up on.
     fn note(&self, item: &TxJsonRpcMessage<RoleClient>) {
-        if let ClientJsonRpcMessage::Request(request) = item
-            && let ClientRequest::CallToolRequest(_) = &request.request
-        {
-            let mut calls = crate::sync::lock(&self.reader.tool_calls);
-            if calls.len() >= MAX_CALLS_REMEMBERED {
-                calls.clear();
+        match item {
+            ClientJsonRpcMessage::Request(request) => {
+                let mut awaited = crate::sync::lock(&self.reader.tool_calls);
+                if awaited.requests.len() >= MAX_CALLS_REMEMBERED {
+                    awaited.requests.clear();
+                }
+                awaited.requests.insert(request.id.clone());
+                if let ClientRequest::CallToolRequest(_) = &request.request {
+                    if awaited.tool_calls.len() >= MAX_CALLS_REMEMBERED {
+                        awaited.tool_calls.clear();
+                    }
+                    awaited.tool_calls.insert(request.id.clone());
+                }
             }
-            calls.insert(request.id.clone());
+            ClientJsonRpcMessage::Notification(notification) => {
+                if let rmcp::model::ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    crate::sync::lock(&self.reader.tool_calls).answered(id);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -204,10 +239,10 @@ struct LineReader<R> {
     chunk: Box<[u8]>,
     /// The start of a line whose end has not been read yet.
     line: Vec<u8>,
-    /// The current line is over `max_line`: skip to its end.
-    discarding: bool,
+    /// The current line is over `max_line`: its ends, kept while it is skipped to its end.
+    skipping: Option<Box<oversize::Skipped>>,
     ready: VecDeque<Item>,
-    /// The `tools/call` requests rmcp sent whose answers are awaited.
+    /// The requests rmcp sent whose answers are awaited, and which of them are `tools/call`.
     tool_calls: ToolCalls,
     /// The calls sent directly, whose answers go straight to their callers.
     direct: Arc<Direct>,
@@ -224,7 +259,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             max_line,
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             line: Vec::new(),
-            discarding: false,
+            skipping: None,
             ready: VecDeque::new(),
             tool_calls: ToolCalls::default(),
             direct,
@@ -269,23 +304,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             };
             let (head, rest) = (&bytes[..end], &bytes[end + 1..]);
             bytes = rest;
-            if self.discarding {
-                self.discarding = false;
-                continue;
-            }
-            if self.line.is_empty() {
+            if self.line.is_empty() && self.skipping.is_none() && head.len() <= self.max_line {
                 // The whole line is in this chunk: read it where it lies.
-                if head.len() > self.max_line {
-                    self.oversized();
-                    self.discarding = false;
-                } else {
-                    self.take(head);
-                }
+                self.take(head);
                 continue;
             }
             self.extend(head);
-            if self.discarding {
-                self.discarding = false;
+            if let Some(skipped) = self.skipping.take() {
+                self.skipped(&skipped);
                 continue;
             }
             let line = std::mem::take(&mut self.line);
@@ -298,22 +324,21 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
-    /// Adds the start (or middle) of a line, unless it grew past `max_line`.
+    /// Adds the start (or middle) of a line; past `max_line` only its ends are kept.
     fn extend(&mut self, bytes: &[u8]) {
-        if self.discarding {
+        if let Some(skipped) = &mut self.skipping {
+            skipped.take(bytes);
             return;
         }
         if self.line.len() + bytes.len() > self.max_line {
-            self.oversized();
+            let mut skipped = Box::<oversize::Skipped>::default();
+            skipped.take(&self.line);
+            skipped.take(bytes);
+            self.skipping = Some(skipped);
+            self.line = Vec::new();
             return;
         }
         self.line.extend_from_slice(bytes);
-    }
-
-    fn oversized(&mut self) {
-        tracing::warn!(server = %self.server, "dropping a line over {} bytes", self.max_line);
-        self.line = Vec::new();
-        self.discarding = true;
     }
 
     /// One whole line (without its newline): parsed and queued, answered in its request's
@@ -353,7 +378,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     _ => None,
                 };
                 if let Some(id) = answered {
-                    crate::sync::lock(&self.tool_calls).remove(id);
+                    crate::sync::lock(&self.tool_calls).answered(id);
                 }
                 self.push(message);
             }
@@ -394,14 +419,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             method: Option<serde::de::IgnoredAny>,
         }
         // Most lines while no call is awaited are notifications: not worth a scan.
-        if crate::sync::lock(&self.tool_calls).is_empty() && !self.direct.awaits_any() {
+        if crate::sync::lock(&self.tool_calls).tool_calls.is_empty() && !self.direct.awaits_any() {
             return None;
         }
         let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
         let (Some(id), Some(result), None) = (envelope.id, envelope.result, envelope.method) else {
             return None;
         };
-        if !crate::sync::lock(&self.tool_calls).remove(&id) && !self.direct.awaits(&id) {
+        if !crate::sync::lock(&self.tool_calls).answered(&id) && !self.direct.awaits(&id) {
             return None;
         }
         let result = call_result::read(result.get())?;
@@ -428,6 +453,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         match (method, request_id(&value)) {
             (None, Some(id)) => {
                 tracing::warn!(server = %self.server, %id, "a response does not read as MCP: failing its request ({error})");
+                crate::sync::lock(&self.tool_calls).answered(&id);
                 let failure = ErrorData::new(
                     ErrorCode(PARSE_ERROR),
                     format!("the server's answer does not read as MCP: {error}"),
@@ -765,6 +791,7 @@ impl<W> Drop for Holder<'_, W> {
 mod call_request;
 mod call_result;
 mod direct;
+mod skip;
 
 pub(crate) use direct::{Direct, DirectCall};
 #[cfg(test)]

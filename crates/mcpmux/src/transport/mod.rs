@@ -8,10 +8,12 @@ mod busy_pipe;
 pub(crate) mod headers_helper;
 pub(crate) mod http;
 mod http_client;
+mod http_screen;
 pub(crate) mod http_session;
 pub(crate) mod inproc;
 pub(crate) mod lines;
 pub(crate) mod nesting;
+mod oversize;
 mod refusal;
 pub(crate) mod sse;
 pub(crate) mod stdio;
@@ -42,6 +44,8 @@ pub(crate) struct TransportContext {
     /// How long a stdio server's reader polls for a lone call's answer, one reader at a time
     /// (`busy_pipe.rs`).
     polling: Arc<busy_pipe::Polling>,
+    /// The most one message from a server may take: a stdio line, an SSE event.
+    max_message: usize,
 }
 
 impl TransportContext {
@@ -52,7 +56,20 @@ impl TransportContext {
             auth,
             reapers: tokio_util::task::TaskTracker::new(),
             polling: busy_pipe::Polling::new(crate::defaults::READ_SPIN),
+            max_message: crate::defaults::MAX_STDIO_FRAME,
         }
+    }
+
+    /// This context, reading messages of at most `bytes` (`oversize.rs` says what happens to
+    /// a larger one).
+    pub fn with_max_message(mut self, bytes: usize) -> Self {
+        self.max_message = bytes.max(1);
+        self
+    }
+
+    /// The most one message from a server may take.
+    pub(crate) fn max_message(&self) -> usize {
+        self.max_message
     }
 
     /// This context, its stdio readers polling `spin` (at most `MAX_READ_SPIN`) for a lone
@@ -187,11 +204,12 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             };
             let outside_oauth = oauth.is_none().then_some(state);
             let client = http_client::AuthorizingClient::new(ctx.http()?, oauth)
+                .named(&spec.name)
                 .with_helper(helper)
                 .reporting_refusals_to(outside_oauth);
             let session = client.session_watch();
             Ok(Opened::Http {
-                transport: http::connect(&spec.name, url, &headers, client)?,
+                transport: http::connect(&spec.name, url, &headers, client, ctx.max_message)?,
                 session,
             })
         }
@@ -202,7 +220,15 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
         TransportSpec::Sse { url, headers } => {
             let headers = with_helper_headers(spec, headers).await?;
             Ok(Opened::Sse(
-                sse::connect(&spec.name, url, &headers, ctx.http()?, spec.startup_timeout).await?,
+                sse::connect(
+                    &spec.name,
+                    url,
+                    &headers,
+                    ctx.http()?,
+                    spec.startup_timeout,
+                    ctx.max_message,
+                )
+                .await?,
             ))
         }
         TransportSpec::Ws { url, headers } => {
@@ -224,7 +250,15 @@ pub(crate) async fn open_legacy_sse(
     match &spec.transport {
         TransportSpec::Http { url, headers } => {
             let headers = with_helper_headers(spec, headers).await?;
-            sse::connect(&spec.name, url, &headers, ctx.http()?, within).await
+            sse::connect(
+                &spec.name,
+                url,
+                &headers,
+                ctx.http()?,
+                within,
+                ctx.max_message,
+            )
+            .await
         }
         other => Err(Error::Connect {
             server: spec.name.clone(),

@@ -92,7 +92,7 @@ fn shape(message: &[u8]) -> Shape {
 /// Where the string whose contents start at `from` ends: the index of its closing quote, or
 /// the message's length if it has none. Jumps from one quote or backslash to the next (a
 /// vectorised search): a tool result is mostly the text of its strings.
-fn string_end(message: &[u8], mut from: usize) -> usize {
+pub(super) fn string_end(message: &[u8], mut from: usize) -> usize {
     while let Some(rest) = message.get(from..) {
         match memchr::memchr2(b'"', b'\\', rest) {
             // An escape: the next byte is taken whatever it is.

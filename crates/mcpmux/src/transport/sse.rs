@@ -10,25 +10,32 @@
 //!
 //! Knows HTTP and the SSE wire format; nothing of tools, calls or the hub.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use rmcp::RoleClient;
-use rmcp::model::{JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    ServerResult,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio_util::sync::CancellationToken;
 
-use super::{OpenFailure, unauthorized_advice};
+use super::{OpenFailure, nesting, oversize, unauthorized_advice};
+use parser::{EventParser, Parsed};
+
+mod parser;
+
+/// Most requests remembered as awaiting their answers; past it (answers that never came) they
+/// are forgotten.
+const MAX_AWAITED: usize = 4096;
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
 
-/// Largest SSE event accepted (field names and data together): the same bound as one stdio
-/// line, so a result that fits one transport fits the other.
-const MAX_EVENT_BYTES: usize = defaults::MAX_STDIO_FRAME;
 /// How much of an error body we read to quote it.
 const BODY_PREVIEW_BYTES: usize = 2048;
 /// How much of a success body (`Accepted`) we read, so the pooled connection can be reused.
@@ -95,6 +102,13 @@ pub(crate) struct SseTransport {
     /// The event stream; `None` once closed.
     stream: Option<reqwest::Response>,
     parser: EventParser,
+    /// The most one event may take: a larger one is skipped, and fails its request.
+    max_event: usize,
+    /// The requests sent whose answers have not come: what an answer too large to read
+    /// fails when it names none.
+    awaited: HashSet<RequestId>,
+    /// Error answers made here (for answers too large to read), handed on first.
+    failed: VecDeque<ServerJsonRpcMessage>,
     /// Cancels the `POST`s in flight when the transport is closed or dropped.
     closed: CancellationToken,
 }
@@ -112,6 +126,7 @@ pub(crate) async fn connect(
     headers: &BTreeMap<String, String>,
     client: reqwest::Client,
     within: Duration,
+    max_event: usize,
 ) -> Result<SseTransport, OpenFailure> {
     let fail = |message: String| Error::Connect {
         server: server.to_string(),
@@ -126,7 +141,7 @@ pub(crate) async fn connect(
         .into());
     }
     let headers = super::header_map(server, headers, RESERVED_HEADERS)?;
-    let open = open_stream(server, &sse_url, &headers, &client);
+    let open = open_stream(server, &sse_url, &headers, &client, max_event);
     let (stream, parser, endpoint) = match tokio::time::timeout(within, open).await {
         Ok(opened) => opened.map_err(|refusal| OpenFailure {
             error: fail(refusal.message),
@@ -154,6 +169,9 @@ pub(crate) async fn connect(
         }),
         stream: Some(stream),
         parser,
+        max_event,
+        awaited: HashSet::new(),
+        failed: VecDeque::new(),
         closed: CancellationToken::new(),
     })
 }
@@ -180,6 +198,7 @@ async fn open_stream(
     sse_url: &Url,
     headers: &HeaderMap,
     client: &reqwest::Client,
+    max_event: usize,
 ) -> Result<(reqwest::Response, EventParser, Url), Refusal> {
     let mut response = client
         .get(sse_url.clone())
@@ -228,9 +247,16 @@ async fn open_stream(
         )
         .into());
     }
-    let mut parser = EventParser::new(MAX_EVENT_BYTES);
+    let mut parser = EventParser::new(max_event);
     loop {
-        while let Some(event) = parser.next_event() {
+        while let Some(parsed) = parser.next_event() {
+            let Parsed::Event(event) = parsed else {
+                tracing::debug!(
+                    server,
+                    "an SSE event over the bound before `endpoint`; ignored"
+                );
+                continue;
+            };
             match event.kind.as_str() {
                 "endpoint" => {
                     let endpoint = resolve_endpoint(sse_url, &event.data)?;
@@ -242,9 +268,7 @@ async fn open_stream(
             }
         }
         match response.chunk().await {
-            Ok(Some(chunk)) => parser
-                .feed(&chunk)
-                .map_err(|e| format!("the SSE stream at {sse_url}: {e}"))?,
+            Ok(Some(chunk)) => parser.feed(&chunk),
             Ok(None) => {
                 return Err(format!(
                     "the SSE stream at {sse_url} ended before the server sent its `endpoint` \
@@ -289,6 +313,7 @@ impl Transport<RoleClient> for SseTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.note(&item);
         let target = self.target.clone();
         let closed = self.closed.clone();
         let body = serde_json::to_vec(&item).map_err(SseError::Encode);
@@ -309,15 +334,29 @@ impl Transport<RoleClient> for SseTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            while let Some(event) = self.parser.next_event() {
+            if let Some(failure) = self.failed.pop_front() {
+                return Some(failure);
+            }
+            while let Some(parsed) = self.parser.next_event() {
+                let event = match parsed {
+                    Parsed::Event(event) => event,
+                    Parsed::Skipped { kind, ends } => {
+                        self.skipped(&kind, &ends);
+                        match self.failed.pop_front() {
+                            Some(failure) => return Some(failure),
+                            None => continue,
+                        }
+                    }
+                };
                 match event.kind.as_str() {
                     "message" if event.data.trim().is_empty() => {}
-                    "message" => match serde_json::from_str::<ServerJsonRpcMessage>(&event.data) {
-                        Ok(message) => {
+                    "message" => match self.read(event.data.as_bytes()) {
+                        Some(Ok(message)) => {
                             self.observe(&message);
                             return Some(message);
                         }
-                        Err(e) => {
+                        None => {}
+                        Some(Err(e)) => {
                             tracing::warn!(server = %self.server, error = %e, "skipping an SSE message that is not JSON-RPC");
                         }
                     },
@@ -339,12 +378,7 @@ impl Transport<RoleClient> for SseTransport {
                 }
             };
             match chunk {
-                Ok(Some(chunk)) => {
-                    if let Err(e) = self.parser.feed(&chunk) {
-                        tracing::warn!(server = %self.server, "closing the SSE session: {e}");
-                        self.end();
-                    }
-                }
+                Ok(Some(chunk)) => self.parser.feed(&chunk),
                 Ok(None) => {
                     tracing::debug!(server = %self.server, "the server closed the SSE stream");
                     self.end();
@@ -371,7 +405,88 @@ impl SseTransport {
         self.closed.cancel();
     }
 
-    fn observe(&self, message: &ServerJsonRpcMessage) {
+    /// Remembers a request sent as awaited; forgets one rmcp gave up on.
+    fn note(&mut self, item: &TxJsonRpcMessage<RoleClient>) {
+        match item {
+            ClientJsonRpcMessage::Request(request) => {
+                if self.awaited.len() >= MAX_AWAITED {
+                    self.awaited.clear();
+                }
+                self.awaited.insert(request.id.clone());
+            }
+            ClientJsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.awaited.remove(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One `message` event's data as a message, through the nesting screen: `None` when it
+    /// is dropped there.
+    fn read(&self, data: &[u8]) -> Option<Result<ServerJsonRpcMessage, serde_json::Error>> {
+        let replaced;
+        let data = match nesting::screen(data) {
+            nesting::Screen::Pass => data,
+            nesting::Screen::Answer(replacement) => {
+                tracing::warn!(server = %self.server, "a response is nested too deep to decode: failing its request");
+                replaced = replacement;
+                &replaced[..]
+            }
+            nesting::Screen::Drop(reason) => {
+                tracing::warn!(server = %self.server, "dropping a message: {reason}");
+                return None;
+            }
+        };
+        Some(serde_json::from_slice(data))
+    }
+
+    /// An event of type `kind` over the bound was skipped, with `ends`: the request it
+    /// answers fails, or every request awaited when it names none.
+    fn skipped(&mut self, kind: &str, ends: &oversize::Skipped) {
+        let reason = oversize::reason(self.max_event);
+        if !matches!(kind, "" | "message") {
+            tracing::debug!(server = %self.server, kind, "ignoring an SSE event: {reason}");
+            return;
+        }
+        let failed: Vec<RequestId> = match ends.verdict() {
+            oversize::Verdict::FromServer => {
+                tracing::warn!(server = %self.server, "dropping a message of the server's: {reason}");
+                return;
+            }
+            oversize::Verdict::Answers(id) => {
+                tracing::warn!(server = %self.server, %id, "failing the request: {reason}");
+                self.awaited.remove(&id);
+                vec![id]
+            }
+            oversize::Verdict::Unknown => {
+                tracing::warn!(server = %self.server, "failing every request in flight (the answer names none): {reason}");
+                self.awaited.drain().collect()
+            }
+        };
+        for id in failed {
+            let error = oversize::error(self.max_event);
+            self.failed
+                .push_back(ServerJsonRpcMessage::error(error, Some(id)));
+        }
+    }
+
+    fn observe(&mut self, message: &ServerJsonRpcMessage) {
+        match message {
+            JsonRpcMessage::Response(response) => {
+                self.awaited.remove(&response.id);
+            }
+            JsonRpcMessage::Error(error) => {
+                if let Some(id) = &error.id {
+                    self.awaited.remove(id);
+                }
+            }
+            _ => {}
+        }
         if let JsonRpcMessage::Response(response) = message
             && let ServerResult::InitializeResult(init) = &response.result
             && let Ok(value) = HeaderValue::from_str(init.protocol_version.as_str())
@@ -487,228 +602,10 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// One dispatched SSE event.
-#[derive(Debug, PartialEq, Eq)]
-struct SseEvent {
-    /// The `event` field; `message` when absent.
-    kind: String,
-    /// The `data` lines joined with `\n`.
-    data: String,
-}
-
-/// An event that grew past the limit.
-#[derive(Debug, thiserror::Error)]
-#[error("an SSE event exceeded the maximum size of {max} bytes")]
-struct EventTooLarge {
-    max: usize,
-}
-
-/// The SSE wire format (WHATWG "event stream interpretation"), incremental and bounded:
-/// chunks go in, whole events come out. Lines end in CRLF, LF or CR; `id` and `retry` are
-/// read and ignored (nothing reconnects); comments are skipped.
-struct EventParser {
-    max: usize,
-    /// The current line so far.
-    line: Vec<u8>,
-    /// The previous chunk ended in CR: a leading LF belongs to that line end.
-    after_cr: bool,
-    /// The first line may start with a byte order mark.
-    first_line: bool,
-    kind: String,
-    data: String,
-    has_data: bool,
-    /// Bytes kept for the current event (event type and data so far).
-    size: usize,
-    ready: VecDeque<SseEvent>,
-}
-
-impl EventParser {
-    fn new(max: usize) -> Self {
-        Self {
-            max,
-            line: Vec::new(),
-            after_cr: false,
-            first_line: true,
-            kind: String::new(),
-            data: String::new(),
-            has_data: false,
-            size: 0,
-            ready: VecDeque::new(),
-        }
-    }
-
-    fn next_event(&mut self) -> Option<SseEvent> {
-        self.ready.pop_front()
-    }
-
-    /// Parses a chunk; events it completes are queued even when it then fails.
-    fn feed(&mut self, mut chunk: &[u8]) -> Result<(), EventTooLarge> {
-        if self.after_cr {
-            self.after_cr = false;
-            if let Some(rest) = chunk.strip_prefix(b"\n") {
-                chunk = rest;
-            }
-        }
-        while !chunk.is_empty() {
-            match chunk.iter().position(|b| *b == b'\n' || *b == b'\r') {
-                Some(pos) => {
-                    self.extend_line(&chunk[..pos])?;
-                    self.end_line()?;
-                    let cr = chunk[pos] == b'\r';
-                    chunk = &chunk[pos + 1..];
-                    if cr {
-                        match chunk.first() {
-                            Some(b'\n') => chunk = &chunk[1..],
-                            Some(_) => {}
-                            None => self.after_cr = true,
-                        }
-                    }
-                }
-                None => {
-                    self.extend_line(chunk)?;
-                    chunk = &[];
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn extend_line(&mut self, bytes: &[u8]) -> Result<(), EventTooLarge> {
-        if self.size + self.line.len() + bytes.len() > self.max {
-            return Err(self.too_large());
-        }
-        self.line.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    fn too_large(&mut self) -> EventTooLarge {
-        // Drop what was buffered: the stream is unusable past this point anyway.
-        self.line = Vec::new();
-        self.data = String::new();
-        EventTooLarge { max: self.max }
-    }
-
-    fn end_line(&mut self) -> Result<(), EventTooLarge> {
-        let mut line = std::mem::take(&mut self.line);
-        if std::mem::take(&mut self.first_line) && line.starts_with(b"\xEF\xBB\xBF") {
-            line.drain(..3);
-        }
-        if line.is_empty() {
-            self.dispatch();
-            return Ok(());
-        }
-        if line[0] == b':' {
-            return Ok(());
-        }
-        let (field, value) = match line.iter().position(|b| *b == b':') {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None => (&line[..], &[][..]),
-        };
-        match field {
-            b"event" => {
-                self.kind = String::from_utf8_lossy(value).into_owned();
-                self.size += self.kind.len();
-            }
-            b"data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(&String::from_utf8_lossy(value));
-                self.has_data = true;
-                self.size += value.len() + 1;
-            }
-            // `id` and `retry` matter only for reconnecting, which this transport does not do.
-            _ => {}
-        }
-        if self.size > self.max {
-            return Err(self.too_large());
-        }
-        Ok(())
-    }
-
-    fn dispatch(&mut self) {
-        let kind = std::mem::take(&mut self.kind);
-        let data = std::mem::take(&mut self.data);
-        if std::mem::take(&mut self.has_data) {
-            let kind = if kind.is_empty() {
-                "message".to_string()
-            } else {
-                kind
-            };
-            self.ready.push_back(SseEvent { kind, data });
-        }
-        self.size = 0;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    fn events(parser: &mut EventParser) -> Vec<(String, String)> {
-        std::iter::from_fn(|| parser.next_event())
-            .map(|e| (e.kind, e.data))
-            .collect()
-    }
-
-    fn pair(kind: &str, data: &str) -> (String, String) {
-        (kind.to_string(), data.to_string())
-    }
-
-    #[test]
-    fn parses_events_split_anywhere_with_any_line_ending() {
-        let wire = "\u{feff}: comment\r\nevent: endpoint\r\ndata: /message?sessionId=1\r\n\r\n\
-                    data: {\"a\":\ndata: 1}\n\nid: 7\rretry: 10\rdata:x\r\r";
-        let whole = {
-            let mut parser = EventParser::new(1024);
-            parser.feed(wire.as_bytes()).unwrap();
-            events(&mut parser)
-        };
-        assert_eq!(
-            whole,
-            vec![
-                pair("endpoint", "/message?sessionId=1"),
-                pair("message", "{\"a\":\n1}"),
-                pair("message", "x"),
-            ]
-        );
-        // Byte by byte (CR and LF in separate chunks) gives the same events.
-        let mut parser = EventParser::new(1024);
-        for byte in wire.as_bytes() {
-            parser.feed(std::slice::from_ref(byte)).unwrap();
-        }
-        assert_eq!(events(&mut parser), whole);
-    }
-
-    #[test]
-    fn an_event_without_data_is_not_dispatched_and_empty_data_is() {
-        let mut parser = EventParser::new(1024);
-        parser.feed(b"event: ping\n\ndata:\n\n").unwrap();
-        assert_eq!(events(&mut parser), vec![pair("message", "")]);
-    }
-
-    #[test]
-    fn an_oversized_event_is_an_error_not_a_buffer() {
-        let mut parser = EventParser::new(16);
-        parser.feed(b"data: small\n\n").unwrap();
-        let error = parser.feed(&[b'x'; 64]).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "an SSE event exceeded the maximum size of 16 bytes"
-        );
-        assert_eq!(events(&mut parser), vec![pair("message", "small")]);
-        // Many short data lines add up too.
-        let mut parser = EventParser::new(16);
-        assert!(
-            parser
-                .feed(b"data: 12345\ndata: 12345\ndata: 12345\n")
-                .is_err()
-        );
-    }
 
     #[test]
     fn error_bodies_are_one_short_line() {

@@ -235,7 +235,7 @@ pub(crate) fn spawn(
         stdout,
         stdin,
         server,
-        defaults::MAX_STDIO_FRAME,
+        ctx.max_message,
         (!ctx.polling.is_off()).then_some(kick),
     );
     Ok((

@@ -22,6 +22,7 @@ mod lazy;
 mod mrtr;
 mod mrtr_rounds;
 mod oauth;
+mod oversize;
 mod progress_order;
 mod project_trust;
 mod provider_rules;

@@ -166,6 +166,12 @@ impl Direct {
         crate::sync::lock(&self.awaited).calls.remove(id)
     }
 
+    /// The waiters of every call awaited, which one answer too large to read may be for.
+    pub(super) fn take_all(&self) -> Vec<oneshot::Sender<Answer>> {
+        let calls = std::mem::take(&mut crate::sync::lock(&self.awaited).calls);
+        calls.into_values().collect()
+    }
+
     /// Drops the waiter of call `id`: its answer, if it comes, is ignored; its caller, if
     /// still waiting, learns the session is lost.
     fn forget(&self, id: &RequestId) {

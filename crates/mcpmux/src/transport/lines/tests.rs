@@ -67,14 +67,23 @@ async fn a_message_written_a_byte_at_a_time_is_read_whole() {
     drop(writer.await.unwrap());
 }
 
+/// The error answer `message` is, as JSON: its id and its text.
+fn error_of(message: &ServerJsonRpcMessage) -> (serde_json::Value, String) {
+    let value = serde_json::to_value(message).unwrap();
+    let text = value["error"]["message"].as_str().unwrap_or_default();
+    (value["id"].clone(), text.to_string())
+}
+
 #[tokio::test]
-async fn a_line_over_the_limit_is_dropped_and_the_next_one_read() {
+async fn a_line_over_the_limit_fails_the_request_its_head_names_and_the_next_one_is_read() {
     let (mut transport, mut server_out, _server_in) = pair(1000);
     let long = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"pad\":\"{}\"}}}}\n",
         "y".repeat(5000)
     );
-    // Across several writes, so the line is cut while it is being assembled too.
+    // Whole in one write, and across several, so the line is cut while it is being
+    // assembled too.
+    server_out.write_all(long.as_bytes()).await.unwrap();
     for piece in long.as_bytes().chunks(300) {
         server_out.write_all(piece).await.unwrap();
     }
@@ -82,8 +91,113 @@ async fn a_line_over_the_limit_is_dropped_and_the_next_one_read() {
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n")
         .await
         .unwrap();
+    for _ in 0..2 {
+        let (id, text) = error_of(&transport.receive().await.unwrap());
+        assert_eq!(id, 1);
+        assert!(text.starts_with("answer over 1000 bytes: "), "{text}");
+    }
     let message = transport.receive().await.unwrap();
     assert_eq!(response_id(&message).as_deref(), Some("2"));
+}
+
+#[tokio::test]
+async fn a_line_over_the_limit_that_names_its_id_last_fails_that_request() {
+    let (mut transport, mut server_out, _server_in) = pair(1000);
+    let long = format!(
+        "{{\"result\":{{\"pad\":\"{}\"}},\"jsonrpc\":\"2.0\",\"id\":\"late\"}}\n",
+        "y".repeat(50_000)
+    );
+    for piece in long.as_bytes().chunks(777) {
+        server_out.write_all(piece).await.unwrap();
+    }
+    let (id, text) = error_of(&transport.receive().await.unwrap());
+    assert_eq!(id, "late");
+    assert!(text.starts_with("answer over 1000 bytes: "), "{text}");
+}
+
+#[tokio::test]
+async fn a_line_over_the_limit_that_names_no_id_fails_every_request_in_flight() {
+    let (mut transport, mut server_out, _server_in) = pair(1000);
+    // Two of rmcp's requests (one answered already), one it gave up on, and a direct call.
+    let request = |id: i64, method: &str| -> ClientJsonRpcMessage {
+        serde_json::from_value(serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": method, "params": {"name": "x"}
+        }))
+        .unwrap()
+    };
+    transport.send(request(1, "tools/list")).await.unwrap();
+    transport.send(request(2, "tools/call")).await.unwrap();
+    transport.send(request(3, "tools/list")).await.unwrap();
+    transport.send(request(4, "prompts/list")).await.unwrap();
+    let cancelled: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}
+    }))
+    .unwrap();
+    transport.send(cancelled).await.unwrap();
+    let direct = transport.direct();
+    let call = {
+        let mut params = rmcp::model::CallToolRequestParams::new("echo");
+        params.arguments = serde_json::json!({"text": "d"}).as_object().cloned();
+        let request =
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        direct.call(direct.ticket(), request, None).await.unwrap()
+    };
+    let padded = format!(
+        "{}{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"tools\":[]}}}}\n",
+        " ".repeat(20_000)
+    );
+    server_out
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"tools\":[]}}\n")
+        .await
+        .unwrap();
+    server_out.write_all(padded.as_bytes()).await.unwrap();
+    assert_eq!(
+        response_id(&transport.receive().await.unwrap()).as_deref(),
+        Some("3")
+    );
+    let mut failed = Vec::new();
+    for _ in 0..2 {
+        let (id, text) = error_of(&transport.receive().await.unwrap());
+        assert!(text.starts_with("answer over 1000 bytes: "), "{text}");
+        failed.push(id.as_i64().unwrap());
+    }
+    failed.sort_unstable();
+    assert_eq!(failed, [1, 2], "the ones in flight, and only those");
+    // The next receive hands the direct call its failure, then waits for more lines.
+    assert!(futures::FutureExt::now_or_never(transport.receive()).is_none());
+    match call.await.unwrap() {
+        Err(rmcp::service::ServiceError::McpError(error)) => {
+            assert!(
+                error.message.starts_with("answer over 1000 bytes: "),
+                "{error:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_message_of_the_servers_over_the_limit_fails_nothing() {
+    let (mut transport, mut server_out, _server_in) = pair(1000);
+    let list: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/list"
+    }))
+    .unwrap();
+    transport.send(list).await.unwrap();
+    let request = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sampling/createMessage\",\"params\":{{\"x\":\"{}\"}}}}\n",
+        "s".repeat(5000)
+    );
+    server_out.write_all(request.as_bytes()).await.unwrap();
+    server_out
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\n")
+        .await
+        .unwrap();
+    let message = transport.receive().await.unwrap();
+    assert!(
+        matches!(message, ServerJsonRpcMessage::Response(_)),
+        "{message:?}"
+    );
 }
 
 #[tokio::test]
