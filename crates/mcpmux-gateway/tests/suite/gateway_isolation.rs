@@ -119,7 +119,12 @@ async fn shared() -> Served {
 
 #[tokio::test]
 async fn a_log_raised_during_one_session_s_call_reaches_that_session_alone() {
-    let served = shared().await;
+    logs_reach_their_caller_alone(shared().await).await;
+}
+
+/// Two sessions of `served` (on server `t`) each hear their own calls' logs, never the
+/// other's.
+async fn logs_reach_their_caller_alone(served: Served) {
     let (a, heard_a) = session(&served.url).await;
     let (b, heard_b) = session(&served.url).await;
     assert_eq!(log(&a, "info", "A's secret").await, "logged");
@@ -310,5 +315,46 @@ async fn a_prompt_listed_before_a_reload_hid_its_server_is_no_longer_served() {
     );
     assert!(client.list_all_prompts().await.unwrap().is_empty());
     client.cancel().await.unwrap();
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_log_raised_while_two_sessions_calls_are_in_flight_reaches_neither() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.jsonl");
+    let spec = fast_testserver(
+        "t",
+        &["--era", "handshake", "--call-log", calls.to_str().unwrap()],
+    );
+    let served = Served::hosted(vec![spec], GatewayOptions::default()).await;
+    let (a, _heard_a) = session(&served.url).await;
+    let (b, heard_b) = session(&served.url).await;
+    // A's call is in flight on the server (it logged its start) while B's call logs: the
+    // log could be either's, and goes to neither.
+    let params = CallToolRequestParams::new("mcp__t__slow").with_arguments(
+        json!({"ms": 60_000, "steps": 1})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let peer = a.peer().clone();
+    let slow = tokio::spawn(async move { peer.call_tool(params).await });
+    wait_log(&calls, WITHIN, |l| l.iter().any(|e| e["tool"] == "slow")).await;
+    assert_eq!(log(&b, "info", "B's, maybe").await, "logged");
+    // A gives up (its call is cancelled upstream); B's next logs are B's alone again.
+    slow.abort();
+    let heard = eventually_async(WITHIN, ms(20), || async {
+        log(&b, "info", "B alone").await;
+        heard_b.texts().iter().any(|t| t == "B alone").then_some(())
+    })
+    .await;
+    assert!(heard.is_some(), "B never heard its own log again");
+    assert!(
+        heard_b.texts().iter().all(|t| t == "B alone"),
+        "{:?}",
+        heard_b.texts()
+    );
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
     served.stop().await;
 }
