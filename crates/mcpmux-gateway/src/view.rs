@@ -79,16 +79,27 @@ impl View {
         }
     }
 
-    /// The server a read of (or a subscription to) `uri` goes to, if this view shows it; else
-    /// "resource not found", as for a URI no server lists (a hidden server's resource is not
-    /// said to exist).
+    /// The server a read of (or a subscription to) `uri` goes to, if this view shows it (or
+    /// else a server in view that lists `uri` too); else "resource not found", as for a URI no
+    /// server lists (a hidden server's resource is not said to exist).
     pub async fn resource_server(&self, hub: &mcpmux::Hub, uri: &str) -> Result<String, ErrorData> {
         let server = hub.resource_owner(uri).await.map_err(|e| failure(&e))?;
-        if !self.server_shown(&server) {
-            tracing::debug!(%server, uri, "a resource of a server outside the view was asked for");
-            return Err(not_found(uri));
+        if self.server_shown(&server) {
+            return Ok(server);
         }
-        Ok(server)
+        // The hub's choice is hidden; a server in view that lists the URI itself serves it.
+        let listing = hub.resources(None).await.map_err(|e| failure(&e))?;
+        let shown = listing
+            .items
+            .into_iter()
+            .find(|r| r.uri == uri && self.server_shown(&r.server));
+        match shown {
+            Some(resource) => Ok(resource.server),
+            None => {
+                tracing::debug!(%server, uri, "a resource of a server outside the view was asked for");
+                Err(not_found(uri))
+            }
+        }
     }
 
     /// Refuses a prompt of `server` (routed by name from a listing that may predate a

@@ -358,3 +358,28 @@ async fn a_log_raised_while_two_sessions_calls_are_in_flight_reaches_neither() {
     b.cancel().await.unwrap();
     served.stop().await;
 }
+
+#[tokio::test]
+async fn a_uri_a_hidden_server_lists_too_is_read_from_the_server_in_scope() {
+    let mut hidden = fast_testserver("hidden", &[]);
+    hidden.options.stages = Some(vec!["build".into()]);
+    let open = fast_testserver("open", &[]);
+    let options = GatewayOptions::default()
+        .with_scope(Some("plan".parse().unwrap()))
+        .with_hidden(vec!["hidden".into()]);
+    let served = Served::hosted(vec![hidden, open], options).await;
+    let (client, _heard) = session(&served.url).await;
+    // Both list test://counter; the one in scope serves it, whichever the hub would pick.
+    for _ in 0..3 {
+        client
+            .read_resource(ReadResourceRequestParams::new("test://counter"))
+            .await
+            .unwrap();
+    }
+    client
+        .subscribe(SubscribeRequestParams::new("test://counter"))
+        .await
+        .unwrap();
+    client.cancel().await.unwrap();
+    served.stop().await;
+}
