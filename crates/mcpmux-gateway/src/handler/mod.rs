@@ -5,8 +5,10 @@
 //! 2026-07-28 client's in rounds of `input_required`); list changes reach every watcher
 //! (`watchers`); resources, templates, prompts and completions are `resources`'s,
 //! subscriptions `subscriptions`'s, tasks `tasks`'s, upstream notices `notices`'s, and each capability is
-//! declared once some upstream server offers it. Knows nothing of HTTP or stdio: a transport
-//! makes one handler per session ([`Gateway::session`]).
+//! declared once some upstream server offers it. What a session may see and use — on every
+//! route: lists, calls, reads, subscriptions, prompts, completions — is its `view`'s to say.
+//! Knows nothing of HTTP or stdio: a transport makes one handler per session
+//! ([`Gateway::session`]).
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
