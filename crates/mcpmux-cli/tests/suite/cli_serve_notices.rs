@@ -222,6 +222,25 @@ fn each_session_gets_the_server_logs_of_its_own_calls_its_level_admits_with_the_
 }
 
 #[test]
+fn served_over_stdio_the_one_client_also_gets_a_log_no_call_explains() {
+    let sandbox = with_testserver(&["--era", "handshake"]);
+    let target = json!({ "stdio": stdio_target(&sandbox, &[]) });
+    let late = json!({"level": "info", "text": "late", "after_ms": 30});
+    let lines = ts_sessions(
+        target,
+        json!([{}]),
+        json!([
+            call(0, "mcp__t__log", late),
+            {"do": "wait", "session": 0, "method": "notifications/message"},
+        ]),
+    );
+    assert_eq!(text_of(&lines[0]["result"]), "will log", "{lines:?}");
+    // Sent after its call answered: tied to no call, yet nobody else's it could be.
+    assert_eq!(lines[1]["seen"], true, "{lines:?}");
+    assert_eq!(lines[1]["notifications"][0]["data"], "late", "{lines:?}");
+}
+
+#[test]
 fn a_catalog_of_ten_thousand_tools_is_served_in_pages_and_a_forged_cursor_is_refused() {
     let sandbox = with_testserver(&["--many-tools", "10000"]);
     let served = Served::start(&sandbox, &[]);
