@@ -1,8 +1,9 @@
 //! The hub's records in MCP's words: a [`mcpmux::Tool`] as an rmcp `Tool` (named as the hub
 //! exposes it), a [`mcpmux::ToolResult`] as a `CallToolResult`, and a [`mcpmux::Error`] as what
 //! the downstream client is told — an `isError` result naming the server and its state, or a
-//! JSON-RPC error when the request itself cannot be routed or the client lacks a capability. Knows nothing of sessions or
-//! transports.
+//! JSON-RPC error when the request itself cannot be routed or the client lacks a capability;
+//! a failed read, get or listing keeps the upstream's code (`failure`). Knows nothing of
+//! sessions or transports.
 
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 use serde_json::{Map, Value, json};
@@ -125,6 +126,26 @@ pub fn refusal(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
 }
 
+/// A failed read, get or listing as the downstream client is told: what the upstream server
+/// answered keeps its code (a missing resource, bad prompt arguments); a URI no server lists
+/// is -32002 (resource not found); anything else (a server down, a timeout) is an internal
+/// error whose text names the server and what became of it.
+pub fn failure(error: &mcpmux::Error) -> ErrorData {
+    match error {
+        // The client's own declaration fell short: it is told what the server needs.
+        mcpmux::Error::MissingCapability { .. } => protocol_error(error),
+        mcpmux::Error::Server { code, message, .. } => ErrorData::new(
+            rmcp::model::ErrorCode(*code),
+            format!("{error}"),
+            Some(Value::String(message.clone())),
+        ),
+        mcpmux::Error::NoResourceServer { .. } | mcpmux::Error::UnknownServer { .. } => {
+            ErrorData::resource_not_found(error.to_string(), None)
+        }
+        _ => ErrorData::internal_error(error.to_string(), None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -178,5 +199,30 @@ mod tests {
         assert_eq!(out["content"][0]["text"], "hello");
         assert_eq!(out["structuredContent"]["n"], 1);
         assert_eq!(out["isError"], false);
+    }
+
+    #[test]
+    fn an_upstream_error_keeps_its_code_and_a_down_server_is_named() {
+        let missing = mcpmux::Error::Server {
+            server: "e".into(),
+            code: -32002,
+            message: "Resource not found".into(),
+            data: None,
+        };
+        let told = failure(&missing);
+        assert_eq!(told.code.0, -32002);
+        assert!(told.message.contains("server `e`"), "{}", told.message);
+        let down = mcpmux::Error::Unavailable {
+            server: "files".into(),
+            state: mcpmux::ServerState::Stopped,
+            reason: "shut down".into(),
+        };
+        let told = failure(&down);
+        assert_eq!(told.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert!(
+            told.message.contains("server `files` is stopped"),
+            "{}",
+            told.message
+        );
     }
 }

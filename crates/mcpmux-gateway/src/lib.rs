@@ -3,21 +3,22 @@
 //! library's, reached only through its public face); rmcp's server side is the downstream,
 //! over stdio or streamable HTTP.
 //!
-//! `handler` is the MCP server, one handler per session (`session`), served as `options`
-//! say; `convert` the hub's records in MCP's words; `resources` the resources, templates,
-//! prompts and completions served; `paging` the pages of every list; `passthrough` the names
-//! served for a single upstream server (`--passthrough`); `relay` what an upstream server
-//! asks mid-call passed on to the calling client (and a policy `ask` asked of it), a
-//! 2026-07-28 client in `rounds` of `input_required`; `subscriptions` who holds which
-//! resource; `tasks` the tasks upstream servers run for clients (SEP-2663); `notices` the
-//! upstream servers' updates, list changes and logs passed on; `watchers` who hears of list
-//! changes and logs; `metrics` what `/metrics` shows; `reload` when the config is read again
-//! and applied; `guard` the HTTP door's rules, `oauth` the gateway as an OAuth resource
-//! server, `rate_limit` the buckets per client, `access_log` the line per request, `door` the
-//! middleware that applies them; `connections` the accept loop and the caps and deadlines
-//! (`deadlines`) every connection is under before the door; `http` and `stdio` the two ways
-//! in (`sse`, legacy HTTP+SSE, mounted by `http`). This
-//! file only re-exports.
+//! `handler` is the MCP server, one handler per session (`session`), served as `options` say;
+//! `view` what a session may see and use (every route asks it); `convert` the hub's records in
+//! MCP's words; `resources` the resources, templates, prompts and completions served; `paging`
+//! the pages of every list; `passthrough` the names served for a single upstream server
+//! (`--passthrough`); `relay` what an upstream server asks mid-call passed on to the calling
+//! client (and a policy `ask` asked of it), a 2026-07-28 client in `rounds` of
+//! `input_required`; `subscriptions` who holds which resource; `tasks` the tasks upstream
+//! servers run for clients (SEP-2663); `notices` the upstream servers' updates, list changes
+//! and logs passed on; `watchers` who hears of list changes and logs; `levels` each session's
+//! log level and the one asked upstream; `metrics` what `/metrics` shows; `reload` when the
+//! config is read again and applied; `guard` the HTTP door's rules, `oauth` the gateway as an
+//! OAuth resource server, `rate_limit` the buckets per client, `access_log` the line per
+//! request, `door` the middleware that applies them; `connections` the accept loop and the
+//! caps and deadlines (`deadlines`) every connection is under before the door; `http` and
+//! `stdio` the two ways in (`sse`, legacy HTTP+SSE, mounted by `http`). This file only
+//! re-exports.
 
 mod access_log;
 mod connections;
@@ -27,6 +28,7 @@ mod door;
 mod guard;
 mod handler;
 mod http;
+mod levels;
 mod metrics;
 mod notices;
 mod oauth;
@@ -44,6 +46,7 @@ mod sse;
 mod stdio;
 mod subscriptions;
 mod tasks;
+mod view;
 mod watchers;
 
 pub use access_log::TARGET as ACCESS_LOG_TARGET;

@@ -3,11 +3,11 @@
 //! lists the URI), prompts are named `mcp__SERVER__PROMPT` as tools are (one naming function,
 //! the library's; the server's own in pass-through mode), and a `prompts/get` is routed by the table of the last listing, as is a
 //! `completion/complete` of a prompt's argument (one of a template's goes to the server that
-//! lists the template). Servers outside the scope are left out. Knows nothing of sessions or
-//! transports.
+//! lists the template). What a session may see and use is its `View`'s to say: every list,
+//! read, get and completion asks it. Knows nothing of sessions or transports.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Mutex, MutexGuard};
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorData, GetPromptResult, ListPromptsResult,
@@ -16,46 +16,16 @@ use rmcp::model::{
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::convert::failure;
 use crate::paging::Pager;
 use crate::passthrough::Naming;
+use crate::view::View;
 
 /// The pager and the cursor of one list request.
 pub type PageOf<'a> = (&'a Pager, Option<&'a str>);
 
-/// The servers whose resources, prompts and notices are not served (those outside the
-/// scope). Cheap to clone: the catalog, the subscriptions and the notices share one list, and
-/// a reload replaces it for all of them.
-#[derive(Clone, Default)]
-pub struct Hidden(Arc<RwLock<Vec<String>>>);
-
-impl Hidden {
-    /// Hides the servers of `hidden`.
-    pub fn new(hidden: Vec<String>) -> Self {
-        Self(Arc::new(RwLock::new(hidden)))
-    }
-
-    /// Whether `server`'s resources, prompts and notices are served.
-    pub fn shown(&self, server: &str) -> bool {
-        let hidden = match self.0.read() {
-            Ok(hidden) => hidden,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        !hidden.iter().any(|h| h == server)
-    }
-
-    /// Hides the servers of `hidden` from now on; returns those hidden until now.
-    pub fn replace(&self, hidden: Vec<String>) -> Vec<String> {
-        match self.0.write() {
-            Ok(mut old) => std::mem::replace(&mut *old, hidden),
-            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), hidden),
-        }
-    }
-}
-
 /// The hub's resources and prompts as one server serves them.
 pub struct Catalog {
-    /// Servers whose resources and prompts are not served (outside the scope).
-    hidden: Hidden,
     /// Exposed prompt name → (server, the server's own name), from the last listing.
     prompts: Mutex<HashMap<String, (String, String)>>,
     /// Prompts under the hub's names, or the server's own in pass-through mode.
@@ -63,11 +33,9 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Serves every server's resources and prompts but those `hidden` holds, prompts named
-    /// by `naming`.
-    pub fn new(hidden: Hidden, naming: Naming) -> Self {
+    /// Serves the resources and prompts a view shows, prompts named by `naming`.
+    pub fn new(naming: Naming) -> Self {
         Self {
-            hidden,
             prompts: Mutex::new(HashMap::new()),
             naming,
         }
@@ -80,16 +48,11 @@ impl Catalog {
         }
     }
 
-    /// Whether `server`'s resources and prompts are served.
-    pub fn shown(&self, server: &str) -> bool {
-        self.hidden.shown(server)
-    }
-
     /// `resources/list`: every server's resources (a server that cannot list is logged and
     /// left out).
     pub async fn resources(
         &self,
-        hub: &mcpmux::Hub,
+        (hub, view): (&mcpmux::Hub, &View),
         (pager, cursor): PageOf<'_>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listing = hub.resources(None).await.map_err(|e| failure(&e))?;
@@ -97,7 +60,7 @@ impl Catalog {
         let shown: Vec<_> = listing
             .items
             .into_iter()
-            .filter(|r| self.shown(&r.server))
+            .filter(|r| view.server_shown(&r.server))
             .collect();
         let (page, next) = pager.page("resources/list", shown, cursor)?;
         let items = page.iter().filter_map(|r| record(r, &r.uri)).collect();
@@ -109,10 +72,10 @@ impl Catalog {
     /// `resources/templates/list`: every server's templates.
     pub async fn templates(
         &self,
-        hub: &mcpmux::Hub,
+        (hub, view): (&mcpmux::Hub, &View),
         (pager, cursor): PageOf<'_>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let shown = self.shown_templates(hub).await?;
+        let shown = self.shown_templates(hub, view).await?;
         let (page, next) = pager.page("resources/templates/list", shown, cursor)?;
         let items = page
             .iter()
@@ -126,6 +89,7 @@ impl Catalog {
     async fn shown_templates(
         &self,
         hub: &mcpmux::Hub,
+        view: &View,
     ) -> Result<Vec<mcpmux::ResourceTemplate>, ErrorData> {
         let listing = hub
             .resource_templates(None)
@@ -135,19 +99,21 @@ impl Catalog {
         Ok(listing
             .items
             .into_iter()
-            .filter(|t| self.shown(&t.server))
+            .filter(|t| view.server_shown(&t.server))
             .collect())
     }
 
-    /// `resources/read`: from the server that lists `uri` (or the only one with resources).
+    /// `resources/read`: from the server that lists `uri` (or the only one with resources),
+    /// if the view shows it.
     pub async fn read(
         &self,
-        hub: &mcpmux::Hub,
+        (hub, view): (&mcpmux::Hub, &View),
         uri: &str,
         options: mcpmux::CallOptions,
     ) -> Result<ReadResourceResult, ErrorData> {
+        let server = view.resource_server(hub, uri).await?;
         let contents = hub
-            .read_resource_with(None, uri, options)
+            .read_resource_with(Some(&server), uri, options)
             .await
             .map_err(|e| naming_uri(failure(&e), uri))?;
         let contents = contents
@@ -161,23 +127,27 @@ impl Catalog {
     /// `prompts/get` uses is this listing's.
     pub async fn prompts(
         &self,
-        hub: &mcpmux::Hub,
+        (hub, view): (&mcpmux::Hub, &View),
         (pager, cursor): PageOf<'_>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = self.list_prompts(hub).await?;
+        let items = self.list_prompts(hub, view).await?;
         let (page, next) = pager.page("prompts/list", items, cursor)?;
         let mut result = ListPromptsResult::with_all_items(page);
         result.next_cursor = next;
         Ok(result)
     }
 
-    async fn list_prompts(&self, hub: &mcpmux::Hub) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
+    async fn list_prompts(
+        &self,
+        hub: &mcpmux::Hub,
+        view: &View,
+    ) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
         let listing = hub.prompts(None).await.map_err(|e| failure(&e))?;
         log_errors("prompts/list", &listing.errors);
         let prompts: Vec<&mcpmux::Prompt> = listing
             .items
             .iter()
-            .filter(|p| self.shown(&p.server))
+            .filter(|p| view.server_shown(&p.server))
             .collect();
         let keys: Vec<(&str, &str)> = prompts
             .iter()
@@ -206,41 +176,44 @@ impl Catalog {
         Ok(items)
     }
 
-    /// The server and the server's own name of the prompt listed as `name`. A name not in
-    /// the last listing is looked up in a fresh one (a client may get without listing first).
+    /// The server and the server's own name of the prompt listed as `name`, if the view
+    /// shows that server (the listing may predate a reload that hid it). A name not in the
+    /// last listing is looked up in a fresh one (a client may get without listing first).
     async fn prompt_route(
         &self,
-        hub: &mcpmux::Hub,
+        (hub, view): (&mcpmux::Hub, &View),
         name: &str,
     ) -> Result<(String, String), ErrorData> {
         let mut route = self.routes().get(name).cloned();
         if route.is_none() {
-            self.list_prompts(hub).await?;
+            self.list_prompts(hub, view).await?;
             route = self.routes().get(name).cloned();
         }
-        route.ok_or_else(|| {
+        let route = route.ok_or_else(|| {
             ErrorData::invalid_params(
                 format!("no prompt named `{name}` (prompts/list names the prompts served)"),
                 None,
             )
-        })
+        })?;
+        view.prompt_server(&route.0, name)?;
+        Ok(route)
     }
 
     /// `completion/complete`: a prompt's argument by the server of the prompt listed under
     /// that name, a resource template's by the server that lists the template.
     pub async fn complete(
         &self,
-        hub: &mcpmux::Hub,
+        (hub, view): (&mcpmux::Hub, &View),
         request: CompleteRequestParams,
     ) -> Result<CompleteResult, ErrorData> {
         let (server, reference) = match &request.r#ref {
             Reference::Prompt(prompt) => {
-                let (server, name) = self.prompt_route(hub, &prompt.name).await?;
+                let (server, name) = self.prompt_route((hub, view), &prompt.name).await?;
                 (server, mcpmux::CompletionRef::Prompt { name })
             }
             Reference::Resource(template) => {
                 let owner = self
-                    .shown_templates(hub)
+                    .shown_templates(hub, view)
                     .await?
                     .into_iter()
                     .find(|t| t.uri_template == template.uri)
@@ -299,12 +272,12 @@ impl Catalog {
     /// `prompts/get`: the prompt listed as `name`, filled in by its server.
     pub async fn get_prompt(
         &self,
-        hub: &mcpmux::Hub,
+        (hub, view): (&mcpmux::Hub, &View),
         name: &str,
         arguments: Map<String, Value>,
         options: mcpmux::CallOptions,
     ) -> Result<GetPromptResult, ErrorData> {
-        let (server, prompt) = self.prompt_route(hub, name).await?;
+        let (server, prompt) = self.prompt_route((hub, view), name).await?;
         let filled = hub
             .get_prompt_with(&server, &prompt, arguments, options)
             .await
@@ -377,56 +350,11 @@ fn log_errors(what: &str, errors: &[mcpmux::Error]) {
     }
 }
 
-/// A failed read, get or listing as the downstream client is told: what the upstream server
-/// answered keeps its code (a missing resource, bad prompt arguments); a URI no server lists
-/// is -32002 (resource not found); anything else (a server down, a timeout) is an internal
-/// error whose text names the server and what became of it.
-pub fn failure(error: &mcpmux::Error) -> ErrorData {
-    match error {
-        // The client's own declaration fell short: it is told what the server needs.
-        mcpmux::Error::MissingCapability { .. } => crate::convert::protocol_error(error),
-        mcpmux::Error::Server { code, message, .. } => ErrorData::new(
-            rmcp::model::ErrorCode(*code),
-            format!("{error}"),
-            Some(Value::String(message.clone())),
-        ),
-        mcpmux::Error::NoResourceServer { .. } | mcpmux::Error::UnknownServer { .. } => {
-            ErrorData::resource_not_found(error.to_string(), None)
-        }
-        _ => ErrorData::internal_error(error.to_string(), None),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-
-    #[test]
-    fn an_upstream_error_keeps_its_code_and_a_down_server_is_named() {
-        let missing = mcpmux::Error::Server {
-            server: "e".into(),
-            code: -32002,
-            message: "Resource not found".into(),
-            data: None,
-        };
-        let told = failure(&missing);
-        assert_eq!(told.code.0, -32002);
-        assert!(told.message.contains("server `e`"), "{}", told.message);
-        let down = mcpmux::Error::Unavailable {
-            server: "files".into(),
-            state: mcpmux::ServerState::Stopped,
-            reason: "shut down".into(),
-        };
-        let told = failure(&down);
-        assert_eq!(told.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
-        assert!(
-            told.message.contains("server `files` is stopped"),
-            "{}",
-            told.message
-        );
-    }
 
     #[test]
     fn records_lose_the_hub_s_server_field() {

@@ -1,7 +1,8 @@
 //! The gateway over stdio, for a client that spawns `mcpmux serve`: one session on this
 //! process's stdin and stdout (rmcp's transport; the handshake era and 2026-07-28 requests
 //! alike), until the client closes stdin or shutdown is asked for. Nothing but MCP frames
-//! is written to stdout. Closing the hub is the caller's.
+//! is written to stdout. Its one client is the only party there is: it also gets the server
+//! logs no call explains. Closing the hub is the caller's.
 
 use std::time::Duration;
 
@@ -26,6 +27,9 @@ pub async fn serve_stdio(
     grace: Duration,
 ) -> Result<(), StdioError> {
     let transport = rmcp::transport::stdio_pipes();
+    // Its one client is the only one there will ever be: a server log no call explains is
+    // still its own.
+    gateway.serve_alone();
     let mut shutdown = std::pin::pin!(shutdown);
     let running = tokio::select! {
         started = gateway.session().serve(transport) => match started {

@@ -14,7 +14,8 @@ use rmcp::{
     service::{Peer, SubscriptionSink},
 };
 
-use crate::resources::{Hidden, failure};
+use crate::convert::failure;
+use crate::view::View;
 
 /// Where a holder's updates go.
 #[derive(Clone)]
@@ -37,8 +38,6 @@ struct Table {
 /// Who holds which resource.
 pub struct Subscriptions {
     hub: mcpmux::Hub,
-    /// Servers whose resources are not served (outside the scope).
-    hidden: Hidden,
     table: Mutex<Table>,
     /// Subscribing and unsubscribing upstream, one at a time: the first holder's subscribe and
     /// the last holder's unsubscribe of one resource reach its server in the order decided.
@@ -47,11 +46,10 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
-    /// Subscriptions made on `hub`, to the resources of every server but `hidden`.
-    pub fn new(hub: mcpmux::Hub, hidden: Hidden) -> Arc<Self> {
+    /// Subscriptions made on `hub`.
+    pub fn new(hub: mcpmux::Hub) -> Arc<Self> {
         Arc::new(Subscriptions {
             hub,
-            hidden,
             table: Mutex::default(),
             upstream: tokio::sync::Mutex::new(()),
         })
@@ -65,19 +63,14 @@ impl Subscriptions {
     }
 
     /// `holder` (whose updates go to `target`) subscribes to `uri`, on the server a read of
-    /// it goes to; the server is asked only if nobody held it yet.
-    pub async fn subscribe(&self, holder: u64, target: Target, uri: &str) -> Result<(), ErrorData> {
-        let server = self
-            .hub
-            .resource_owner(uri)
-            .await
-            .map_err(|e| failure(&e))?;
-        if !self.hidden.shown(&server) {
-            return Err(ErrorData::resource_not_found(
-                format!("no server in scope has the resource `{uri}`"),
-                None,
-            ));
-        }
+    /// it goes to, if `view` shows it; the server is asked only if nobody held it yet.
+    pub async fn subscribe(
+        &self,
+        (holder, view): (u64, &View),
+        target: Target,
+        uri: &str,
+    ) -> Result<(), ErrorData> {
+        let server = view.resource_server(&self.hub, uri).await?;
         let key = (server, uri.to_string());
         let _order = self.upstream.lock().await;
         let first = self.lock().holders.get(&key).is_none_or(BTreeSet::is_empty);

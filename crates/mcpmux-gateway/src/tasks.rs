@@ -144,19 +144,19 @@ impl Tasks {
         }
     }
 
-    /// Adds the extension to `capabilities` once some upstream server outside `hidden` has
+    /// Adds the extension to `capabilities` once some upstream server `view` shows has
     /// declared it.
     pub fn declare(
         &self,
         hub: &mcpmux::Hub,
-        hidden: &crate::resources::Hidden,
+        view: &crate::view::View,
         capabilities: &mut ServerCapabilities,
     ) {
         if !self.offered.load(Ordering::Relaxed)
             && hub
                 .servers()
                 .iter()
-                .any(|server| server.tasks && hidden.shown(&server.name))
+                .any(|server| server.tasks && view.server_shown(&server.name))
         {
             self.offered.store(true, Ordering::Relaxed);
         }

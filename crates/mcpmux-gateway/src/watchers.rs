@@ -1,7 +1,7 @@
-//! Who is told that a list changed (tools, resources, prompts) and who hears the servers'
-//! log messages: handshake-era sessions (stdio, or an HTTP session with `Mcp-Session-Id`)
+//! Who is told that a list changed (tools, resources, prompts), and where a server's log
+//! message goes: handshake-era sessions (stdio, or an HTTP session with `Mcp-Session-Id`)
 //! once they sent `notifications/initialized`, and 2026-07-28 `subscriptions/listen` streams
-//! that asked for that list. Owns that list and the task that watches the hub: on every hub
+//! that asked for that list. A log goes to the one session it is for, never to the others. Owns that list and the task that watches the hub: on every hub
 //! event it compares the tool set with the one last announced (a server's tools come and go
 //! with its state and breaker, not only with its own `list_changed`), and the servers that
 //! offer resources and prompts with those last announced, and tells every watcher when they
@@ -13,7 +13,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::{
     Arc, Mutex, MutexGuard,
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
 };
 
 use mcpmux::host::{LogLevel, ServerLog};
@@ -26,21 +26,10 @@ use rmcp::{
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::resources::Hidden;
+use crate::view::View;
 
 /// Numbers watchers, so one can be found again to be removed.
 static NEXT_WATCHER: AtomicU64 = AtomicU64::new(1);
-
-/// A session's log level: what `logging/setLevel` set (`None`: every message is sent).
-pub type Level = Arc<Mutex<Option<LogLevel>>>;
-
-/// Reads a session's log level.
-pub fn level_of(level: &Level) -> Option<LogLevel> {
-    match level.lock() {
-        Ok(level) => *level,
-        Err(poisoned) => *poisoned.into_inner(),
-    }
-}
 
 /// Which list changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +52,8 @@ impl List {
 /// One downstream party to tell.
 #[derive(Clone)]
 enum Watcher {
-    /// A handshake-era session, and the level of logs it asked for.
-    Session(Peer<RoleServer>, Level),
+    /// A handshake-era session, and its number (`Session::id`).
+    Session(Peer<RoleServer>, u64),
     /// A 2026-07-28 listen stream.
     Listen(SubscriptionSink),
 }
@@ -73,6 +62,9 @@ enum Watcher {
 #[derive(Default)]
 pub struct Watchers {
     watchers: Mutex<Vec<(u64, Watcher)>>,
+    /// The gateway serves one client for its whole life (stdio): a log no call explains is
+    /// still that client's, as nobody else's it could be.
+    alone: AtomicBool,
 }
 
 impl Watchers {
@@ -83,12 +75,34 @@ impl Watchers {
         }
     }
 
-    /// Remembers a handshake-era session and its log level.
-    pub fn add_session(&self, peer: Peer<RoleServer>, level: Level) {
+    /// Remembers handshake-era session `session`.
+    pub fn add_session(&self, peer: Peer<RoleServer>, session: u64) {
         let id = NEXT_WATCHER.fetch_add(1, Ordering::Relaxed);
         let mut watchers = self.lock();
         watchers.retain(|(_, w)| !matches!(w, Watcher::Session(p, _) if p.is_transport_closed()));
-        watchers.push((id, Watcher::Session(peer, level)));
+        watchers.push((id, Watcher::Session(peer, session)));
+    }
+
+    /// From now on the gateway serves one client only, for good (stdio).
+    pub fn serve_alone(&self) {
+        self.alone.store(true, Ordering::Relaxed);
+    }
+
+    /// The session a log that no call explains goes to: the one client of a gateway that
+    /// serves one alone; else none (it could be any client's).
+    pub fn sole_session(&self) -> Option<u64> {
+        if !self.alone.load(Ordering::Relaxed) {
+            return None;
+        }
+        let watchers = self.lock();
+        let mut sessions = watchers.iter().filter_map(|(_, w)| match w {
+            Watcher::Session(_, session) => Some(*session),
+            Watcher::Listen(_) => None,
+        });
+        match (sessions.next(), sessions.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
     }
 
     /// Remembers a listen stream; returns its id for [`Watchers::remove`].
@@ -106,17 +120,6 @@ impl Watchers {
     /// How many parties are watching.
     pub fn count(&self) -> usize {
         self.lock().len()
-    }
-
-    /// The lowest log level a live session asked for (`None`: none asked).
-    pub fn lowest_level(&self) -> Option<LogLevel> {
-        self.lock()
-            .iter()
-            .filter_map(|(_, w)| match w {
-                Watcher::Session(peer, level) if !peer.is_transport_closed() => level_of(level),
-                _ => None,
-            })
-            .min()
     }
 
     /// Sends `notifications/tools/list_changed` to every watcher, forgetting those gone.
@@ -168,25 +171,18 @@ impl Watchers {
         }
     }
 
-    /// Passes a server's log message to every session whose level admits it, the server
-    /// named in `logger` (`SERVER`, or `SERVER/LOGGER` when the server named one). Listen
-    /// streams get none: 2026-07-28 carries logs on the request that asked for them.
-    pub async fn log(&self, log: &ServerLog) {
-        let sessions: Vec<(u64, Peer<RoleServer>)> = self
-            .lock()
-            .iter()
-            .filter_map(|(id, w)| match w {
-                Watcher::Session(peer, level)
-                    if level_of(level).is_none_or(|wanted| log.level >= wanted) =>
-                {
-                    Some((*id, peer.clone()))
-                }
-                _ => None,
-            })
-            .collect();
-        if sessions.is_empty() {
+    /// Passes a server's log message to session `session` alone (whose level admits it:
+    /// `levels`), the server named in `logger` (`SERVER`, or `SERVER/LOGGER` when the server
+    /// named one). Listen streams get none: 2026-07-28 carries logs on the request that asked
+    /// for them.
+    pub async fn log_to(&self, session: u64, log: &ServerLog) {
+        let found = self.lock().iter().find_map(|(id, w)| match w {
+            Watcher::Session(peer, of) if *of == session => Some((*id, peer.clone())),
+            _ => None,
+        });
+        let Some((id, peer)) = found else {
             return;
-        }
+        };
         let logger = match &log.logger {
             Some(logger) => format!("{}/{logger}", log.server),
             None => log.server.clone(),
@@ -194,20 +190,16 @@ impl Watchers {
         let mut param =
             LoggingMessageNotificationParam::new(logging_level(log.level), log.data.clone());
         param.logger = Some(logger);
-        let mut gone = Vec::new();
-        for (id, peer) in sessions {
-            if peer.is_transport_closed() {
-                gone.push(id);
-                continue;
-            }
-            #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet the handshake era's.
-            if let Err(error) = peer.notify_logging_message(param.clone()).await {
-                tracing::debug!(%error, "a server log not delivered; forgetting the session");
-                gone.push(id);
-            }
-        }
-        if !gone.is_empty() {
-            self.lock().retain(|(id, _)| !gone.contains(id));
+        let sent = if peer.is_transport_closed() {
+            Err("session closed".to_string())
+        } else {
+            peer.notify_logging_message(param)
+                .await
+                .map_err(|e| e.to_string())
+        };
+        if let Err(error) = sent {
+            tracing::debug!(%error, "a server log not delivered; forgetting the session");
+            self.lock().retain(|(other, _)| *other != id);
         }
     }
 }
@@ -260,11 +252,11 @@ pub fn fingerprint(tools: &[mcpmux::Tool]) -> u64 {
 
 /// A digest of the servers (in scope, connected) that offer resources, and of those that
 /// offer prompts: when one changes, so does that list.
-pub fn offers(hub: &mcpmux::Hub, hidden: &Hidden) -> (u64, u64) {
+pub fn offers(hub: &mcpmux::Hub, view: &View) -> (u64, u64) {
     let mut resources = std::collections::hash_map::DefaultHasher::new();
     let mut prompts = std::collections::hash_map::DefaultHasher::new();
     for server in hub.servers() {
-        if !hidden.shown(&server.name) {
+        if !view.server_shown(&server.name) {
             continue;
         }
         if server.resources {

@@ -151,6 +151,10 @@ pub struct LogArgs {
     pub level: String,
     /// What to log.
     pub text: String,
+    /// Log this many milliseconds after answering instead of before (a log no call explains:
+    /// its call has ended when it comes). At most 10 000.
+    #[serde(default)]
+    pub after_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -585,7 +589,7 @@ impl TestServer {
     }
 
     #[tool(
-        description = "Send one log message (notifications/message, logger `testserver`) at `level` with `text`, if the session's logging/setLevel admits it. Answers \"logged\" or \"below the level\".",
+        description = "Send one log message (notifications/message, logger `testserver`) at `level` with `text`, if the session's logging/setLevel admits it; with `after_ms`, that long after answering. Answers \"logged\", \"will log\" or \"below the level\".",
         annotations(read_only_hint = true)
     )]
     async fn log(
@@ -604,6 +608,19 @@ impl TestServer {
         let mut message =
             LoggingMessageNotificationParam::new(level, serde_json::Value::String(args.text));
         message.logger = Some("testserver".into());
+        if let Some(after) = args.after_ms {
+            if after > 10_000 {
+                return error("after_ms is at most 10000");
+            }
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(after)).await;
+                if let Err(send_error) = peer.notify_logging_message(message).await {
+                    tracing::warn!(%send_error, "a late log was not sent");
+                }
+            });
+            return text("will log");
+        }
         match context.peer.notify_logging_message(message).await {
             Ok(()) => text("logged"),
             Err(send_error) => error(format!("not sent: {send_error}")),

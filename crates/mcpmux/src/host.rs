@@ -340,6 +340,11 @@ pub struct ServerLog {
     pub logger: Option<String>,
     /// What it said (any JSON).
     pub data: Value,
+    /// The party (a [`Relay::party`]) whose call the server was serving when it sent this: the
+    /// one party with calls in flight on that server's session as the message was read (a log
+    /// carries no request id, so nothing finer can be known). `None` when no relayed call was
+    /// in flight, or calls of several parties were.
+    pub party: Option<u64>,
 }
 
 /// A filesystem root a server may work in.

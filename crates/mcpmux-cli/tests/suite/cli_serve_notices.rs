@@ -2,8 +2,8 @@
 //! beside tools: resource subscriptions (an update reaches only the sessions subscribed; a
 //! session that ends releases what it alone held), resource and prompt list changes (to
 //! handshake-era sessions and to 2026-07-28 listen streams), completions of prompt and
-//! template arguments, logging (`logging/setLevel` per session, the server named in
-//! `logger`), and lists in pages with cursors a client cannot forge. Driven by the official
+//! template arguments, logging (a call's logs to its session alone, `logging/setLevel` per
+//! session, the server named in `logger`), and lists in pages with cursors a client cannot forge. Driven by the official
 //! SDK clients (several TypeScript sessions at once; the Python client in 2026-07-28) against
 //! the test server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -167,11 +167,17 @@ fn prompt_and_template_arguments_are_completed_by_their_server() {
 }
 
 #[test]
-fn each_session_gets_the_server_logs_its_level_admits_with_the_server_named() {
+fn each_session_gets_the_server_logs_of_its_own_calls_its_level_admits_with_the_server_named() {
     let sandbox = with_testserver(&["--era", "handshake"]);
     let served = Served::start(&sandbox, &[]);
-    let log =
-        |level: &str, text: &str| call(0, "mcp__t__log", json!({"level": level, "text": text}));
+    let log = |session: usize, level: &str, text: &str| {
+        call(
+            session,
+            "mcp__t__log",
+            json!({"level": level, "text": text}),
+        )
+    };
+    let message = "notifications/message";
     let lines = ts_sessions(
         served.target(),
         json!([{}, {}]),
@@ -179,11 +185,13 @@ fn each_session_gets_the_server_logs_its_level_admits_with_the_server_named() {
             {"do": "capabilities"},
             {"do": "set_level", "session": 0, "level": "debug"},
             {"do": "set_level", "session": 1, "level": "error"},
-            log("warning", "careful"),
-            {"do": "wait", "session": 0, "method": "notifications/message"},
-            log("error", "broken"),
-            {"do": "wait", "session": 1, "method": "notifications/message"},
-            {"do": "wait", "session": 0, "method": "notifications/message", "count": 2},
+            log(0, "warning", "careful"),
+            {"do": "wait", "session": 0, "method": message},
+            log(1, "warning", "muted"),
+            log(1, "error", "broken"),
+            {"do": "wait", "session": 1, "method": message},
+            log(0, "info", "again"),
+            {"do": "wait", "session": 0, "method": message, "count": 2},
         ]),
     );
     assert!(lines[0]["capabilities"]["logging"].is_object(), "{lines:?}");
@@ -193,15 +201,43 @@ fn each_session_gets_the_server_logs_its_level_admits_with_the_server_named() {
     assert_eq!(first["level"], "warning", "{lines:?}");
     assert_eq!(first["logger"], "t/testserver", "{lines:?}");
     assert_eq!(first["data"], "careful", "{lines:?}");
-    // Session 1 asked for errors only: the warning never reached it.
-    let errors_only: Vec<&Value> = lines[6]["notifications"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .collect();
-    assert_eq!(errors_only.len(), 1, "{lines:?}");
-    assert_eq!(errors_only[0]["data"], "broken", "{lines:?}");
-    assert_eq!(count(&lines[7], "notifications"), 2, "{lines:?}");
+    // Session 1 asked for errors only, and hears only its own calls' logs: not its warning,
+    // not session 0's.
+    assert_eq!(text_of(&lines[5]["result"]), "logged", "{lines:?}");
+    let datas = |line: &Value| -> Vec<Value> {
+        line["notifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["data"].clone())
+            .collect()
+    };
+    assert_eq!(datas(&lines[7]), [json!("broken")], "{lines:?}");
+    // Session 1's error, passed on before session 0's "again", never reached session 0.
+    assert_eq!(
+        datas(&lines[9]),
+        [json!("careful"), json!("again")],
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn served_over_stdio_the_one_client_also_gets_a_log_no_call_explains() {
+    let sandbox = with_testserver(&["--era", "handshake"]);
+    let target = json!({ "stdio": stdio_target(&sandbox, &[]) });
+    let late = json!({"level": "info", "text": "late", "after_ms": 30});
+    let lines = ts_sessions(
+        target,
+        json!([{}]),
+        json!([
+            call(0, "mcp__t__log", late),
+            {"do": "wait", "session": 0, "method": "notifications/message"},
+        ]),
+    );
+    assert_eq!(text_of(&lines[0]["result"]), "will log", "{lines:?}");
+    // Sent after its call answered: tied to no call, yet nobody else's it could be.
+    assert_eq!(lines[1]["seen"], true, "{lines:?}");
+    assert_eq!(lines[1]["notifications"][0]["data"], "late", "{lines:?}");
 }
 
 #[test]

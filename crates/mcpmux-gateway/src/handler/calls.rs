@@ -239,9 +239,8 @@ impl Gateway {
         if self.inner.options.ask_clients && caller.takes_forms() {
             options = options.with_approver(Arc::new(ClientApproval(caller)));
         }
-        if let Some(scope) = &self.inner.options.scope {
-            options = options.with_scope(scope.clone());
-        }
+        // The library refuses a tool outside the scope: the view hands it the scope.
+        options = self.view.call_options(options);
         let hub = &self.inner.hub;
         // In pass-through mode the name served is the server's own: the hub's is looked up.
         let name: Cow<'_, str> = if self.inner.options.passthrough {
@@ -283,10 +282,10 @@ impl Gateway {
         let given = request.input_responses.take();
         let options = self.options_for(&caller, self.inner.abort.child_token(), progress, given);
         let arguments = request.arguments.unwrap_or_default();
-        let filled =
-            self.inner
-                .catalog
-                .get_prompt(&self.inner.hub, &request.name, arguments, options);
+        let filled = self
+            .inner
+            .catalog
+            .get_prompt(self.seen(), &request.name, arguments, options);
         Ok(filled.await?.into())
     }
 
@@ -301,10 +300,7 @@ impl Gateway {
         self.wait_for_startup().await;
         let given = request.input_responses.take();
         let options = self.options_for(&caller, self.inner.abort.child_token(), progress, given);
-        let read = self
-            .inner
-            .catalog
-            .read(&self.inner.hub, &request.uri, options);
+        let read = self.inner.catalog.read(self.seen(), &request.uri, options);
         Ok(read.await?.into())
     }
 }

@@ -5,8 +5,10 @@
 //! 2026-07-28 client's in rounds of `input_required`); list changes reach every watcher
 //! (`watchers`); resources, templates, prompts and completions are `resources`'s,
 //! subscriptions `subscriptions`'s, tasks `tasks`'s, upstream notices `notices`'s, and each capability is
-//! declared once some upstream server offers it. Knows nothing of HTTP or stdio: a transport
-//! makes one handler per session ([`Gateway::session`]).
+//! declared once some upstream server offers it. What a session may see and use — on every
+//! route: lists, calls, reads, subscriptions, prompts, completions — is its `view`'s to say.
+//! Knows nothing of HTTP or stdio: a transport makes one handler per session
+//! ([`Gateway::session`]).
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -40,14 +42,16 @@ mod reconfigure;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
+    levels::Levels,
     metrics::Metrics,
     options::GatewayOptions,
     paging::Pager,
     passthrough::{Naming, Refusals},
-    resources::{Catalog, Hidden},
+    resources::Catalog,
     rounds::Rounds,
     session::Session,
     subscriptions::{Subscriptions, Target},
+    view::{Hidden, View},
     watchers::{Looks, Watchers},
 };
 
@@ -63,6 +67,8 @@ const CANCEL_WAIT: Duration = Duration::from_secs(2);
 pub struct Gateway {
     inner: Arc<Inner>,
     session: Arc<Session>,
+    /// What this session may see and use: every route asks it.
+    view: View,
 }
 
 struct Inner {
@@ -71,8 +77,12 @@ struct Inner {
     /// The servers `/readyz` waits for: the options' until a reload replaces them.
     required: RwLock<Vec<String>>,
     /// The servers outside the scope, whose resources, prompts and notices are not served:
-    /// the options' until a reload replaces them.
+    /// the options' until a reload replaces them (in every view, which share it).
     hidden: Hidden,
+    /// What a session sees: the scope, and the servers outside it.
+    view: View,
+    /// The log level each session wants, and the one asked of the servers.
+    levels: Arc<Levels>,
     watchers: Arc<Watchers>,
     /// Whether the servers' first connection attempts have settled (or a required one
     /// failed: `Hub::wait_ready` stops there).
@@ -104,8 +114,6 @@ struct Inner {
     rounds: Arc<Rounds<CallToolResponse>>,
     prompt_rounds: Arc<Rounds<GetPromptResponse>>,
     read_rounds: Arc<Rounds<ReadResourceResponse>>,
-    /// The log level last asked of the upstream servers.
-    upstream_level: std::sync::Mutex<Option<mcpmux::host::LogLevel>>,
     /// The tasks upstream servers run for downstream clients (SEP-2663).
     tasks: crate::tasks::Tasks,
     /// Pass-through mode: the tools not served for their names.
@@ -124,6 +132,8 @@ impl Gateway {
     pub fn new(hub: mcpmux::Hub, options: GatewayOptions) -> Self {
         let watchers = Arc::new(Watchers::default());
         let hidden = Hidden::new(options.hidden.clone());
+        let view = View::new(options.scope.clone(), hidden.clone());
+        let levels = Levels::new(hub.clone());
         let stop = CancellationToken::new();
         let (settled, startup) = watch::channel(false);
         {
@@ -142,8 +152,7 @@ impl Gateway {
             let events = hub.subscribe();
             let lister = hub.clone();
             let offerer = hub.clone();
-            let hidden = hidden.clone();
-            let scope = options.scope.clone();
+            let (seen, shown) = (view.clone(), view.clone());
             let mut startup = startup.clone();
             let wait = options.list_wait;
             let settled = async move {
@@ -153,31 +162,34 @@ impl Gateway {
                 events,
                 settled,
                 Looks {
-                    tools: move || list(&lister, scope.as_ref()),
-                    offers: move || crate::watchers::offers(&offerer, &hidden),
+                    tools: move || seen.tools(&lister),
+                    offers: move || crate::watchers::offers(&offerer, &shown),
                 },
                 watchers.clone(),
                 stop.clone(),
             ));
         }
-        let subscriptions = Subscriptions::new(hub.clone(), hidden.clone());
+        let subscriptions = Subscriptions::new(hub.clone());
         if let Some(host) = &options.host {
-            tokio::spawn(crate::notices::forward(
-                host.clone(),
-                subscriptions.clone(),
-                watchers.clone(),
-                hidden.clone(),
-                stop.clone(),
-            ));
+            let to = crate::notices::To {
+                subscriptions: subscriptions.clone(),
+                watchers: watchers.clone(),
+                levels: levels.clone(),
+                view: view.clone(),
+            };
+            tokio::spawn(crate::notices::forward(host.clone(), to, stop.clone()));
         }
-        let catalog = Catalog::new(hidden.clone(), Naming::new(options.passthrough));
+        let catalog = Catalog::new(Naming::new(options.passthrough));
         let pager = Pager::new(options.page_size);
         Gateway {
-            session: Session::new(subscriptions.clone()),
+            session: Session::new(subscriptions.clone(), levels.clone()),
+            view: view.clone(),
             inner: Arc::new(Inner {
                 hub,
                 required: RwLock::new(options.required.clone()),
                 hidden,
+                view,
+                levels,
                 options,
                 catalog,
                 metrics: Metrics::default(),
@@ -191,7 +203,6 @@ impl Gateway {
                 rounds: Arc::default(),
                 prompt_rounds: Arc::default(),
                 read_rounds: Arc::default(),
-                upstream_level: std::sync::Mutex::new(None),
                 tasks: crate::tasks::Tasks::default(),
                 refusals: Refusals::default(),
                 watchers,
@@ -208,9 +219,11 @@ impl Gateway {
     /// The handler of a new session: what the session asks mid-call and what it subscribes
     /// to are its own. A transport calls this once per session.
     pub fn session(&self) -> Gateway {
+        let inner = &self.inner;
         Gateway {
-            inner: self.inner.clone(),
-            session: Session::new(self.inner.subscriptions.clone()),
+            inner: inner.clone(),
+            session: Session::new(inner.subscriptions.clone(), inner.levels.clone()),
+            view: inner.view.clone(),
         }
     }
 
@@ -232,6 +245,12 @@ impl Gateway {
     /// How many downstream parties are told about tool-list changes.
     pub fn watchers(&self) -> usize {
         self.inner.watchers.count()
+    }
+
+    /// This gateway serves one client for good (stdio): a server log no call explains goes
+    /// to it, as it could be nobody else's.
+    pub(crate) fn serve_alone(&self) {
+        self.inner.watchers.serve_alone();
     }
 
     /// Refuses new calls from now on (shutdown has begun).
@@ -273,7 +292,7 @@ impl Gateway {
     fn capabilities(&self) -> ServerCapabilities {
         let inner = &self.inner;
         for server in inner.hub.servers() {
-            if !inner.hidden.shown(&server.name) {
+            if !self.view.server_shown(&server.name) {
                 continue;
             }
             for (offered, latch) in [
@@ -314,7 +333,7 @@ impl Gateway {
         }
         inner
             .tasks
-            .declare(&inner.hub, &inner.hidden, &mut capabilities);
+            .declare(&inner.hub, &self.view, &mut capabilities);
         capabilities
     }
 
@@ -324,12 +343,17 @@ impl Gateway {
 
     /// The tools served now: in pass-through mode, those whose own names may be served.
     fn served(&self) -> Vec<mcpmux::Tool> {
-        let tools = list(&self.inner.hub, self.inner.options.scope.as_ref());
+        let tools = self.view.tools(&self.inner.hub);
         if self.inner.options.passthrough {
             self.inner.refusals.servable(tools)
         } else {
             tools
         }
+    }
+
+    /// The hub, and what this session may see of it.
+    fn seen(&self) -> (&mcpmux::Hub, &View) {
+        (&self.inner.hub, &self.view)
     }
 
     async fn wait_for_startup(&self) {
@@ -345,15 +369,6 @@ impl Gateway {
 /// The cursor a list request carries.
 fn cursor_of(request: Option<&PaginatedRequestParams>) -> Option<&str> {
     request.and_then(|r| r.cursor.as_deref())
-}
-
-/// The tools served: the hub's, or those of the scope.
-fn list(hub: &mcpmux::Hub, scope: Option<&mcpmux::Scope>) -> Vec<mcpmux::Tool> {
-    let tools = match scope {
-        Some(scope) => hub.tools_for(scope),
-        None => hub.tools(),
-    };
-    tools.into_iter().filter(|t| t.unusable.is_none()).collect()
 }
 
 impl ServerHandler for Gateway {
@@ -402,7 +417,7 @@ impl ServerHandler for Gateway {
     ) -> Result<ListResourcesResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.resources(&self.inner.hub, page).await
+        self.inner.catalog.resources(self.seen(), page).await
     }
 
     async fn list_resource_templates(
@@ -412,7 +427,7 @@ impl ServerHandler for Gateway {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.templates(&self.inner.hub, page).await
+        self.inner.catalog.templates(self.seen(), page).await
     }
 
     async fn read_resource(
@@ -430,7 +445,7 @@ impl ServerHandler for Gateway {
     ) -> Result<ListPromptsResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.prompts(&self.inner.hub, page).await
+        self.inner.catalog.prompts(self.seen(), page).await
     }
 
     async fn get_prompt(
@@ -512,7 +527,7 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         self.wait_for_startup().await;
-        self.inner.catalog.complete(&self.inner.hub, request).await
+        self.inner.catalog.complete(self.seen(), request).await
     }
 
     #[allow(deprecated)]
@@ -521,32 +536,10 @@ impl ServerHandler for Gateway {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let level = crate::watchers::log_level(request.level);
-        match self.session.level.lock() {
-            Ok(mut mine) => *mine = Some(level),
-            Err(poisoned) => *poisoned.into_inner() = Some(level),
-        }
         // The servers send what the most talkative session wants; each session is then sent
-        // only what it asked for.
-        let lowest = self
-            .inner
-            .watchers
-            .lowest_level()
-            .map_or(level, |l| l.min(level));
-        let changed = {
-            let mut sent = match self.inner.upstream_level.lock() {
-                Ok(sent) => sent,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            let changed = *sent != Some(lowest);
-            *sent = Some(lowest);
-            changed
-        };
-        if changed {
-            for error in self.inner.hub.set_log_level(lowest).await {
-                tracing::debug!(%error, "logging/setLevel not passed on");
-            }
-        }
+        // only what it asked for (`levels`).
+        let level = crate::watchers::log_level(request.level);
+        self.inner.levels.set(self.session.id, level).await;
         Ok(())
     }
 
@@ -560,7 +553,7 @@ impl ServerHandler for Gateway {
         let target = Target::Session(context.peer);
         self.inner
             .subscriptions
-            .subscribe(self.session.id, target, &request.uri)
+            .subscribe((self.session.id, &self.view), target, &request.uri)
             .await
     }
 
@@ -577,9 +570,10 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.inner.levels.join(self.session.id);
         self.inner
             .watchers
-            .add_session(context.peer, self.session.level.clone());
+            .add_session(context.peer, self.session.id);
     }
 
     // A session's roots are asked of it afresh each time an upstream server asks during one
@@ -625,7 +619,7 @@ impl ServerHandler for Gateway {
             match self
                 .inner
                 .subscriptions
-                .subscribe(holder, target, uri)
+                .subscribe((holder, &self.view), target, uri)
                 .await
             {
                 // rmcp acknowledged the listen before this method ran, and the upstream

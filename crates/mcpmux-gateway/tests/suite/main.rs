@@ -9,6 +9,7 @@ mod support;
 
 mod gateway_connections;
 mod gateway_http;
+mod gateway_isolation;
 mod gateway_limits;
 mod gateway_oauth;
 mod gateway_rounds;

@@ -25,6 +25,11 @@ use crate::host::Relay;
 /// may be handled a moment before the caller records it.
 const ID_WAIT: Duration = Duration::from_secs(2);
 
+/// The party a server's log message is for, stamped on the message as it is read (while the
+/// call that caused it is still in flight): see [`Callers::sole_party`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LogParty(pub(crate) Option<u64>);
+
 /// One call in flight: for whom, and who passes its requests on (none: the hub's host).
 #[derive(Clone)]
 pub(crate) struct Caller {
@@ -143,6 +148,16 @@ impl Callers {
             if tokio::time::timeout_at(deadline, identified).await.is_err() {
                 return Attribution::Outside;
             }
+        }
+    }
+
+    /// The party every call in flight is made for, when they are all one relayed party's: a
+    /// notification that names no call (a log message) is that party's. `None` with nothing in
+    /// flight, calls of several parties, or the harness's own.
+    pub(crate) fn sole_party(&self) -> Option<u64> {
+        match self.by_parties() {
+            Attribution::Call(caller) => caller.party,
+            Attribution::Outside | Attribution::Ambiguous(_) => None,
         }
     }
 
@@ -286,6 +301,21 @@ mod tests {
         tokio::task::yield_now().await;
         call.identify(RequestId::Number(5));
         assert_eq!(waiting.await.ok().flatten(), Some(Some(3)));
+    }
+
+    #[test]
+    fn a_log_is_a_party_s_only_while_that_party_alone_has_calls_in_flight() {
+        let callers = Callers::default();
+        assert_eq!(callers.sole_party(), None);
+        let a = callers.enter(caller(1));
+        assert_eq!(callers.sole_party(), Some(1));
+        let b = callers.enter(caller(2));
+        assert_eq!(callers.sole_party(), None);
+        drop(a);
+        assert_eq!(callers.sole_party(), Some(2));
+        drop(b);
+        let _own = callers.enter(Caller::of(None));
+        assert_eq!(callers.sole_party(), None);
     }
 
     #[tokio::test]

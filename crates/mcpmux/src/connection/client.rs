@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::callers::{Attribution, Caller, Callers};
+use super::callers::{Attribution, Caller, Callers, LogParty};
 use super::progress_routes::ProgressRoutes;
 use crate::host::{
     ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, LogLevel, Relay,
@@ -418,15 +418,19 @@ impl ClientHandler for HubClient {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         let logger = params.logger.as_deref().unwrap_or("");
         if self.host.wants_logs() {
+            // Stamped as the message was read (`progress_tap`): this task may run after the
+            // call that caused it has ended.
+            let party = context.extensions.get::<LogParty>().and_then(|p| p.0);
             self.host.publish_log(ServerLog {
                 server: self.server.clone(),
                 level: log_level(params.level),
                 logger: params.logger.clone(),
                 data: params.data.clone(),
+                party,
             });
         }
         match params.level {

@@ -424,7 +424,11 @@ where
     T: Transport<RoleClient> + 'static,
 {
     let transport = probe::ProbeTransport::new(transport, probe.0, name, probe.1);
-    let transport = super::progress_tap::ProgressTap::new(transport, handler.progress.clone());
+    let transport = super::progress_tap::ProgressTap::new(
+        transport,
+        handler.progress.clone(),
+        handler.callers.clone(),
+    );
     match tokio::time::timeout_at(deadline, handler.serve_with_lifecycle(transport, lifecycle))
         .await
     {

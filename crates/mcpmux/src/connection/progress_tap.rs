@@ -8,7 +8,13 @@
 //! answer it, and marks its token, so that steps read before the call has added its route
 //! wait for it (`progress_routes.rs`), even past the call's answer, which its caller reads
 //! only after adding the route. A call cancelled before rmcp wrote it never adds one: its
-//! cancellation, written after it, clears the mark. Knows nothing of which transport it wraps.
+//! cancellation, written after it, clears the mark.
+//!
+//! A log message (`notifications/message`) names no call, and rmcp too hands it to a task of
+//! its own, which may run once the call that caused it has ended: here, as it is read (before
+//! the answer after it), it is stamped with the party whose calls alone are in flight
+//! (`callers::LogParty`), so a gateway passes it to that party and no other. Knows nothing of
+//! which transport it wraps.
 
 use std::collections::HashMap;
 
@@ -20,22 +26,27 @@ use rmcp::model::{
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
+use super::callers::{Callers, LogParty};
 use super::progress_routes::ProgressRoutes;
 
-/// A transport whose progress notifications reach their calls' routes in order.
+/// A transport whose progress notifications reach their calls' routes in order, and whose log
+/// messages carry the party they are for.
 pub(crate) struct ProgressTap<T> {
     inner: T,
     routes: ProgressRoutes,
+    /// The session's calls in flight: whose a log message is.
+    callers: Callers,
     /// The tool calls written before their routes were added, until answered or cancelled.
     marked: HashMap<RequestId, ProgressToken>,
 }
 
 impl<T> ProgressTap<T> {
-    /// Delivers `inner`'s progress to `routes`.
-    pub(crate) fn new(inner: T, routes: ProgressRoutes) -> Self {
+    /// Delivers `inner`'s progress to `routes`; stamps its logs with the party of `callers`.
+    pub(crate) fn new(inner: T, routes: ProgressRoutes, callers: Callers) -> Self {
         Self {
             inner,
             routes,
+            callers,
             marked: HashMap::new(),
         }
     }
@@ -84,14 +95,21 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            let message = self.inner.receive().await?;
-            match &message {
+            let mut message = self.inner.receive().await?;
+            match &mut message {
                 ServerJsonRpcMessage::Notification(notification) => {
-                    if let ServerNotification::ProgressNotification(progress) =
-                        &notification.notification
-                        && self.routes.deliver(&progress.params)
-                    {
-                        continue;
+                    match &mut notification.notification {
+                        ServerNotification::ProgressNotification(progress)
+                            if self.routes.deliver(&progress.params) =>
+                        {
+                            continue;
+                        }
+                        #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet still sent.
+                        ServerNotification::LoggingMessageNotification(log) => {
+                            let party = LogParty(self.callers.sole_party());
+                            log.extensions.insert(party);
+                        }
+                        _ => {}
                     }
                 }
                 // The call's route is added before its caller reads the answer: what is
@@ -134,7 +152,7 @@ mod tests {
         let (client_out, server_in) = duplex(1 << 16);
         let routes = ProgressRoutes::default();
         let lines = LineTransport::new(client_in, client_out, "t", 1 << 16);
-        let tap = ProgressTap::new(lines, routes.clone());
+        let tap = ProgressTap::new(lines, routes.clone(), Callers::default());
         (tap, routes, server_out, BufReader::new(server_in))
     }
 
@@ -209,5 +227,56 @@ mod tests {
         );
         // Nothing is left waiting for a route that will not come.
         assert!(routes.expect(&token(6)));
+    }
+
+    struct Party(u64);
+
+    impl crate::host::Relay for Party {
+        fn party(&self) -> u64 {
+            self.0
+        }
+        fn relay(
+            &self,
+            _request: crate::host::Relayed,
+        ) -> futures::future::BoxFuture<'_, Result<serde_json::Value, crate::host::HostError>>
+        {
+            Box::pin(async { Ok(serde_json::Value::Null) })
+        }
+    }
+
+    #[tokio::test]
+    #[allow(deprecated)]
+    async fn a_log_read_while_one_party_s_call_is_in_flight_is_stamped_with_that_party() {
+        let (server_out, client_in) = duplex(1 << 16);
+        let (client_out, _server_in) = duplex(1 << 16);
+        let callers = Callers::default();
+        let lines = LineTransport::new(client_in, client_out, "t", 1 << 16);
+        let mut tap = ProgressTap::new(lines, ProgressRoutes::default(), callers.clone());
+        let mut server_out = server_out;
+        let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "secret"}});
+        let relay: std::sync::Arc<dyn crate::host::Relay> = std::sync::Arc::new(Party(7));
+        let call = callers.enter(crate::connection::callers::Caller::of(Some(&relay)));
+        server_out
+            .write_all(format!("{log}\n").as_bytes())
+            .await
+            .unwrap();
+        let party_of = |message: ServerJsonRpcMessage| match message {
+            ServerJsonRpcMessage::Notification(notification) => match notification.notification {
+                ServerNotification::LoggingMessageNotification(log) => {
+                    log.extensions.get::<LogParty>().copied()
+                }
+                other => panic!("not a log: {other:?}"),
+            },
+            other => panic!("not a notification: {other:?}"),
+        };
+        assert_eq!(party_of(next(&mut tap).await), Some(LogParty(Some(7))));
+        // Once the call has ended, the next log is nobody's.
+        drop(call);
+        server_out
+            .write_all(format!("{log}\n").as_bytes())
+            .await
+            .unwrap();
+        assert_eq!(party_of(next(&mut tap).await), Some(LogParty(None)));
     }
 }

@@ -47,6 +47,23 @@ impl Served {
         http: impl FnOnce(&mut HttpOptions),
     ) -> Self {
         let hub = Hub::start(specs, hub_options()).unwrap();
+        Self::serve(hub, options, http).await
+    }
+
+    /// Serves a hub on `specs` started with a relaying host, the gateway given that host (the
+    /// servers' logs and notices reach the clients, their requests the calling client).
+    pub async fn hosted(specs: Vec<ServerSpec>, options: GatewayOptions) -> Self {
+        let host = mcpmux::Host::relaying();
+        let hub = Hub::start(specs, hub_options().with_host(host.clone())).unwrap();
+        Self::serve(hub, options.with_host(host), |_| {}).await
+    }
+
+    /// Serves `hub` with `options`, and HTTP options as `http` leaves them.
+    pub async fn serve(
+        hub: Hub,
+        options: GatewayOptions,
+        http: impl FnOnce(&mut HttpOptions),
+    ) -> Self {
         let gateway = Gateway::new(hub.clone(), options);
         let mut http_options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
         http(&mut http_options);
