@@ -28,6 +28,7 @@ mod size;
 mod spec;
 mod toml_json;
 mod trust;
+mod trust_view;
 mod value;
 mod write;
 
@@ -542,6 +543,17 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
                 continue;
             }
         };
+        if candidate.scope == Scope::Project {
+            gate.set_own(
+                merged
+                    .iter()
+                    .filter(|(name, spec)| {
+                        spec.is_some() && scopes.get(*name).is_some_and(|s| *s != Scope::Project)
+                    })
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+            );
+        }
         let cx = Context {
             file: path,
             dialect: candidate.dialect,
