@@ -22,6 +22,7 @@ mod fields;
 mod json_doc;
 mod mcpmux_toml;
 mod options;
+mod perms;
 mod plugins;
 mod secrets;
 mod size;
@@ -195,6 +196,21 @@ pub enum ConfigError {
         source: io::Error,
     },
 
+    /// Another user could change the file (it, or a folder above it, is writable by group or
+    /// others, or belongs to someone else): nothing in it is used, as ssh refuses such files.
+    #[error(
+        "{}: refused: {problem}, so another user could change what mcpmux runs: run `{fix}` (nothing in this file is used until then)",
+        file.display()
+    )]
+    Exposed {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong: which file or folder, its mode or owner.
+        problem: String,
+        /// The command that fixes it.
+        fix: String,
+    },
+
     /// The file is not valid JSON or TOML; nothing in it is used.
     #[error(
         "{}{}: not valid {format}: {message}: fix the syntax (nothing in this file is used until then)",
@@ -358,6 +374,7 @@ impl ConfigError {
     pub fn file(&self) -> &Path {
         match self {
             ConfigError::Read { file, .. }
+            | ConfigError::Exposed { file, .. }
             | ConfigError::Parse { file, .. }
             | ConfigError::MissingField { file, .. }
             | ConfigError::UnknownType { file, .. }
@@ -374,7 +391,9 @@ impl ConfigError {
     /// The server entry the error is in, when it is in one.
     pub fn server(&self) -> Option<&str> {
         match self {
-            ConfigError::Read { .. } | ConfigError::Parse { .. } => None,
+            ConfigError::Read { .. } | ConfigError::Exposed { .. } | ConfigError::Parse { .. } => {
+                None
+            }
             ConfigError::MissingField { server, .. }
             | ConfigError::UnknownType { server, .. }
             | ConfigError::UnsetVariable { server, .. }
@@ -508,6 +527,17 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     let imports = discover::imports(options, config_home.as_deref());
     for candidate in discover::candidates(options, env, &imports) {
         let path = candidate.path.as_path();
+        // The person's own files run as they are: refused when someone else could edit them.
+        if candidate.scope != Scope::Project
+            && let Err(exposed) = perms::check_not_writable_by_others(path)
+        {
+            set.problem(ConfigError::Exposed {
+                file: path.to_path_buf(),
+                problem: exposed.problem,
+                fix: exposed.fix,
+            });
+            continue;
+        }
         let imported = Dialect::IMPORTABLE.contains(&candidate.dialect);
         let read = if imported {
             dialects::read_bounded(path).map(String::into_bytes)

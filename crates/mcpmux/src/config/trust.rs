@@ -325,6 +325,16 @@ struct StoreBody {
 const STORE_VERSION: u32 = 1;
 
 fn read_store(path: &Path) -> Result<Approvals, TrustFileError> {
+    // Whoever may edit the approvals may approve anything.
+    if let Err(exposed) = super::perms::check_not_writable_by_others(path) {
+        return Err(TrustFileError {
+            path: path.to_path_buf(),
+            message: format!(
+                "refused: {}, so another user could approve servers: run `{}`",
+                exposed.problem, exposed.fix
+            ),
+        });
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {

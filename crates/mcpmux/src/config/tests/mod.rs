@@ -4,6 +4,7 @@
 
 mod approvals;
 mod entries;
+mod exposed;
 mod files;
 mod options;
 mod plugins;
