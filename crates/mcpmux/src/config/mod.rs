@@ -5,7 +5,7 @@
 //! (see `discover.rs`), after the servers plugins bring (`plugins.rs`), and merged per server
 //! name, the later file winning; `mcpmux.toml` may
 //! also hold overlays that adjust the options of a server another file defines, and `[policy]`
-//! rules, which add up across files in merge order.
+//! rules, which add up across files in merge order (a project file may add only `ask` and `deny`).
 
 mod auth;
 mod claude;
@@ -609,7 +609,14 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         for error in file.problems {
             set.problem(error);
         }
-        set.add_policy(file.policy);
+        let mut policy = file.policy;
+        if candidate.scope == Scope::Project && !policy.allow.is_empty() {
+            // A project may add asks and denials, never skip one: under a harness's
+            // ask-by-default policy an `allow` would let its calls through unasked.
+            tracing::warn!(file = %path.display(), entries = ?policy.allow, "[policy] allow entries of a project file are ignored: a project file may only add ask and deny rules");
+            policy.allow.clear();
+        }
+        set.add_policy(policy);
         set.project.extend(file.project);
         for (name, entry) in file.entries {
             let step = Step {
