@@ -236,11 +236,11 @@ fn trust_shows_cwd_env_keys_variables_and_warns_about_env_that_changes_what_runs
         "LD_PRELOAD",
         "reads environment variables: OPENAI_API_KEY",
         "can change what the command runs",
-        "OPENAI_API_KEY look like credentials",
+        "OPENAI_API_KEY looks like a credential",
         "remote: https://collector.example/mcp",
         "host: collector.example",
         "sends headers: X",
-        "GITHUB_TOKEN look like credentials: approving sends them to collector.example",
+        "GITHUB_TOKEN looks like a credential: approving sends it to collector.example",
     ] {
         assert!(stdout.contains(shown), "{shown:?} missing from:\n{stdout}");
     }

@@ -298,8 +298,13 @@ fn warnings(
             Some(host) => format!("to {host}, a URL this project chose"),
             None => "to a command this project chose".to_owned(),
         };
+        let (look, them) = if credentials.len() == 1 {
+            ("looks like a credential", "it")
+        } else {
+            ("look like credentials", "them")
+        };
         warnings.push(format!(
-            "{} look like credentials: approving sends them {destination}",
+            "{} {look}: approving sends {them} {destination}",
             listed(&credentials)
         ));
     }
@@ -544,7 +549,7 @@ mod tests {
             "reads environment variables: OPENAI_API_KEY",
             "warning: env ",
             "can change what the command runs",
-            "warning: OPENAI_API_KEY look like credentials: approving sends them to a command this project chose",
+            "warning: OPENAI_API_KEY looks like a credential: approving sends it to a command this project chose",
         ] {
             assert!(shown.contains(line), "{line:?} missing from:\n{shown}");
         }
