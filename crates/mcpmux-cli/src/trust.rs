@@ -39,7 +39,7 @@ pub fn run(config: &ConfigSet, project: &Path, revoke: bool) -> anyhow::Result<(
     mcpmux::config::approve(store, project, &config.project)?;
     println!("approved the servers of {}:", project.display());
     for entry in &config.project {
-        println!("  {entry}   ({})", entry.file.display());
+        println!("  {entry}\n    defined in: {}", entry.file.display());
     }
     println!("a server changed later needs approval again; `mcpmux trust --revoke` withdraws");
     Ok(())

@@ -348,3 +348,47 @@ fn in_passthrough_mode_a_reload_to_two_servers_is_refused_and_the_one_keeps_its_
         "the second server was started"
     );
 }
+
+/// Saves `servers` as `path` with `mode`, replaced whole (one change for the watcher).
+fn save_with_mode(path: &std::path::Path, servers: Value, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let temp = path.with_extension("saving");
+    std::fs::write(&temp, json!({ "mcpServers": servers }).to_string()).unwrap();
+    std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::fs::rename(&temp, path).unwrap();
+}
+
+/// The case: a `-c` file at mode 0666 gained a server while `serve` ran, and its
+/// command ran. Such an edit is refused, naming the `chmod`; once fixed, it applies.
+#[test]
+fn an_edit_of_a_config_file_anyone_can_write_is_refused_and_its_server_never_starts() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.home.join("extra.json");
+    save_with_mode(&path, json!({ "t": entry("7431") }), 0o600);
+    let gateway = Gateway::start(&sandbox, &["-c", path.to_str().unwrap()]);
+    let mut session = Session::start(gateway.target(), "legacy");
+    let before = session.tools();
+    assert!(before.contains(&"mcp__t__echo".to_string()), "{before:?}");
+
+    save_with_mode(
+        &path,
+        json!({ "t": entry("7431"), "u": entry("7432") }),
+        0o666,
+    );
+    let said = gateway.said("refused");
+    assert!(said.contains("chmod go-w"), "{said}");
+    assert!(said.contains("mode 0666"), "{said}");
+    assert!(
+        gateway.servers_marked("7432").is_empty(),
+        "the server added to a file anyone can write was started"
+    );
+    assert_eq!(session.tools(), before);
+
+    save_with_mode(
+        &path,
+        json!({ "t": entry("7431"), "u": entry("7432") }),
+        0o600,
+    );
+    let said = gateway.said("mcpmux: reloaded the config");
+    assert!(said.contains("added u"), "{said}");
+}

@@ -182,6 +182,10 @@ pub(crate) fn candidates(
 /// The `import` list of the `mcpmux.toml` at `path`, read ahead of the files it names. Lenient:
 /// a problem with the file or the list is reported when the file itself is read.
 fn requested(path: &Path) -> Vec<Dialect> {
+    // A file others could edit is refused when it is read; its list is not followed either.
+    if super::perms::check_not_writable_by_others(path).is_err() {
+        return Vec::new();
+    }
     let Ok(text) = super::dialects::read_bounded(path) else {
         return Vec::new();
     };

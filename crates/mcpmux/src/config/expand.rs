@@ -161,6 +161,38 @@ pub(crate) fn secret_references(text: &str) -> Vec<String> {
     names
 }
 
+/// The environment variables `text` reads, in order: `${NAME}`, `${NAME:-default}`, the
+/// editors' `${env:NAME}`, and with `bare` (Gemini CLI) `$NAME`; secrets, `$${X}` (literal
+/// text) and other `${…}` forms are left out.
+pub(crate) fn variable_references(text: &str, bare: bool) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(dollar) = rest.find('$') {
+        let after = &rest[dollar + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let Some(close) = body.find('}') else { break };
+            let inner = &body[..close];
+            let name = inner.split_once(":-").map_or(inner, |(name, _)| name);
+            let name = name.strip_prefix("env:").unwrap_or(name);
+            if is_variable_name(name) {
+                names.push(name.to_owned());
+            }
+            rest = &body[close + 1..];
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            if bare && is_variable_name(&after[..end]) {
+                names.push(after[..end].to_owned());
+            }
+            rest = after;
+        }
+    }
+    names
+}
+
 /// A POSIX-style name: a letter or `_`, then letters, digits or `_`.
 fn is_variable_name(name: &str) -> bool {
     let mut chars = name.chars();
@@ -223,6 +255,13 @@ mod tests {
             expand("${1X}", &env),
             Err(ExpandError::BadName("1X".into()))
         );
+    }
+
+    #[test]
+    fn variable_references_name_every_variable_a_text_reads() {
+        let text = "${A} ${B:-x} ${env:C} $${D} ${secret:e} $F ${1x}";
+        assert_eq!(variable_references(text, false), ["A", "B", "C"]);
+        assert_eq!(variable_references(text, true), ["A", "B", "C", "F"]);
     }
 
     #[test]

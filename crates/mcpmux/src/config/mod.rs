@@ -5,7 +5,7 @@
 //! (see `discover.rs`), after the servers plugins bring (`plugins.rs`), and merged per server
 //! name, the later file winning; `mcpmux.toml` may
 //! also hold overlays that adjust the options of a server another file defines, and `[policy]`
-//! rules, which add up across files in merge order.
+//! rules, which add up across files in merge order (a project file may add only `ask` and `deny`).
 
 mod auth;
 mod claude;
@@ -22,12 +22,14 @@ mod fields;
 mod json_doc;
 mod mcpmux_toml;
 mod options;
+mod perms;
 mod plugins;
 mod secrets;
 mod size;
 mod spec;
 mod toml_json;
 mod trust;
+mod trust_view;
 mod value;
 mod write;
 
@@ -194,6 +196,21 @@ pub enum ConfigError {
         source: io::Error,
     },
 
+    /// Another user could change the file (it, or a folder above it, is writable by group or
+    /// others, or belongs to someone else): nothing in it is used, as ssh refuses such files.
+    #[error(
+        "{}: refused: {problem}, so another user could change what mcpmux runs: run `{fix}` (nothing in this file is used until then)",
+        file.display()
+    )]
+    Exposed {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong: which file or folder, its mode or owner.
+        problem: String,
+        /// The command that fixes it.
+        fix: String,
+    },
+
     /// The file is not valid JSON or TOML; nothing in it is used.
     #[error(
         "{}{}: not valid {format}: {message}: fix the syntax (nothing in this file is used until then)",
@@ -357,6 +374,7 @@ impl ConfigError {
     pub fn file(&self) -> &Path {
         match self {
             ConfigError::Read { file, .. }
+            | ConfigError::Exposed { file, .. }
             | ConfigError::Parse { file, .. }
             | ConfigError::MissingField { file, .. }
             | ConfigError::UnknownType { file, .. }
@@ -373,7 +391,9 @@ impl ConfigError {
     /// The server entry the error is in, when it is in one.
     pub fn server(&self) -> Option<&str> {
         match self {
-            ConfigError::Read { .. } | ConfigError::Parse { .. } => None,
+            ConfigError::Read { .. } | ConfigError::Exposed { .. } | ConfigError::Parse { .. } => {
+                None
+            }
             ConfigError::MissingField { server, .. }
             | ConfigError::UnknownType { server, .. }
             | ConfigError::UnsetVariable { server, .. }
@@ -507,6 +527,17 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     let imports = discover::imports(options, config_home.as_deref());
     for candidate in discover::candidates(options, env, &imports) {
         let path = candidate.path.as_path();
+        // The person's own files run as they are: refused when someone else could edit them.
+        if candidate.scope != Scope::Project
+            && let Err(exposed) = perms::check_not_writable_by_others(path)
+        {
+            set.problem(ConfigError::Exposed {
+                file: path.to_path_buf(),
+                problem: exposed.problem,
+                fix: exposed.fix,
+            });
+            continue;
+        }
         let imported = Dialect::IMPORTABLE.contains(&candidate.dialect);
         let read = if imported {
             dialects::read_bounded(path).map(String::into_bytes)
@@ -542,6 +573,17 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
                 continue;
             }
         };
+        if candidate.scope == Scope::Project {
+            gate.set_own(
+                merged
+                    .iter()
+                    .filter(|(name, spec)| {
+                        spec.is_some() && scopes.get(*name).is_some_and(|s| *s != Scope::Project)
+                    })
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+            );
+        }
         let cx = Context {
             file: path,
             dialect: candidate.dialect,
@@ -567,7 +609,14 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         for error in file.problems {
             set.problem(error);
         }
-        set.add_policy(file.policy);
+        let mut policy = file.policy;
+        if candidate.scope == Scope::Project && !policy.allow.is_empty() {
+            // A project may add asks and denials, never skip one: under a harness's
+            // ask-by-default policy an `allow` would let its calls through unasked.
+            tracing::warn!(file = %path.display(), entries = ?policy.allow, "[policy] allow entries of a project file are ignored: a project file may only add ask and deny rules");
+            policy.allow.clear();
+        }
+        set.add_policy(policy);
         set.project.extend(file.project);
         for (name, entry) in file.entries {
             let step = Step {

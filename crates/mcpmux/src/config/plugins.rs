@@ -271,6 +271,14 @@ fn read_plugin_file(
     env: &dyn Fn(&str) -> Option<String>,
     secrets: &SecretSource,
 ) {
+    if let Err(exposed) = super::perms::check_not_writable_by_others(&file.path) {
+        set.problem(ConfigError::Exposed {
+            file: file.path.clone(),
+            problem: exposed.problem,
+            fix: exposed.fix,
+        });
+        return;
+    }
     let text = match read_capped(&file.path, MAX_PLUGIN_FILE) {
         Ok(Some(text)) => text,
         Ok(None) => return,

@@ -188,10 +188,30 @@ fn write_private(file: &Path, bytes: &[u8]) -> Result<(), SecretsError> {
     Ok(())
 }
 
-/// The file's text once its permissions and owner were checked; `None` when absent.
+/// The file's text once its permissions and owner were checked; `None` when absent. A
+/// symlink is checked where it points (that folder is where a write lands) and where it lies
+/// (whoever may write that folder may repoint it).
 fn read_checked(file: &Path) -> Result<Option<String>, SecretsError> {
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let meta = match std::fs::metadata(file) {
+    let link_dir = file.parent().unwrap_or(Path::new("."));
+    let is_link = std::fs::symlink_metadata(file).is_ok_and(|m| m.file_type().is_symlink());
+    let target = if is_link {
+        match std::fs::canonicalize(file) {
+            Ok(target) => target,
+            // A link to nothing: a write replaces the link in its own (checked) folder.
+            Err(_) => file.to_path_buf(),
+        }
+    } else {
+        file.to_path_buf()
+    };
+    if target != file {
+        let link_dir_meta = std::fs::metadata(link_dir).map_err(|e| SecretsError::File {
+            file: file.to_path_buf(),
+            message: format!("cannot read its folder: {e}"),
+        })?;
+        check_private(file, link_dir, None, &link_dir_meta)?;
+    }
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let meta = match std::fs::metadata(&target) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // Nothing to read yet; a folder others may enter is still refused before a first
@@ -212,8 +232,8 @@ fn read_checked(file: &Path) -> Result<Option<String>, SecretsError> {
         file: file.to_path_buf(),
         message: format!("cannot read its folder: {e}"),
     })?;
-    check_private(file, dir, Some(&meta), &dir_meta)?;
-    read_bounded(file).map_err(|e| SecretsError::File {
+    check_private(&target, dir, Some(&meta), &dir_meta)?;
+    read_bounded(&target).map_err(|e| SecretsError::File {
         file: file.to_path_buf(),
         message: format!("cannot read it: {e}"),
     })
@@ -378,6 +398,39 @@ mod tests {
             text.contains("folder mode 0755") && text.contains("chmod 700"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_symlink_into_a_folder_others_can_enter_is_refused_and_nothing_is_written_there() {
+        let (dir, file) = private_dir();
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let target = open.join("secrets.toml");
+        std::fs::write(&target, "gh = \"hunter2\"\n").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+
+        let text = read_secrets(&file).unwrap_err().to_string();
+        assert!(
+            text.contains("folder mode 0777") && text.contains(&open.display().to_string()),
+            "{text}"
+        );
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(set_secret(&file, "x", "y").is_err());
+        let entries: Vec<_> = std::fs::read_dir(&open)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(entries, [std::ffi::OsString::from("secrets.toml")]);
+
+        // A link from a folder others can enter to a private file is refused too.
+        let (_other, private_file) = private_dir();
+        set_secret(&private_file, "gh", "v").unwrap();
+        let exposed_link = open.join("link.toml");
+        std::os::unix::fs::symlink(&private_file, &exposed_link).unwrap();
+        assert!(read_secrets(&exposed_link).is_err());
+        assert!(read_secrets(&private_file).is_ok());
     }
 
     #[test]

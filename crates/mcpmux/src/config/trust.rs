@@ -5,19 +5,23 @@
 //! until approved: its entries are neither started nor `${VAR}`-expanded nor have their
 //! `headersHelper` run. Approval is stored in the user's own config folder
 //! (`trusted-projects.json`), keyed by the project directory and, per server, by a hash of the
-//! raw entry, so an entry changed later needs approval again. Claude Code's
+//! raw entry (what runs, where it sends things, and the options that widen what it may do:
+//! `tools`, `stages`, `agents`, `side_effects`), so an entry changed later needs approval again.
+//! An `mcpmux.toml` table that sets those options on a server another project file defines is
+//! approved the same way, on its own; on a server of the person's own it may only tighten. Claude Code's
 //! `enableAllProjectMcpServers`, `enabledMcpjsonServers` and `disabledMcpjsonServers` are
 //! honoured when they appear in user-level files, never in the project's own. Knows nothing of
 //! connections; the dialects ask [`Gate::decide`] before reading an entry.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::trust_view::OPTION_KEYS;
+pub use super::trust_view::ProjectEntry;
 use super::{Dialect, ServerSpec};
 
 /// Decides on a project entry no stored approval covers: `true` starts it (a harness asking
@@ -49,48 +53,22 @@ const HASHED_KEYS: &[&str] = &[
     "bearer_token_env_var",
     "http_headers",
     "env_http_headers",
+    // What a server may do once it runs: which tools are exposed, in which stages and for which
+    // agents, and the side-effect classes the policy sees (relabelling a tool `read` lets a call
+    // pass an `ask = ["effect:mutate"]` rule), with the other tools' names for tool filters.
+    "tools",
+    "stages",
+    "agents",
+    "side_effects",
+    "enabled_tools",
+    "disabled_tools",
+    "includeTools",
+    "excludeTools",
+    "disabledTools",
 ];
 
 /// The keys that make an entry a server definition, in any dialect.
 const DEFINING_KEYS: &[&str] = &["type", "command", "url", "httpUrl", "serverUrl"];
-
-/// Longest target shown for an entry; a hostile file must not flood the terminal.
-const MAX_TARGET_CHARS: usize = 300;
-
-/// One server a project-level file defines, as written (never expanded).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ProjectEntry {
-    /// The server's name.
-    pub name: String,
-    /// The project file that defines it.
-    pub file: PathBuf,
-    /// What it runs or reaches, as written: the command line or the URL, control characters
-    /// escaped, long text cut.
-    pub target: String,
-    /// Its `headersHelper` command, as written, when it has one.
-    pub headers_helper: Option<String>,
-    /// The secrets (`${secret:NAME}`) it would receive once approved, by name.
-    pub secrets: Vec<String>,
-    /// The hash of the raw entry that an approval names.
-    pub hash: String,
-    /// Whether it is approved (stored, by a user-level Claude setting, or by the callback).
-    pub approved: bool,
-}
-
-impl fmt::Display for ProjectEntry {
-    /// `name: target (headersHelper: …)`, what `mcpmux trust` and the prompt list.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", printable(&self.name), self.target)?;
-        if let Some(helper) = &self.headers_helper {
-            write!(f, " (headersHelper: {helper})")?;
-        }
-        if !self.secrets.is_empty() {
-            write!(f, " (uses secrets: {})", self.secrets.join(", "))?;
-        }
-        Ok(())
-    }
-}
 
 /// Why the approvals file could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +114,10 @@ pub(crate) struct Gate<'a> {
     stored: BTreeMap<String, String>,
     claude: ClaudeApprovals,
     ask: Option<&'a ApproveFn>,
+    /// The servers whose current definition is the person's own (a user-level file, a
+    /// plugin): a project table adjusting one may only tighten it (`keep_user_limits`), so it
+    /// needs no approval.
+    own: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl<'a> Gate<'a> {
@@ -174,11 +156,22 @@ impl<'a> Gate<'a> {
             stored,
             claude,
             ask,
+            own: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Names the servers whose definition so far is the person's own, before the next project
+    /// file is read.
+    pub fn set_own(&self, names: std::collections::BTreeSet<String>) {
+        if let Ok(mut own) = self.own.lock() {
+            *own = names;
         }
     }
 
     /// Whether the raw entry `value` of server `name` in `file` may be read; `None` when it
-    /// defines no server (an overlay, or a shape the dialect will refuse without running it).
+    /// needs no approval: a shape that defines no server (the dialect refuses it without
+    /// running it), or an `mcpmux.toml` table that sets no `tools`, `stages`, `agents` or
+    /// `side_effects`, or sets them on a server of the person's own (which it may only tighten).
     pub fn decide(
         &self,
         name: &str,
@@ -189,27 +182,28 @@ impl<'a> Gate<'a> {
         let Value::Object(map) = value else {
             return None;
         };
-        if !DEFINING_KEYS
-            .iter()
-            .any(|key| map.get(*key).is_some_and(|v| !v.is_null()))
+        let set = |keys: &[&str]| {
+            keys.iter()
+                .any(|key| map.get(*key).is_some_and(|v| !v.is_null()))
+        };
+        // A table without a transport only adjusts options; one that sets what a server may do
+        // is approved like a definition, since it changes what the approval allowed.
+        let options_only = !set(DEFINING_KEYS);
+        if options_only
+            && (dialect != Dialect::Mcpmux
+                || !set(OPTION_KEYS)
+                || self.own.lock().is_ok_and(|own| own.contains(name)))
         {
             return None;
         }
-        let mut entry = ProjectEntry {
-            name: name.to_owned(),
-            file: file.to_path_buf(),
-            target: target(map),
-            headers_helper: map
-                .get("headersHelper")
-                .or_else(|| map.get("headers_helper"))
-                .map(|helper| shown(helper, MAX_TARGET_CHARS)),
-            secrets: secrets_used(map),
-            hash: entry_hash(map),
-            approved: false,
-        };
+        let hash = entry_hash(map, options_only);
+        let mut entry =
+            ProjectEntry::new(name, file.to_path_buf(), map, options_only, hash, dialect);
         let claude = dialect == Dialect::Claude;
-        entry.approved = if self.stored.get(name) == Some(&entry.hash) {
+        entry.approved = if self.stored.get(&store_key(&entry)) == Some(&entry.hash) {
             true
+        } else if entry.options_only {
+            self.ask.is_some_and(|ask| ask(&entry))
         } else if claude && self.claude.disabled.iter().any(|n| n == name) {
             false
         } else if claude && (self.claude.all || self.claude.enabled.iter().any(|n| n == name)) {
@@ -224,7 +218,8 @@ impl<'a> Gate<'a> {
 
 /// Undoes what a project file loosened on a server the person defined in a user-level file (or
 /// with `--config`): its `tools.deny` entries stay, an allow list may only narrow, side-effect
-/// labels stay as the person set them, and a server they disabled stays disabled. Tightening
+/// labels stay as the person set them, `stages` and `agents` may only narrow, and a server they
+/// disabled stays disabled. Tightening
 /// (more deny entries, disabling) is kept. Each undone change is logged with its reason.
 pub(crate) fn keep_user_limits(spec: &mut ServerSpec, user: &ServerSpec, file: &Path) {
     let mut undone = Vec::new();
@@ -241,6 +236,19 @@ pub(crate) fn keep_user_limits(spec: &mut ServerSpec, user: &ServerSpec, file: &
     {
         tools.allow = user_allow.clone();
         undone.push("tools.allow may only drop entries of the user's list".to_owned());
+    }
+    for (label, narrowed, allowed) in [
+        ("stages", &mut spec.options.stages, &user.options.stages),
+        ("agents", &mut spec.options.agents, &user.options.agents),
+    ] {
+        if let Some(allowed) = allowed
+            && narrowed
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|item| !allowed.contains(item)))
+        {
+            *narrowed = Some(allowed.clone());
+            undone.push(format!("{label} may only drop entries of the user's list"));
+        }
     }
     if spec.options.side_effects != user.options.side_effects {
         spec.options.side_effects = user.options.side_effects.clone();
@@ -264,9 +272,23 @@ fn project_key(dir: &Path) -> String {
         .into_owned()
 }
 
-/// SHA-256 over the hashed fields, keys sorted, so the same entry always gives the same hash.
-fn entry_hash(map: &Map<String, Value>) -> String {
+/// The name an approval is stored under: the server's, or for an options-only table the
+/// server's with ` [options]`, so approving it never stands for the definition it adjusts.
+fn store_key(entry: &ProjectEntry) -> String {
+    if entry.options_only {
+        format!("{} [options]", entry.name)
+    } else {
+        entry.name.clone()
+    }
+}
+
+/// SHA-256 over the hashed fields, keys sorted, so the same entry always gives the same hash;
+/// an options-only table's hash is marked as such, so it never equals a definition's.
+fn entry_hash(map: &Map<String, Value>, options_only: bool) -> String {
     let mut hashed = BTreeMap::new();
+    if options_only {
+        hashed.insert("(options only)", Value::Bool(true));
+    }
     for key in HASHED_KEYS {
         if let Some(value) = map.get(*key).filter(|v| !v.is_null()) {
             hashed.insert(*key, canonical(value));
@@ -290,87 +312,6 @@ fn canonical(value: &Value) -> Value {
     }
 }
 
-/// The names of the secrets the entry's fields refer to, each once, in order; a name shown is
-/// escaped and cut like any text of the entry.
-fn secrets_used(map: &Map<String, Value>) -> Vec<String> {
-    fn walk(value: &Value, names: &mut Vec<String>) {
-        match value {
-            Value::String(text) => {
-                for name in super::expand::secret_references(text) {
-                    if !names.contains(&name) {
-                        names.push(name);
-                    }
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|item| walk(item, names)),
-            Value::Object(map) => map.values().for_each(|item| walk(item, names)),
-            _ => {}
-        }
-    }
-    let mut names = Vec::new();
-    for key in HASHED_KEYS {
-        if let Some(value) = map.get(*key) {
-            walk(value, &mut names);
-        }
-    }
-    names
-}
-
-/// The command line (`command args…`) or URL as written.
-fn target(map: &Map<String, Value>) -> String {
-    let mut text = match map.get("command") {
-        Some(command) => {
-            let mut line = shown(command, MAX_TARGET_CHARS);
-            if let Some(Value::Array(args)) = map.get("args") {
-                for arg in args {
-                    line.push(' ');
-                    line.push_str(&shown(arg, MAX_TARGET_CHARS));
-                }
-            }
-            line
-        }
-        None => ["url", "httpUrl", "serverUrl"]
-            .iter()
-            .find_map(|key| map.get(*key))
-            .map(|url| shown(url, MAX_TARGET_CHARS))
-            .unwrap_or_default(),
-    };
-    cut(&mut text, MAX_TARGET_CHARS);
-    text
-}
-
-/// A raw value as text for a person: strings as written, anything else as JSON; control
-/// characters escaped so a crafted entry cannot rewrite the terminal.
-fn shown(value: &Value, max: usize) -> String {
-    let text = match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
-    let mut text = printable(&text);
-    cut(&mut text, max);
-    text
-}
-
-fn printable(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
-}
-
-fn cut(text: &mut String, max: usize) {
-    if let Some((index, _)) = text.char_indices().nth(max) {
-        text.truncate(index);
-        text.push('…');
-    }
-}
-
 /// Every stored approval: project → server → entry hash.
 type Approvals = BTreeMap<String, BTreeMap<String, String>>;
 
@@ -384,6 +325,16 @@ struct StoreBody {
 const STORE_VERSION: u32 = 1;
 
 fn read_store(path: &Path) -> Result<Approvals, TrustFileError> {
+    // Whoever may edit the approvals may approve anything.
+    if let Err(exposed) = super::perms::check_not_writable_by_others(path) {
+        return Err(TrustFileError {
+            path: path.to_path_buf(),
+            message: format!(
+                "refused: {}, so another user could approve servers: run `{}`",
+                exposed.problem, exposed.fix
+            ),
+        });
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -415,7 +366,7 @@ pub fn approve(
     let mut approvals = read_store(store)?;
     let servers = entries
         .iter()
-        .map(|entry| (entry.name.clone(), entry.hash.clone()))
+        .map(|entry| (store_key(entry), entry.hash.clone()))
         .collect();
     approvals.insert(project_key(project_dir), servers);
     write_store(store, approvals)
@@ -431,7 +382,7 @@ pub fn approve_one(
     approvals
         .entry(project_key(project_dir))
         .or_default()
-        .insert(entry.name.clone(), entry.hash.clone());
+        .insert(store_key(entry), entry.hash.clone());
     write_store(store, approvals)
 }
 
@@ -505,28 +456,50 @@ mod tests {
         let tuned = object(
             json!({"command": "npx", "args": ["a"], "env": {"A": "1", "B": "2"}, "startup_timeout": 9}),
         );
-        assert_eq!(entry_hash(&base), entry_hash(&reordered));
-        assert_eq!(entry_hash(&base), entry_hash(&tuned));
+        let hash = |map: &Map<String, Value>| entry_hash(map, false);
+        assert_eq!(hash(&base), hash(&reordered));
+        assert_eq!(hash(&base), hash(&tuned));
         for changed in [
             json!({"command": "npx", "args": ["b"], "env": {"A": "1", "B": "2"}}),
             json!({"command": "npx", "args": ["a"], "env": {"A": "1", "B": "3"}}),
             json!({"command": "sh", "args": ["a"], "env": {"A": "1", "B": "2"}}),
             json!({"command": "npx", "args": ["a"], "env": {"A": "1", "B": "2"}, "cwd": "/"}),
         ] {
-            assert_ne!(entry_hash(&base), entry_hash(&object(changed)));
+            assert_ne!(hash(&base), hash(&object(changed)));
         }
         let remote = object(json!({"url": "https://x.test", "headersHelper": "a"}));
         let helper = object(json!({"url": "https://x.test", "headersHelper": "b"}));
-        assert_ne!(entry_hash(&remote), entry_hash(&helper));
+        assert_ne!(hash(&remote), hash(&helper));
     }
 
     #[test]
-    fn targets_escape_control_characters_and_are_cut() {
-        let map = object(json!({"command": "evil\u{1b}[2J", "args": ["x".repeat(1000)]}));
-        let shown = target(&map);
-        assert!(!shown.contains('\u{1b}'), "{shown}");
-        assert!(shown.starts_with("evil\\u{1b}[2J x"), "{shown}");
-        assert!(shown.chars().count() <= MAX_TARGET_CHARS + 1, "{shown}");
+    fn the_hash_covers_every_option_that_widens_what_a_server_may_do() {
+        let base = json!({"command": "npx", "args": ["a"]});
+        let with = |key: &str, value: Value| {
+            let mut map = object(base.clone());
+            map.insert(key.to_owned(), value);
+            entry_hash(&map, false)
+        };
+        let plain = entry_hash(&object(base.clone()), false);
+        for (key, value) in [
+            ("side_effects", json!({"big": ["read"]})),
+            ("stages", json!(["plan"])),
+            ("agents", json!(["coder"])),
+            ("tools", json!({"allow": ["*"]})),
+            ("enabled_tools", json!(["x"])),
+            ("disabled_tools", json!(["x"])),
+            ("includeTools", json!(["x"])),
+            ("excludeTools", json!(["x"])),
+        ] {
+            assert_ne!(plain, with(key, value.clone()), "{key} is not hashed");
+        }
+        assert_ne!(
+            with("side_effects", json!({"big": ["read"]})),
+            with("side_effects", json!({"big": ["mutate"]}))
+        );
+        // An options-only table never hashes like a definition with the same keys.
+        let options = object(json!({"side_effects": {"big": ["read"]}}));
+        assert_ne!(entry_hash(&options, true), entry_hash(&options, false));
     }
 
     #[test]
@@ -534,15 +507,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let store = dir.path().join("mcpmux").join(APPROVALS_FILE);
         let project = dir.path();
-        let entry = ProjectEntry {
-            name: "s".into(),
-            file: project.join(".mcp.json"),
-            target: "run".into(),
-            headers_helper: None,
-            secrets: Vec::new(),
-            hash: "h".into(),
-            approved: false,
-        };
+        let entry = ProjectEntry::new(
+            "s",
+            project.join(".mcp.json"),
+            &object(json!({"command": "run"})),
+            false,
+            "h".into(),
+            Dialect::Claude,
+        );
         approve(&store, project, std::slice::from_ref(&entry)).unwrap_or_else(|e| panic!("{e}"));
         let stored = read_store(&store).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stored[&project_key(project)]["s"], "h");

@@ -169,7 +169,7 @@ fn imported_project_files_need_approval_and_mcpmux_trust_covers_them() {
         targets,
         [
             "codex-project-mcp",
-            "sh -c touch pwned",
+            "sh -c 'touch pwned'",
             "https://${env:SECRET}.example.com/mcp",
             "https://g.example.com/mcp"
         ],

@@ -87,7 +87,7 @@ fn an_unapproved_project_server_is_not_loaded_and_its_variables_are_never_looked
     assert!(remote.headers_helper.as_deref().unwrap().contains("curl"));
     let message = set.problems[0].error.to_string();
     assert!(message.contains("mcpmux trust"), "{message}");
-    assert!(message.contains("sh -c touch pwned"), "{message}");
+    assert!(message.contains("sh -c 'touch pwned'"), "{message}");
 }
 
 #[test]
@@ -191,6 +191,7 @@ fn a_project_mcpmux_toml_cannot_loosen_a_user_server_but_may_tighten_it() {
     let off = set.servers.iter().find(|s| s.name == "off").unwrap();
     assert!(!off.enabled);
     assert_eq!(set.policy.deny, ["mcp__gh__delete_*"]);
+    assert!(set.policy.allow.is_empty(), "{:?}", set.policy.allow);
 }
 
 #[tokio::test]
@@ -204,7 +205,7 @@ async fn the_hub_lists_an_unapproved_server_as_untrusted_with_the_command_that_a
     let local = servers.iter().find(|s| s.name == "local").unwrap();
     assert_eq!(local.state.label(), "untrusted");
     assert!(matches!(local.state, ServerState::Untrusted { .. }));
-    assert_eq!(local.target, "sh -c touch pwned");
+    assert_eq!(local.target, "sh -c 'touch pwned'");
     assert!(local.error().unwrap().contains("mcpmux trust"));
     assert!(!Path::new(&dirs.project.join("pwned")).exists());
     hub.shutdown().await;

@@ -2,7 +2,9 @@
 //! wrong. Each test builds a temporary home and project and passes its own environment.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
 mod entries;
+mod exposed;
 mod files;
 mod options;
 mod plugins;

@@ -6,8 +6,9 @@ use super::*;
 #[test]
 fn policy_from_mcpmux_toml() {
     let fx = Fixture::new();
-    fx.project_file(
-        "mcpmux.toml",
+    // The user's own file: a project's allow entries are ignored (see below).
+    fx.home_file(
+        ".config/mcpmux/config.toml",
         r#"
 [policy]
 allow = ["mcp__fs__read_*"]
@@ -52,9 +53,10 @@ fn policy_lists_concatenate_across_files() {
     assert!(
         set.files.contains(&user) && set.files.contains(&project) && set.files.contains(&extra)
     );
+    // A project file's allow entries are ignored: it may only add asks and denials.
     assert_eq!(
         set.policy.allow,
-        ["user_allow", "project_allow", "extra_allow", "effect:read"]
+        ["user_allow", "extra_allow", "effect:read"]
     );
     assert_eq!(set.policy.ask, ["effect:mutate"]);
     assert_eq!(set.policy.deny, ["effect:destructive", "mcp__x__*"]);
