@@ -1,8 +1,12 @@
 //! What the library tells a harness about its servers: the protocol era found, the state each
 //! server's supervisor publishes, and the events a harness may react to. Plain data: it knows
-//! nothing of how a connection reaches those states.
+//! nothing of how a connection reaches those states. Its texts show URLs redacted
+//! (`crate::redact`).
 
+use std::borrow::Cow;
 use std::time::SystemTime;
+
+use crate::redact::redact_text;
 
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +101,44 @@ impl ServerState {
             ServerState::Stopped => "stopped",
             ServerState::Idle => "idle",
             ServerState::Untrusted { .. } => "untrusted",
+        }
+    }
+
+    /// This state with every URL in its texts shown as
+    /// [`redact_url`](crate::redact::redact_url) shows it: what the supervisor publishes and
+    /// `mcpmux servers` prints.
+    pub(crate) fn redacted(self) -> Self {
+        let clean = |text: String| match redact_text(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(clean) => clean,
+        };
+        match self {
+            ServerState::Pending {
+                attempt,
+                next_retry_at,
+                last_error,
+            } => ServerState::Pending {
+                attempt,
+                next_retry_at,
+                last_error: last_error.map(clean),
+            },
+            ServerState::Failed { error, stderr_tail } => ServerState::Failed {
+                error: clean(error),
+                stderr_tail: stderr_tail.into_iter().map(clean).collect(),
+            },
+            ServerState::NeedsAuth { message, login } => ServerState::NeedsAuth {
+                message: clean(message),
+                login,
+            },
+            ServerState::Disabled { reason } => ServerState::Disabled {
+                reason: clean(reason),
+            },
+            ServerState::Untrusted { message } => ServerState::Untrusted {
+                message: clean(message),
+            },
+            other @ (ServerState::Connected { .. } | ServerState::Stopped | ServerState::Idle) => {
+                other
+            }
         }
     }
 

@@ -25,6 +25,7 @@ use super::headers_helper::Helper;
 use super::http_session::{self, SessionWatch};
 use crate::auth::dpop::{self, Dpop};
 use crate::auth::session::{Retry, ServerAuth, detached};
+use crate::redact::redact_reqwest;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -362,6 +363,15 @@ fn refused_credentials(error: &HttpError) -> bool {
     }
 }
 
+/// The error rmcp is given, whose text it logs and passes on: reqwest's URL in it keeps only
+/// scheme, host, port and path.
+fn redacted(error: HttpError) -> HttpError {
+    match error {
+        StreamableHttpError::Client(error) => StreamableHttpError::Client(redact_reqwest(error)),
+        other => other,
+    }
+}
+
 /// An OAuth failure as rmcp's transport error (`AuthorizationRequired` inside it still reads as
 /// authorization required, so the connection ends `NeedsAuth`).
 fn auth_error(error: AuthError) -> HttpError {
@@ -395,6 +405,7 @@ impl StreamableHttpClient for AuthorizingClient {
         })
         .await;
         http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+            .map_err(redacted)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -423,6 +434,7 @@ impl StreamableHttpClient for AuthorizingClient {
         })
         .await;
         http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+            .map_err(redacted)
     }
 
     async fn delete_session(
@@ -450,6 +462,7 @@ impl StreamableHttpClient for AuthorizingClient {
         self.http
             .delete_session(uri, session_id, presented.bearer, headers)
             .await
+            .map_err(redacted)
     }
 
     async fn get_stream(
@@ -471,7 +484,7 @@ impl StreamableHttpClient for AuthorizingClient {
                 )
             })
             .await;
-        http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+        http_session::get_outcome(&self.session, session_id.as_deref(), outcome).map_err(redacted)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -495,6 +508,6 @@ impl StreamableHttpClient for AuthorizingClient {
                 )
             })
             .await;
-        http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+        http_session::get_outcome(&self.session, session_id.as_deref(), outcome).map_err(redacted)
     }
 }

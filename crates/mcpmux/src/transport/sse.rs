@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::{OpenFailure, unauthorized_advice};
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
+use crate::redact::{redact_reqwest, redact_text, redact_url};
 
 /// Largest SSE event accepted (field names and data together): the same bound as one stdio
 /// line, so a result that fits one transport fits the other.
@@ -41,7 +42,7 @@ const RESERVED_HEADERS: &[&str] = &["accept", "content-type", "mcp-protocol-vers
 pub(crate) enum SseError {
     #[error("cannot encode the message: {0}")]
     Encode(#[source] serde_json::Error),
-    #[error("POST to the message endpoint {endpoint} failed: {source}")]
+    #[error("POST to the message endpoint {} failed: {source}", redact_url(endpoint.as_str()))]
     Request {
         endpoint: Url,
         #[source]
@@ -49,7 +50,8 @@ pub(crate) enum SseError {
     },
     /// HTTP 401: the server wants credentials (see [`super::HandshakeRefusal::Unauthorized`]).
     #[error(
-        "POST to the message endpoint {endpoint} answered HTTP 401 Unauthorized{}; {}",
+        "POST to the message endpoint {} answered HTTP 401 Unauthorized{}; {}",
+        redact_url(endpoint.as_str()),
         preview_suffix(.body),
         unauthorized_advice(*.sent_authorization)
     )]
@@ -59,7 +61,11 @@ pub(crate) enum SseError {
         sent_authorization: bool,
         body: String,
     },
-    #[error("POST to the message endpoint {endpoint} answered HTTP {status}{}", preview_suffix(.body))]
+    #[error(
+        "POST to the message endpoint {} answered HTTP {status}{}",
+        redact_url(endpoint.as_str()),
+        preview_suffix(.body)
+    )]
     Status {
         endpoint: Url,
         status: StatusCode,
@@ -113,9 +119,10 @@ pub(crate) async fn connect(
     client: reqwest::Client,
     within: Duration,
 ) -> Result<SseTransport, OpenFailure> {
+    // Every message names the URL: shown without its query or userinfo.
     let fail = |message: String| Error::Connect {
         server: server.to_string(),
-        message,
+        message: redact_text(&message).into_owned(),
         stderr_tail: Vec::new(),
     };
     let sse_url = Url::parse(url).map_err(|e| fail(format!("`{url}` is not a valid URL: {e}")))?;
@@ -142,7 +149,7 @@ pub(crate) async fn connect(
             .into());
         }
     };
-    tracing::debug!(server, %endpoint, "SSE session open");
+    tracing::debug!(server, endpoint = %redact_url(endpoint.as_str()), "SSE session open");
     Ok(SseTransport {
         server: server.to_string(),
         target: Arc::new(PostTarget {
@@ -400,7 +407,7 @@ async fn post(
     let response = tokio::select! {
         response = request.send() => response.map_err(|source| SseError::Request {
             endpoint: target.endpoint.clone(),
-            source,
+            source: redact_reqwest(source),
         })?,
         () = closed.cancelled() => return Err(SseError::Closed),
     };
@@ -472,7 +479,8 @@ pub(crate) fn tidy_body(body: &[u8]) -> String {
     tidy
 }
 
-/// An error and its sources on one line (reqwest's own message hides the cause).
+/// An error and its sources on one line (reqwest's own message hides the cause), every URL in
+/// it without its query or userinfo.
 pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -484,7 +492,7 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         }
         source = cause.source();
     }
-    text
+    redact_text(&text).into_owned()
 }
 
 /// One dispatched SSE event.
