@@ -80,34 +80,58 @@ fn no_secret_in_a_url_or_header_reaches_any_output() {
     let userinfo = "S3CR3T-USER:S3CR3T-PASS@";
     let query = "?api_key=S3CR3T-QUERY&x=1#S3CR3T-FRAG";
     let headers = r#"{ "X-Api-Key" = "S3CR3T-HEADER", "X-From-Var" = "${REDACT_TEST_VAR}" }"#;
-    let server = |name: &str, kind: &str, scheme: &str, port: u16, path: &str| {
+    let server = |name: &str, kind: &str, scheme: &str, port: u16, path: &str, required: bool| {
         format!(
             "[servers.{name}]\ntype = \"{kind}\"\nurl = \"{scheme}://{userinfo}127.0.0.1:{port}{path}{query}\"\n\
-             headers = {headers}\nrequired = true\nstartup_timeout = \"3s\"\n\n"
+             headers = {headers}\nrequired = {required}\nstartup_timeout = \"3s\"\n\n"
         )
     };
-    let config = [
-        server("refused", "http", "http", refused, "/mcp/refused"),
-        server("broken", "http", "http", broken.port, "/mcp/broken"),
-        server("closer", "sse", "http", closer.port, "/sse/closer"),
-        server("sock", "ws", "ws", refused, "/ws/sock"),
-    ]
-    .concat();
+    // A required server that fails stops the CLI's commands before they show anything: the
+    // servers are required only for the gateway, whose `/readyz` names them.
+    let config = |required: bool| {
+        [
+            server("refused", "http", "http", refused, "/mcp/refused", required),
+            server(
+                "broken",
+                "http",
+                "http",
+                broken.port,
+                "/mcp/broken",
+                required,
+            ),
+            server(
+                "closer",
+                "sse",
+                "http",
+                closer.port,
+                "/sse/closer",
+                required,
+            ),
+            server("sock", "ws", "ws", refused, "/ws/sock", required),
+        ]
+        .concat()
+    };
     let sandbox = Sandbox::new();
-    sandbox.write_file(&sandbox.home.join(".config/mcpmux/config.toml"), &config);
+    let user_config = sandbox.home.join(".config/mcpmux/config.toml");
+    sandbox.write_file(&user_config, &config(false));
     let env = [("REDACT_TEST_VAR", "S3CR3T-VAR")];
 
     let table = sandbox.run_with_env(&["servers"], &env);
     assert_no_secret("`mcpmux servers`", &format!("{table:#?}"));
-    assert!(
-        table
-            .stdout
-            .contains(&format!("http://127.0.0.1:{refused}/mcp/refused?…")),
-        "{table:#?}"
-    );
     let listed = sandbox.run_with_env(&["servers", "--json"], &env);
     assert_no_secret("`mcpmux servers --json`", &format!("{listed:#?}"));
-    let errors = json(&listed).to_string();
+    let listed = json(&listed);
+    let refused_entry = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "refused")
+        .unwrap();
+    assert_eq!(
+        refused_entry["target"],
+        format!("http://127.0.0.1:{refused}/mcp/refused?…")
+    );
+    let errors = listed.to_string();
     for shown in [
         format!("127.0.0.1:{refused}/mcp/refused"),
         format!("127.0.0.1:{}/sse/closer", closer.port),
@@ -122,6 +146,7 @@ fn no_secret_in_a_url_or_header_reaches_any_output() {
     assert!(call.stderr.contains("server `broken`"), "{call:#?}");
     assert_no_secret("`mcpmux -v trace call`", &format!("{call:#?}"));
 
+    sandbox.write_file(&user_config, &config(true));
     let mut serve = sandbox.command(&[
         "-v",
         "debug",
