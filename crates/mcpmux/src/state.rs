@@ -229,3 +229,37 @@ impl std::fmt::Display for Reload {
         f.write_str(&parts.join("; "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_published_state_shows_no_url_query_or_userinfo() {
+        let url = "see http://u:S2@h:1/mcp?api_key=S1 now";
+        let states = [
+            ServerState::Pending {
+                attempt: 2,
+                next_retry_at: None,
+                last_error: Some(url.into()),
+            },
+            ServerState::Failed {
+                error: url.into(),
+                stderr_tail: vec![url.into()],
+            },
+            ServerState::NeedsAuth {
+                message: url.into(),
+                login: true,
+            },
+            ServerState::Disabled { reason: url.into() },
+            ServerState::Untrusted {
+                message: url.into(),
+            },
+        ];
+        for state in states {
+            let shown = format!("{:?}", state.redacted());
+            assert!(shown.contains("http://h:1/mcp?…"), "{shown}");
+            assert!(!shown.contains("S1") && !shown.contains("S2"), "{shown}");
+        }
+    }
+}
