@@ -183,7 +183,8 @@ fn status(config: &ConfigSet, store: &TokenStore, json: bool) -> anyhow::Result<
                 let received = stored.iter().find(|(name, _)| name == &spec.name);
                 Some(LoginStatus {
                     name: spec.name.clone(),
-                    url: Some(url.clone()),
+                    // Printed: no query or userinfo (`mcpmux::redact`).
+                    url: Some(mcpmux::redact::redact_url(url)),
                     logged_in: received.is_some(),
                     received_at: received.and_then(|(_, at)| *at),
                     static_authorization: headers

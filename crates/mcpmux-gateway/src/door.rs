@@ -3,7 +3,8 @@
 //! (the static bearer token, else an OAuth access token: 401, 403 or 503 with the challenge),
 //! the client's rate limit (429 with `Retry-After`) — learns the JSON-RPC method of a small
 //! POST for the access log, and counts the POSTs still answering for a graceful shutdown.
-//! The rules themselves are `guard`'s, `oauth`'s and `rate_limit`'s.
+//! The rules themselves are `guard`'s, `oauth`'s and `rate_limit`'s. In front of `/healthz`
+//! and `/readyz`, the `Host` rule alone (`check_probe`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -296,4 +297,23 @@ pub(crate) async fn check_door(
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
     learnt(response, seen)
+}
+
+/// In front of `/healthz` and `/readyz`: a `Host` outside the allowlist is refused (403), as
+/// for `/metrics`, so a page a DNS-rebinding attack loads cannot read them. A request with no
+/// `Host` at all is no browser's (an HTTP/1.0 health check sends none): let in.
+pub(crate) async fn check_probe(
+    State(door): State<Arc<Door>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = request.headers().get(header::HOST);
+    if host.is_some_and(|host| !guard::host_allowed(Some(host.as_bytes()), &door.allowed_hosts)) {
+        return (
+            StatusCode::FORBIDDEN,
+            "Forbidden: this Host is not served (mcpmux serve --allow-host HOST adds one)",
+        )
+            .into_response();
+    }
+    next.run(request).await
 }

@@ -1,7 +1,7 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
 //! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests), legacy SSE at `/sse`
 //! and `/message` (`sse`) and `/metrics`, behind the door (`door`: `Origin`, authentication,
-//! rate limits), with `/healthz`, `/readyz` and,
+//! rate limits), with `/healthz`, `/readyz` (behind the same `Host` allowlist) and,
 //! under OAuth, the protected resource metadata beside it, and the access log around it all.
 //! Owns binding (loopback unless authentication is configured), the `Host` allowlist handed to
 //! rmcp, and the graceful shutdown: stop accepting, let calls in flight finish within the
@@ -225,12 +225,16 @@ impl HttpServer {
             .route_service("/mcp", service)
             .merge(legacy.routes())
             .merge(scraped)
-            .layer(middleware::from_fn_with_state(door, door::check_door));
-        let mut app = Router::new()
+            .layer(middleware::from_fn_with_state(
+                door.clone(),
+                door::check_door,
+            ));
+        let probes = Router::new()
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
             .with_state(gateway.clone())
-            .merge(mcp);
+            .layer(middleware::from_fn_with_state(door, door::check_probe));
+        let mut app = probes.merge(mcp);
         if let Some(oauth) = &oauth {
             let published = Router::new();
             let published = oauth
@@ -323,7 +327,7 @@ async fn healthz() -> &'static str {
 }
 
 /// `/readyz`: 200 once startup settled and every required server is connected, else 503
-/// with the reason.
+/// naming the servers not connected (never their errors: no token is asked of a probe).
 async fn readyz(State(gateway): State<Gateway>) -> Response {
     match gateway.readiness() {
         Ok(()) => (StatusCode::OK, "ready\n").into_response(),

@@ -43,6 +43,12 @@ fn instantiate(
     Ok(PyErr::from_value(instance))
 }
 
+/// A text field as Python is given it: its URLs without query or userinfo, as the error's
+/// message shows them.
+fn clean(text: &str) -> String {
+    mcpmux::redact::redact_text(text).into_owned()
+}
+
 fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
     let fields = PyDict::new(py);
     let set = |key: &str, value: Bound<'_, PyAny>| fields.set_item(key, value);
@@ -70,14 +76,22 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
         } => {
             set("kind", "connect".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
-            set("reason", message.into_pyobject(py)?.into_any())?;
-            set("stderr_tail", stderr_tail.into_pyobject(py)?.into_any())?;
+            set("reason", clean(message).into_pyobject(py)?.into_any())?;
+            set(
+                "stderr_tail",
+                stderr_tail
+                    .iter()
+                    .map(|line| clean(line))
+                    .collect::<Vec<_>>()
+                    .into_pyobject(py)?
+                    .into_any(),
+            )?;
             "ServerUnavailable"
         }
         Error::Auth { server, message } => {
             set("kind", "auth".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
-            set("reason", message.into_pyobject(py)?.into_any())?;
+            set("reason", clean(message).into_pyobject(py)?.into_any())?;
             "AuthRequired"
         }
         Error::Timeout {
@@ -99,7 +113,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             set("kind", "unavailable".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
             set("state", state.label().into_pyobject(py)?.into_any())?;
-            set("reason", reason.into_pyobject(py)?.into_any())?;
+            set("reason", clean(reason).into_pyobject(py)?.into_any())?;
             "ServerUnavailable"
         }
         Error::RequiredServerFailed { server, message } => {
@@ -108,13 +122,13 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
                 "required_server_failed".into_pyobject(py)?.into_any(),
             )?;
             set("server", server.into_pyobject(py)?.into_any())?;
-            set("reason", message.into_pyobject(py)?.into_any())?;
+            set("reason", clean(message).into_pyobject(py)?.into_any())?;
             "ServerUnavailable"
         }
         Error::CircuitOpen { server, message } => {
             set("kind", "circuit_open".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
-            set("reason", message.into_pyobject(py)?.into_any())?;
+            set("reason", clean(message).into_pyobject(py)?.into_any())?;
             "CircuitOpen"
         }
         Error::ConnectionLost {
@@ -126,8 +140,16 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             set("kind", "connection_lost".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
             set("what", what.into_pyobject(py)?.into_any())?;
-            set("reason", reason.into_pyobject(py)?.into_any())?;
-            set("stderr_tail", stderr_tail.into_pyobject(py)?.into_any())?;
+            set("reason", clean(reason).into_pyobject(py)?.into_any())?;
+            set(
+                "stderr_tail",
+                stderr_tail
+                    .iter()
+                    .map(|line| clean(line))
+                    .collect::<Vec<_>>()
+                    .into_pyobject(py)?
+                    .into_any(),
+            )?;
             "ConnectionLost"
         }
         Error::UnknownServer { name } => {
@@ -150,24 +172,24 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             set("kind", "server".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
             set("code", code.into_pyobject(py)?.into_any())?;
-            set("reason", message.into_pyobject(py)?.into_any())?;
+            set("reason", clean(message).into_pyobject(py)?.into_any())?;
             "ServerError"
         }
         Error::Protocol { server, message } => {
             set("kind", "protocol".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
-            set("reason", message.into_pyobject(py)?.into_any())?;
+            set("reason", clean(message).into_pyobject(py)?.into_any())?;
             "ProtocolError"
         }
         Error::Cancelled(reason) => {
             set("kind", "cancelled".into_pyobject(py)?.into_any())?;
-            set("reason", reason.into_pyobject(py)?.into_any())?;
+            set("reason", clean(reason).into_pyobject(py)?.into_any())?;
             "Cancelled"
         }
         Error::InvalidArguments { tool, message } => {
             set("kind", "invalid_arguments".into_pyobject(py)?.into_any())?;
             set("tool", tool.into_pyobject(py)?.into_any())?;
-            set("reason", message.into_pyobject(py)?.into_any())?;
+            set("reason", clean(message).into_pyobject(py)?.into_any())?;
             "InvalidArguments"
         }
         Error::Denied(refusal) => {
@@ -191,13 +213,13 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             set("tool", tool.into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
             set("scope", scope.into_pyobject(py)?.into_any())?;
-            set("reason", reason.into_pyobject(py)?.into_any())?;
+            set("reason", clean(reason).into_pyobject(py)?.into_any())?;
             "OutOfScope"
         }
         Error::UnusableTool { tool, reason } => {
             set("kind", "unusable_tool".into_pyobject(py)?.into_any())?;
             set("tool", tool.into_pyobject(py)?.into_any())?;
-            set("reason", reason.into_pyobject(py)?.into_any())?;
+            set("reason", clean(reason).into_pyobject(py)?.into_any())?;
             "UnusableTool"
         }
         Error::NoResourceServer { uri, .. } => {

@@ -4,12 +4,16 @@ use std::time::Duration;
 
 use crate::config::ConfigError;
 use crate::policy::{PolicyError, Refusal};
+use crate::redact::redact_text;
 use crate::state::ServerState;
 
 /// Everything that can go wrong between a harness and a tool.
 ///
 /// A tool that answers `isError: true` is *not* an `Err`: it is a successful call whose
 /// [`ToolResult`](crate::ToolResult) says the tool failed.
+///
+/// Its message shows every URL as [`redact_url`](crate::redact::redact_url) does (no query,
+/// fragment or userinfo), the server's words and stderr included.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -19,7 +23,8 @@ pub enum Error {
 
     /// A server could not be started or connected.
     #[error(
-        "server `{server}`: could not connect: {message}{}",
+        "server `{server}`: could not connect: {}{}",
+        redact_text(message),
         tail_suffix(stderr_tail)
     )]
     Connect {
@@ -33,7 +38,7 @@ pub enum Error {
 
     /// OAuth failed for a server: discovery, registration, the authorization, the token
     /// store, or the server refused every token.
-    #[error("server `{server}`: authorization failed: {message}")]
+    #[error("server `{server}`: authorization failed: {}", redact_text(message))]
     Auth {
         /// The server's name.
         server: String,
@@ -53,7 +58,7 @@ pub enum Error {
     },
 
     /// The server exists but cannot take calls now.
-    #[error("server `{server}` is {}: {reason}", state.label())]
+    #[error("server `{server}` is {}: {}", state.label(), redact_text(reason))]
     Unavailable {
         /// The server's name.
         server: String,
@@ -80,7 +85,7 @@ pub enum Error {
     },
 
     /// The server's circuit breaker is open: it failed too many calls in a row.
-    #[error("server `{server}`: {message}")]
+    #[error("server `{server}`: {}", redact_text(message))]
     CircuitOpen {
         /// The server's name.
         server: String,
@@ -90,7 +95,8 @@ pub enum Error {
 
     /// The connection broke while the call was in flight.
     #[error(
-        "server `{server}`: connection lost during {what}: {reason}{}",
+        "server `{server}`: connection lost during {what}: {}{}",
+        redact_text(reason),
         tail_suffix(stderr_tail)
     )]
     ConnectionLost {
@@ -114,7 +120,7 @@ pub enum Error {
     },
 
     /// The server answered with a JSON-RPC error.
-    #[error("server `{server}` returned error {code}: {message}")]
+    #[error("server `{server}` returned error {code}: {}", redact_text(message))]
     Server {
         /// The server's name.
         server: String,
@@ -131,7 +137,8 @@ pub enum Error {
     /// Tasks extension, a tool that only runs as a task (call it with
     /// [`Hub::call_task`](crate::Hub::call_task)).
     #[error(
-        "server `{server}` needs a client capability the request did not declare: {message}{}",
+        "server `{server}` needs a client capability the request did not declare: {}{}",
+        redact_text(message),
         required_suffix(required)
     )]
     MissingCapability {
@@ -146,7 +153,8 @@ pub enum Error {
     /// The server session a task ran in has ended (the server exited, crashed or was
     /// restarted): the task is gone with it; call again.
     #[error(
-        "server `{server}`: task `{task}` is lost: {reason}{}",
+        "server `{server}`: task `{task}` is lost: {}{}",
+        redact_text(reason),
         tail_suffix(stderr_tail)
     )]
     TaskLost {
@@ -161,7 +169,7 @@ pub enum Error {
     },
 
     /// The server answered something that is not valid MCP.
-    #[error("server `{server}` violated the protocol: {message}")]
+    #[error("server `{server}` violated the protocol: {}", redact_text(message))]
     Protocol {
         /// The server's name.
         server: String,
@@ -170,7 +178,7 @@ pub enum Error {
     },
 
     /// The caller cancelled, or the hub is shutting down.
-    #[error("call cancelled: {0}")]
+    #[error("call cancelled: {}", redact_text(.0))]
     Cancelled(String),
 
     /// Arguments given by the caller are not valid JSON or not an object.
@@ -215,7 +223,7 @@ pub enum Error {
     Policy(#[from] PolicyError),
 
     /// A required server failed to start.
-    #[error("required server `{server}` failed to start: {message}")]
+    #[error("required server `{server}` failed to start: {}", redact_text(message))]
     RequiredServerFailed {
         /// The server's name.
         server: String,
@@ -273,7 +281,7 @@ fn tail_suffix(tail: &[String]) -> String {
     } else {
         format!(
             "\n  server stderr (last lines):\n    {}",
-            tail.join("\n    ")
+            redact_text(&tail.join("\n    "))
         )
     }
 }
@@ -337,6 +345,42 @@ pub(crate) fn fmt_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_shows_every_url_without_its_query_or_userinfo() {
+        let url = "http://u:S2@127.0.0.1:9/mcp?api_key=S1#S3";
+        let errors = [
+            Error::Connect {
+                server: "s".into(),
+                message: format!("error sending request for url ({url})"),
+                stderr_tail: vec![format!("GET {url}")],
+            },
+            Error::ConnectionLost {
+                server: "s".into(),
+                what: "tools/call".into(),
+                reason: format!("POST {url} failed"),
+                stderr_tail: Vec::new(),
+            },
+            Error::Unavailable {
+                server: "s".into(),
+                state: ServerState::Stopped,
+                reason: url.into(),
+            },
+            Error::Server {
+                server: "s".into(),
+                code: -32000,
+                message: url.into(),
+                data: None,
+            },
+        ];
+        for error in errors {
+            let shown = error.to_string();
+            assert!(shown.contains("http://127.0.0.1:9/mcp?…"), "{shown}");
+            for secret in ["S1", "S2", "S3"] {
+                assert!(!shown.contains(secret), "{shown}");
+            }
+        }
+    }
 
     #[test]
     fn connect_error_shows_the_stderr_tail() {

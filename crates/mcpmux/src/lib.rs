@@ -26,6 +26,7 @@ pub mod auth;
 pub mod config;
 pub mod host;
 pub mod policy;
+pub mod redact;
 pub mod schema;
 pub mod terminal;
 

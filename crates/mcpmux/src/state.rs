@@ -1,8 +1,12 @@
 //! What the library tells a harness about its servers: the protocol era found, the state each
 //! server's supervisor publishes, and the events a harness may react to. Plain data: it knows
-//! nothing of how a connection reaches those states.
+//! nothing of how a connection reaches those states. Its texts show URLs redacted
+//! (`crate::redact`).
 
+use std::borrow::Cow;
 use std::time::SystemTime;
+
+use crate::redact::redact_text;
 
 use serde::{Deserialize, Serialize};
 
@@ -100,6 +104,44 @@ impl ServerState {
         }
     }
 
+    /// This state with every URL in its texts shown as
+    /// [`redact_url`](crate::redact::redact_url) shows it: what the supervisor publishes and
+    /// `mcpmux servers` prints.
+    pub(crate) fn redacted(self) -> Self {
+        let clean = |text: String| match redact_text(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(clean) => clean,
+        };
+        match self {
+            ServerState::Pending {
+                attempt,
+                next_retry_at,
+                last_error,
+            } => ServerState::Pending {
+                attempt,
+                next_retry_at,
+                last_error: last_error.map(clean),
+            },
+            ServerState::Failed { error, stderr_tail } => ServerState::Failed {
+                error: clean(error),
+                stderr_tail: stderr_tail.into_iter().map(clean).collect(),
+            },
+            ServerState::NeedsAuth { message, login } => ServerState::NeedsAuth {
+                message: clean(message),
+                login,
+            },
+            ServerState::Disabled { reason } => ServerState::Disabled {
+                reason: clean(reason),
+            },
+            ServerState::Untrusted { message } => ServerState::Untrusted {
+                message: clean(message),
+            },
+            other @ (ServerState::Connected { .. } | ServerState::Stopped | ServerState::Idle) => {
+                other
+            }
+        }
+    }
+
     pub(crate) fn connecting() -> Self {
         ServerState::Pending {
             attempt: 1,
@@ -185,5 +227,39 @@ impl std::fmt::Display for Reload {
         }
         parts.push(format!("{} unchanged", self.kept.len()));
         f.write_str(&parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_published_state_shows_no_url_query_or_userinfo() {
+        let url = "see http://u:S2@h:1/mcp?api_key=S1 now";
+        let states = [
+            ServerState::Pending {
+                attempt: 2,
+                next_retry_at: None,
+                last_error: Some(url.into()),
+            },
+            ServerState::Failed {
+                error: url.into(),
+                stderr_tail: vec![url.into()],
+            },
+            ServerState::NeedsAuth {
+                message: url.into(),
+                login: true,
+            },
+            ServerState::Disabled { reason: url.into() },
+            ServerState::Untrusted {
+                message: url.into(),
+            },
+        ];
+        for state in states {
+            let shown = format!("{:?}", state.redacted());
+            assert!(shown.contains("http://h:1/mcp?…"), "{shown}");
+            assert!(!shown.contains("S1") && !shown.contains("S2"), "{shown}");
+        }
     }
 }

@@ -20,6 +20,7 @@ mod cli_hostile;
 mod cli_lazy;
 mod cli_oversize;
 mod cli_plugins;
+mod cli_redact;
 mod cli_run;
 mod cli_secrets;
 mod cli_serve;

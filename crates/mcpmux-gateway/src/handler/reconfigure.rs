@@ -18,7 +18,8 @@ pub enum ReconfigureError {
 impl Gateway {
     /// Whether the gateway is ready, else why not: every required server connected (in the
     /// state it is in now, so one that failed and came back is ready again); with none
-    /// required, once the servers' first connection attempts have settled.
+    /// required, once the servers' first connection attempts have settled. The reason names
+    /// the servers only: their errors are `mcpmux servers`' to show (a probe needs no token).
     pub fn readiness(&self) -> Result<(), String> {
         let required = self.required();
         if required.is_empty() {
@@ -29,24 +30,22 @@ impl Gateway {
             };
         }
         let servers = self.inner.hub.servers();
-        let missing: Vec<String> = required
+        let missing: Vec<&str> = required
             .iter()
-            .filter_map(|name| match servers.iter().find(|s| &s.name == name) {
-                None => Some(format!("required server `{name}` is not configured")),
-                Some(status) if matches!(status.state, mcpmux::ServerState::Connected { .. }) => {
-                    None
-                }
-                Some(status) => Some(format!(
-                    "required server `{name}` is {}{}",
-                    status.state.label(),
-                    status.error().map(|e| format!(": {e}")).unwrap_or_default()
-                )),
+            .filter(|name| {
+                !servers.iter().any(|s| {
+                    &s.name == *name && matches!(s.state, mcpmux::ServerState::Connected { .. })
+                })
             })
+            .map(String::as_str)
             .collect();
         if missing.is_empty() {
             Ok(())
         } else {
-            Err(missing.join("; "))
+            Err(format!(
+                "required servers not connected: {}",
+                missing.join(", ")
+            ))
         }
     }
 

@@ -1,6 +1,7 @@
 //! The gateway's HTTP door, in this process, with raw HTTP: what it refuses and how
 //! (`Origin`, bearer token, `Host`, protocol version, bind address, oversized and garbage
-//! bodies), and `/healthz` and `/readyz` as the servers start.
+//! bodies), and `/healthz` and `/readyz` as the servers start (behind the `Host` check too,
+//! naming servers, never their errors).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -195,7 +196,7 @@ async fn readyz_answers_503_until_the_required_servers_are_connected() {
 }
 
 #[tokio::test]
-async fn readyz_names_a_required_server_that_failed() {
+async fn readyz_names_a_required_server_that_failed_and_nothing_of_its_error() {
     let mut bad = fast_testserver("bad", &["--exit-at-startup", "1"]);
     bad.required = true;
     let served = Served::start(
@@ -204,19 +205,72 @@ async fn readyz_names_a_required_server_that_failed() {
         |_| {},
     )
     .await;
-    let reason = eventually_async(
+    // Failed, or pending a retry with the failure as its last error.
+    let failed = eventually_async(
         Duration::from_secs(10),
         Duration::from_millis(20),
         || async {
-            let response = reqwest::get(format!("{}/readyz", served.base)).await.ok()?;
-            assert_eq!(response.status(), 503);
-            let text = response.text().await.ok()?;
-            // Failed, or pending a retry with the failure as its last error.
-            text.contains("exited with status 1").then_some(text)
+            let status = served.hub.servers().into_iter().find(|s| s.name == "bad")?;
+            status
+                .error()
+                .is_some_and(|e| e.contains("exited with status 1"))
+                .then_some(())
         },
     )
+    .await;
+    assert!(failed.is_some(), "the server never failed");
+    let response = reqwest::get(format!("{}/readyz", served.base))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        response.text().await.unwrap(),
+        "not ready: required servers not connected: bad\n"
+    );
+    served.stop().await;
+}
+
+/// A raw `GET` of `path` at `addr` sending `head` as its version and headers: the status.
+fn raw_status(addr: &str, path: &str, head: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(stream, "GET {path} {head}\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn health_checks_refuse_a_foreign_host_and_answer_a_probe_without_one() {
+    let served = Served::start(echo_server(), GatewayOptions::default(), |_| {}).await;
+    let addr = served.base.trim_start_matches("http://").to_string();
+    let statuses = tokio::task::spawn_blocking(move || {
+        ["/healthz", "/readyz"].map(|path| {
+            (
+                raw_status(
+                    &addr,
+                    path,
+                    "HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n",
+                ),
+                raw_status(
+                    &addr,
+                    path,
+                    &format!("HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n"),
+                ),
+                // An HTTP/1.0 health check (HAProxy's `option httpchk`) sends no `Host`.
+                raw_status(&addr, path, "HTTP/1.0\r\n"),
+            )
+        })
+    })
     .await
-    .expect("readyz never said why the required server is missing");
-    assert!(reason.contains("required server `bad` is "), "{reason}");
+    .unwrap();
+    let [healthz, readyz] = statuses;
+    assert_eq!(healthz, (403, 200, 200));
+    assert_eq!(readyz.0, 403);
+    assert_ne!(readyz.1, 403);
+    assert_ne!(readyz.2, 403);
     served.stop().await;
 }

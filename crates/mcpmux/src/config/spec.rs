@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::dialect::Dialect;
 use crate::defaults;
+use crate::redact::redact_url;
 
 /// One MCP server as configured, after validation and `${VAR}` expansion.
 #[derive(Clone, PartialEq)]
@@ -707,7 +708,7 @@ impl fmt::Debug for TransportSpec {
             | TransportSpec::Sse { url, headers }
             | TransportSpec::Ws { url, headers } => f
                 .debug_struct(self.kind())
-                .field("url", url)
+                .field("url", &redact_url(url))
                 .field("headers", &redacted_map(headers))
                 .finish(),
             TransportSpec::InProcess(server) => {
@@ -735,7 +736,8 @@ impl fmt::Debug for ServerSpec {
 }
 
 impl fmt::Display for TransportSpec {
-    /// What `mcpmux servers` prints as the target: the command line or the URL.
+    /// What `mcpmux servers` prints as the target: the command line or the URL (without its
+    /// query or userinfo).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TransportSpec::Stdio { command, args, .. } => {
@@ -747,7 +749,7 @@ impl fmt::Display for TransportSpec {
             }
             TransportSpec::Http { url, .. }
             | TransportSpec::Sse { url, .. }
-            | TransportSpec::Ws { url, .. } => write!(f, "{url}"),
+            | TransportSpec::Ws { url, .. } => f.write_str(&redact_url(url)),
             TransportSpec::InProcess(server) => write!(f, "in-process {}", server.label),
         }
     }
@@ -771,6 +773,18 @@ mod tests {
         }
         let printed = format!("{http:?}");
         assert!(!printed.contains("Bearer abc"), "{printed}");
+    }
+
+    #[test]
+    fn a_url_is_printed_without_its_query_or_userinfo() {
+        let spec = ServerSpec::http("r", "https://u:S2@example.test/mcp?api_key=S1");
+        for printed in [spec.transport.to_string(), format!("{spec:?}")] {
+            assert!(printed.contains("https://example.test/mcp?…"), "{printed}");
+            assert!(
+                !printed.contains("S1") && !printed.contains("S2"),
+                "{printed}"
+            );
+        }
     }
 
     #[test]

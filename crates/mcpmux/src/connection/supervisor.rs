@@ -26,6 +26,7 @@ use super::{Live, ServerState, Shared};
 use crate::catalog::ServerTool;
 use crate::config::{Backoff, ServerSpec, TransportSpec};
 use crate::error::{Error, fmt_duration};
+use crate::redact::redact_text;
 use crate::state::HubEvent;
 
 /// Tool-list notifications arriving within this window cause one refresh, not many.
@@ -66,6 +67,8 @@ enum Outcome {
 
 impl Supervisor {
     fn publish(&self, state: ServerState) {
+        // What a harness reads, prints and serves: no URL's query or userinfo in it.
+        let state = state.redacted();
         self.generation.fetch_add(1, Ordering::AcqRel);
         let settles = !matches!(state, ServerState::Pending { .. });
         // The state first: whoever wakes on `settled` must read the settled state.
@@ -180,6 +183,7 @@ impl Supervisor {
                     reason,
                     during_call,
                 } => {
+                    let reason = redact_text(&reason).into_owned();
                     tracing::warn!(server = %name, during_call, "connection lost: {reason}; reconnecting");
                     lost_at = Some(Instant::now());
                     if during_call {
@@ -199,6 +203,7 @@ impl Supervisor {
                     let auth = failure.auth;
                     let oauth = failure.oauth;
                     let (error, stderr_tail) = split_tail(failure.error);
+                    let error = redact_text(&error).into_owned();
                     if auth && !oauth {
                         tracing::warn!(server = %name, "{error}");
                         self.finish(ServerState::NeedsAuth {

@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::Hub;
 use crate::config::{ConfigError, ConfigProblem, Origin};
 use crate::connection::ListKind;
+use crate::redact::redact_text;
 use crate::state::{Era, ServerState};
 
 /// What `mcpmux servers` shows about one server.
@@ -238,6 +239,15 @@ impl Hub {
                 logging: false,
                 tasks: false,
             });
+        }
+        // Printed, served and logged: no URL's query or userinfo, whatever text made it.
+        for status in &mut out {
+            status.target = redact_text(&status.target).into_owned();
+            let state = std::mem::replace(&mut status.state, ServerState::Stopped);
+            status.state = state.redacted();
+            for warning in &mut status.warnings {
+                *warning = redact_text(warning).into_owned();
+            }
         }
         out
     }

@@ -223,17 +223,41 @@ fn parse(stdout: &[u8]) -> Result<BTreeMap<String, String>, String> {
     map.into_iter()
         .map(|(name, value)| match value {
             serde_json::Value::String(text) => Ok((name, text)),
+            // The value is a secret, whatever its type: only its type is named.
             other => Err(format!(
-                "printed a non-string value for header `{name}`: {other}"
+                "printed a {} for header `{name}`; a header's value must be a string",
+                json_kind(&other)
             )),
         })
         .collect()
+}
+
+/// What kind of JSON value `value` is, in words.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_that_is_not_a_string_is_named_by_its_type_not_shown() {
+        let error = parse(br#"{"X-Api-Key": 123456789}"#).unwrap_err();
+        assert!(
+            error.contains("printed a number for header `X-Api-Key`"),
+            "{error}"
+        );
+        assert!(!error.contains("123456789"), "{error}");
+    }
 
     #[tokio::test]
     async fn reads_the_printed_headers_with_the_server_name() {

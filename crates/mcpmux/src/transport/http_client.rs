@@ -26,6 +26,7 @@ use super::http_screen;
 use super::http_session::{self, SessionWatch};
 use crate::auth::dpop::{self, Dpop};
 use crate::auth::session::{Retry, ServerAuth, detached};
+use crate::redact::redact_reqwest;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -372,6 +373,15 @@ fn refused_credentials(error: &HttpError) -> bool {
     }
 }
 
+/// The error rmcp is given, whose text it logs and passes on: reqwest's URL in it keeps only
+/// scheme, host, port and path.
+fn redacted(error: HttpError) -> HttpError {
+    match error {
+        StreamableHttpError::Client(error) => StreamableHttpError::Client(redact_reqwest(error)),
+        other => other,
+    }
+}
+
 /// An OAuth failure as rmcp's transport error (`AuthorizationRequired` inside it still reads as
 /// authorization required, so the connection ends `NeedsAuth`).
 fn auth_error(error: AuthError) -> HttpError {
@@ -405,7 +415,8 @@ impl StreamableHttpClient for AuthorizingClient {
         })
         .await;
         let outcome =
-            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome);
+            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+                .map_err(redacted);
         http_screen::post(&self.server, &message, None, outcome)
     }
 
@@ -435,7 +446,8 @@ impl StreamableHttpClient for AuthorizingClient {
         })
         .await;
         let outcome =
-            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome);
+            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+                .map_err(redacted);
         http_screen::post(&self.server, &message, Some(max_sse_event_size), outcome)
     }
 
@@ -464,6 +476,7 @@ impl StreamableHttpClient for AuthorizingClient {
         self.http
             .delete_session(uri, session_id, presented.bearer, headers)
             .await
+            .map_err(redacted)
     }
 
     async fn get_stream(
@@ -486,6 +499,7 @@ impl StreamableHttpClient for AuthorizingClient {
             })
             .await;
         http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+            .map_err(redacted)
             .map(|stream| http_screen::get_stream(&self.server, stream))
     }
 
@@ -511,6 +525,7 @@ impl StreamableHttpClient for AuthorizingClient {
             })
             .await;
         http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+            .map_err(redacted)
             .map(|stream| http_screen::get_stream(&self.server, stream))
     }
 }

@@ -35,6 +35,7 @@ mod parser;
 const MAX_AWAITED: usize = 4096;
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
+use crate::redact::{redact_reqwest, redact_text, redact_url};
 
 /// How much of an error body we read to quote it.
 const BODY_PREVIEW_BYTES: usize = 2048;
@@ -48,7 +49,7 @@ const RESERVED_HEADERS: &[&str] = &["accept", "content-type", "mcp-protocol-vers
 pub(crate) enum SseError {
     #[error("cannot encode the message: {0}")]
     Encode(#[source] serde_json::Error),
-    #[error("POST to the message endpoint {endpoint} failed: {source}")]
+    #[error("POST to the message endpoint {} failed: {source}", redact_url(endpoint.as_str()))]
     Request {
         endpoint: Url,
         #[source]
@@ -56,7 +57,8 @@ pub(crate) enum SseError {
     },
     /// HTTP 401: the server wants credentials (see [`super::HandshakeRefusal::Unauthorized`]).
     #[error(
-        "POST to the message endpoint {endpoint} answered HTTP 401 Unauthorized{}; {}",
+        "POST to the message endpoint {} answered HTTP 401 Unauthorized{}; {}",
+        redact_url(endpoint.as_str()),
         preview_suffix(.body),
         unauthorized_advice(*.sent_authorization)
     )]
@@ -66,7 +68,11 @@ pub(crate) enum SseError {
         sent_authorization: bool,
         body: String,
     },
-    #[error("POST to the message endpoint {endpoint} answered HTTP {status}{}", preview_suffix(.body))]
+    #[error(
+        "POST to the message endpoint {} answered HTTP {status}{}",
+        redact_url(endpoint.as_str()),
+        preview_suffix(.body)
+    )]
     Status {
         endpoint: Url,
         status: StatusCode,
@@ -128,9 +134,10 @@ pub(crate) async fn connect(
     within: Duration,
     max_event: usize,
 ) -> Result<SseTransport, OpenFailure> {
+    // Every message names the URL: shown without its query or userinfo.
     let fail = |message: String| Error::Connect {
         server: server.to_string(),
-        message,
+        message: redact_text(&message).into_owned(),
         stderr_tail: Vec::new(),
     };
     let sse_url = Url::parse(url).map_err(|e| fail(format!("`{url}` is not a valid URL: {e}")))?;
@@ -157,7 +164,7 @@ pub(crate) async fn connect(
             .into());
         }
     };
-    tracing::debug!(server, %endpoint, "SSE session open");
+    tracing::debug!(server, endpoint = %redact_url(endpoint.as_str()), "SSE session open");
     Ok(SseTransport {
         server: server.to_string(),
         target: Arc::new(PostTarget {
@@ -515,7 +522,7 @@ async fn post(
     let response = tokio::select! {
         response = request.send() => response.map_err(|source| SseError::Request {
             endpoint: target.endpoint.clone(),
-            source,
+            source: redact_reqwest(source),
         })?,
         () = closed.cancelled() => return Err(SseError::Closed),
     };
@@ -587,7 +594,8 @@ pub(crate) fn tidy_body(body: &[u8]) -> String {
     tidy
 }
 
-/// An error and its sources on one line (reqwest's own message hides the cause).
+/// An error and its sources on one line (reqwest's own message hides the cause), every URL in
+/// it without its query or userinfo.
 pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -599,7 +607,7 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         }
         source = cause.source();
     }
-    text
+    redact_text(&text).into_owned()
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use super::sse::{error_chain, tidy_body};
 use super::{OpenFailure, unauthorized_advice};
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
+use crate::redact::{redact_text, redact_url};
 
 /// The subprotocol MCP over WebSocket is negotiated with (the TypeScript SDK's name).
 const SUBPROTOCOL: &str = "mcp";
@@ -77,9 +78,10 @@ pub(crate) async fn connect(
     headers: &BTreeMap<String, String>,
     within: Duration,
 ) -> Result<WsTransport, OpenFailure> {
+    // Every message names the URL: shown without its query or userinfo.
     let fail = |message: String| Error::Connect {
         server: server.to_string(),
-        message,
+        message: redact_text(&message).into_owned(),
         stderr_tail: Vec::new(),
     };
     let parsed =
@@ -135,7 +137,7 @@ pub(crate) async fn connect(
             .into());
         }
     };
-    tracing::debug!(server, url, "WebSocket session open");
+    tracing::debug!(server, url = %redact_url(url), "WebSocket session open");
     let (sink, stream) = socket.split();
     Ok(WsTransport {
         server: Arc::from(server),
