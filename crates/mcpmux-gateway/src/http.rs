@@ -20,18 +20,19 @@ use axum::{
     routing::get,
     serve::ListenerExt,
 };
-use rmcp::transport::{
-    StreamableHttpServerConfig, StreamableHttpService,
-    streamable_http_server::session::local::LocalSessionManager,
-};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Gateway, access_log,
+    Gateway,
+    access::Access,
+    access_log,
     door::{self, Door, Requests},
     guard::{self, GuardError, Token},
+    identity::{Caller, Identity},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
     rate_limit::{Limiter, RateLimit},
+    sessions::{SessionLimits, Sessions},
     sse::{Legacy, SseOptions},
 };
 
@@ -53,6 +54,8 @@ pub struct HttpOptions {
     pub token: Option<Token>,
     /// OAuth 2.1 access tokens `/mcp` accepts (the gateway as a protected resource).
     pub oauth: Option<OAuthOptions>,
+    /// The tokens file: named tokens, and the access rules of identities.
+    pub access: Option<Arc<Access>>,
     /// Requests each client may send to `/mcp`; none: no limit.
     pub rate_limit: Option<RateLimit>,
     /// Log every request on the `mcpmux::access` target.
@@ -68,6 +71,8 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// The bounds of legacy SSE sessions (`/sse`).
     pub sse: SseOptions,
+    /// The bounds of `/mcp` sessions.
+    pub sessions: SessionLimits,
 }
 
 impl HttpOptions {
@@ -77,6 +82,7 @@ impl HttpOptions {
             addr,
             token: None,
             oauth: None,
+            access: None,
             rate_limit: None,
             access_log: false,
             allowed_origins: Vec::new(),
@@ -84,6 +90,7 @@ impl HttpOptions {
             grace: DEFAULT_GRACE,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             sse: SseOptions::default(),
+            sessions: SessionLimits::default(),
         }
     }
 }
@@ -124,9 +131,10 @@ pub struct HttpServer {
 impl HttpServer {
     /// Checks the door's rules (a non-loopback address needs a token or OAuth) and binds.
     pub async fn bind(gateway: Gateway, options: HttpOptions) -> Result<Self, HttpError> {
+        let named = options.access.as_ref().is_some_and(|a| a.has_tokens());
         guard::check_bind(
             options.addr,
-            options.token.is_some() || options.oauth.is_some(),
+            options.token.is_some() || options.oauth.is_some() || named,
         )?;
         if let Some(oauth) = &options.oauth {
             // Checked before binding; built again once the port chosen is known.
@@ -187,16 +195,18 @@ impl HttpServer {
         };
         let allowed_hosts = config.allowed_hosts.clone();
         let factory = gateway.clone();
-        let session_manager = Arc::new(LocalSessionManager::default());
+        let session_manager = Arc::new(Sessions::new(options.sessions.clone()));
         let service = StreamableHttpService::new(
-            // One handler per session: what a session asks and holds is its own.
-            move || Ok(factory.session()),
+            // One handler per session: what a session asks and holds is its own, and it is
+            // the identity's that made it (the door's, as rmcp makes it inside the request).
+            move || Ok(factory.session_for(Caller::current().unwrap_or_else(Identity::local))),
             session_manager.clone(),
             config,
         );
         let requests = Arc::new(Requests::default());
         let door = Arc::new(Door {
             token: options.token.clone(),
+            access: options.access.clone().unwrap_or_default(),
             oauth: oauth.clone(),
             limiter: options.rate_limit.as_ref().map(Limiter::new),
             allowed_origins: options.allowed_origins.clone(),
@@ -304,9 +314,9 @@ async fn resource_metadata(State(oauth): State<Arc<ResourceServer>>) -> Response
 /// `/metrics`: calls, errors and latency per server and tool, server states, open sessions
 /// (`/mcp` and `/sse`).
 async fn metrics(
-    State((gateway, sessions, legacy)): State<(Gateway, Arc<LocalSessionManager>, Legacy)>,
+    State((gateway, sessions, legacy)): State<(Gateway, Arc<Sessions>, Legacy)>,
 ) -> Response {
-    let open = sessions.sessions.read().await.len() + legacy.sessions();
+    let open = sessions.open() + legacy.sessions();
     match gateway.metrics().render(gateway.hub(), open) {
         Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
         Err(error) => {

@@ -16,6 +16,7 @@ use rmcp::model::{
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::access::Rule;
 use crate::paging::Pager;
 use crate::passthrough::Naming;
 
@@ -91,13 +92,15 @@ impl Catalog {
         &self,
         hub: &mcpmux::Hub,
         (pager, cursor): PageOf<'_>,
+        rule: &Rule,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listing = hub.resources(None).await.map_err(|e| failure(&e))?;
         log_errors("resources/list", &listing.errors);
         let shown: Vec<_> = listing
             .items
             .into_iter()
-            .filter(|r| self.shown(&r.server))
+            // access rule (identity)
+            .filter(|r| self.shown(&r.server) && rule.allows_server(&r.server))
             .collect();
         let (page, next) = pager.page("resources/list", shown, cursor)?;
         let items = page.iter().filter_map(|r| record(r, &r.uri)).collect();
@@ -111,8 +114,11 @@ impl Catalog {
         &self,
         hub: &mcpmux::Hub,
         (pager, cursor): PageOf<'_>,
+        rule: &Rule,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let shown = self.shown_templates(hub).await?;
+        let mut shown = self.shown_templates(hub).await?;
+        // access rule (identity)
+        shown.retain(|t| rule.allows_server(&t.server));
         let (page, next) = pager.page("resources/templates/list", shown, cursor)?;
         let items = page
             .iter()
@@ -145,7 +151,10 @@ impl Catalog {
         hub: &mcpmux::Hub,
         uri: &str,
         options: mcpmux::CallOptions,
+        rule: &Rule,
     ) -> Result<ReadResourceResult, ErrorData> {
+        // access rule (identity)
+        crate::access::check_resource(hub, rule, uri).await?;
         let contents = hub
             .read_resource_with(None, uri, options)
             .await
@@ -163,15 +172,27 @@ impl Catalog {
         &self,
         hub: &mcpmux::Hub,
         (pager, cursor): PageOf<'_>,
+        rule: &Rule,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = self.list_prompts(hub).await?;
+        // access rule (identity): the routing table keeps every prompt; the listing only
+        // those of servers the identity may use.
+        let items: Vec<_> = self
+            .list_prompts(hub)
+            .await?
+            .into_iter()
+            .filter(|(server, _)| rule.allows_server(server))
+            .map(|(_, prompt)| prompt)
+            .collect();
         let (page, next) = pager.page("prompts/list", items, cursor)?;
         let mut result = ListPromptsResult::with_all_items(page);
         result.next_cursor = next;
         Ok(result)
     }
 
-    async fn list_prompts(&self, hub: &mcpmux::Hub) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
+    async fn list_prompts(
+        &self,
+        hub: &mcpmux::Hub,
+    ) -> Result<Vec<(String, rmcp::model::Prompt)>, ErrorData> {
         let listing = hub.prompts(None).await.map_err(|e| failure(&e))?;
         log_errors("prompts/list", &listing.errors);
         let prompts: Vec<&mcpmux::Prompt> = listing
@@ -194,7 +215,7 @@ impl Catalog {
             }
             match serde_json::from_value(value) {
                 Ok(item) => {
-                    items.push(item);
+                    items.push((prompt.server.clone(), item));
                     routes.insert(name, (prompt.server.clone(), prompt.name.clone()));
                 }
                 Err(error) => {
@@ -232,6 +253,7 @@ impl Catalog {
         &self,
         hub: &mcpmux::Hub,
         request: CompleteRequestParams,
+        rule: &Rule,
     ) -> Result<CompleteResult, ErrorData> {
         let (server, reference) = match &request.r#ref {
             Reference::Prompt(prompt) => {
@@ -264,6 +286,14 @@ impl Catalog {
                 ));
             }
         };
+        // access rule (identity)
+        if !rule.allows_server(&server) {
+            return Err(ErrorData::invalid_params(
+                "no such prompt or resource template (prompts/list and resources/templates/list \
+                 name them)",
+                None,
+            ));
+        }
         let context = request
             .context
             .and_then(|c| c.arguments)
@@ -303,8 +333,16 @@ impl Catalog {
         name: &str,
         arguments: Map<String, Value>,
         options: mcpmux::CallOptions,
+        rule: &Rule,
     ) -> Result<GetPromptResult, ErrorData> {
         let (server, prompt) = self.prompt_route(hub, name).await?;
+        // access rule (identity): a prompt of a server it may not use is unknown to it.
+        if !rule.allows_server(&server) {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt named `{name}` (prompts/list names the prompts served)"),
+                None,
+            ));
+        }
         let filled = hub
             .get_prompt_with(&server, &prompt, arguments, options)
             .await

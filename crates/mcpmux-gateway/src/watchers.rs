@@ -83,12 +83,14 @@ impl Watchers {
         }
     }
 
-    /// Remembers a handshake-era session and its log level.
-    pub fn add_session(&self, peer: Peer<RoleServer>, level: Level) {
+    /// Remembers a handshake-era session and its log level; returns its id for
+    /// [`Watchers::remove`] (when the session ends: what its peer holds is freed then).
+    pub fn add_session(&self, peer: Peer<RoleServer>, level: Level) -> u64 {
         let id = NEXT_WATCHER.fetch_add(1, Ordering::Relaxed);
         let mut watchers = self.lock();
         watchers.retain(|(_, w)| !matches!(w, Watcher::Session(p, _) if p.is_transport_closed()));
         watchers.push((id, Watcher::Session(peer, level)));
+        id
     }
 
     /// Remembers a listen stream; returns its id for [`Watchers::remove`].
@@ -98,7 +100,7 @@ impl Watchers {
         id
     }
 
-    /// Forgets a listen stream that ended.
+    /// Forgets a listen stream or a session that ended.
     pub fn remove(&self, id: u64) {
         self.lock().retain(|(other, _)| *other != id);
     }

@@ -49,6 +49,7 @@ mod transport;
 mod untrusted;
 
 pub use call::{CallOptions, Progress, TASKS_EXTENSION};
+pub use catalog::filter::NameFilter;
 pub use catalog::merge::{Dropped, SourceKind, ToolOrigin};
 pub use catalog::naming::assign as exposed_names;
 pub use catalog::scope::{Scope, ScopeParseError};

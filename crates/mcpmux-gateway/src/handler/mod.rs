@@ -40,6 +40,7 @@ mod reconfigure;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
+    identity::Identity,
     metrics::Metrics,
     options::GatewayOptions,
     paging::Pager,
@@ -170,8 +171,9 @@ impl Gateway {
         }
         let catalog = Catalog::new(hidden.clone(), Naming::new(options.passthrough));
         let pager = Pager::new(options.page_size);
+        let waiting = options.waiting;
         Gateway {
-            session: Session::new(subscriptions.clone()),
+            session: Session::new(subscriptions.clone(), watchers.clone(), Identity::local()),
             inner: Arc::new(Inner {
                 hub,
                 required: RwLock::new(options.required.clone()),
@@ -186,9 +188,9 @@ impl Gateway {
                 offers_logging: AtomicBool::new(false),
                 subscriptions,
                 pager,
-                rounds: Arc::default(),
-                prompt_rounds: Arc::default(),
-                read_rounds: Arc::default(),
+                rounds: Arc::new(Rounds::new(waiting)),
+                prompt_rounds: Arc::new(Rounds::new(waiting)),
+                read_rounds: Arc::new(Rounds::new(waiting)),
                 upstream_level: std::sync::Mutex::new(None),
                 tasks: crate::tasks::Tasks::default(),
                 watchers,
@@ -203,11 +205,21 @@ impl Gateway {
     }
 
     /// The handler of a new session: what the session asks mid-call and what it subscribes
-    /// to are its own. A transport calls this once per session.
+    /// to are its own. A transport calls this once per session. The session is the local
+    /// client's (stdio): the gateway's whole authority.
     pub fn session(&self) -> Gateway {
+        self.session_for(Identity::local())
+    }
+
+    /// The handler of a new session of `identity`: what it may use is `identity`'s.
+    pub(crate) fn session_for(&self, identity: Identity) -> Gateway {
         Gateway {
             inner: self.inner.clone(),
-            session: Session::new(self.inner.subscriptions.clone()),
+            session: Session::new(
+                self.inner.subscriptions.clone(),
+                self.inner.watchers.clone(),
+                identity,
+            ),
         }
     }
 
@@ -319,9 +331,16 @@ impl Gateway {
         Naming::new(self.inner.options.passthrough)
     }
 
-    /// The tools served now.
+    /// The tools served now, to this session's identity.
     fn served(&self) -> Vec<mcpmux::Tool> {
-        list(&self.inner.hub, self.inner.options.scope.as_ref())
+        let tools = list(&self.inner.hub, self.inner.options.scope.as_ref());
+        // access rule (identity): the lead merges this into the session's view.
+        crate::access::tools_for(&self.inner.hub, self.rule(), tools)
+    }
+
+    /// What this session's identity may use (its access rule).
+    fn rule(&self) -> &crate::access::Rule {
+        &self.session.identity.rule
     }
 
     async fn wait_for_startup(&self) {
@@ -394,7 +413,11 @@ impl ServerHandler for Gateway {
     ) -> Result<ListResourcesResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.resources(&self.inner.hub, page).await
+        let rule = self.rule();
+        self.inner
+            .catalog
+            .resources(&self.inner.hub, page, rule)
+            .await
     }
 
     async fn list_resource_templates(
@@ -404,7 +427,11 @@ impl ServerHandler for Gateway {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.templates(&self.inner.hub, page).await
+        let rule = self.rule();
+        self.inner
+            .catalog
+            .templates(&self.inner.hub, page, rule)
+            .await
     }
 
     async fn read_resource(
@@ -422,7 +449,11 @@ impl ServerHandler for Gateway {
     ) -> Result<ListPromptsResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.prompts(&self.inner.hub, page).await
+        let rule = self.rule();
+        self.inner
+            .catalog
+            .prompts(&self.inner.hub, page, rule)
+            .await
     }
 
     async fn get_prompt(
@@ -504,7 +535,11 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         self.wait_for_startup().await;
-        self.inner.catalog.complete(&self.inner.hub, request).await
+        let rule = self.rule();
+        self.inner
+            .catalog
+            .complete(&self.inner.hub, request, rule)
+            .await
     }
 
     #[allow(deprecated)]
@@ -549,6 +584,9 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.wait_for_startup().await;
+        // access rule (identity): a resource of a server it may not use is not found.
+        let rule = self.rule();
+        crate::access::check_resource(&self.inner.hub, rule, &request.uri).await?;
         let target = Target::Session(context.peer);
         self.inner
             .subscriptions
@@ -569,9 +607,7 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner
-            .watchers
-            .add_session(context.peer, self.session.level.clone());
+        self.session.watch(context.peer);
     }
 
     // A session's roots are asked of it afresh each time an upstream server asks during one
@@ -613,6 +649,13 @@ impl ServerHandler for Gateway {
         let watcher = lists.then(|| self.inner.watchers.add_listen(context.sink().clone()));
         let holder = crate::session::next_id();
         for uri in &uris {
+            // access rule (identity)
+            if let Err(error) =
+                crate::access::check_resource(&self.inner.hub, self.rule(), uri).await
+            {
+                tracing::debug!(%uri, %error, "a listen's resource is not this identity's");
+                continue;
+            }
             let target = Target::Listen(context.sink().clone());
             match self
                 .inner

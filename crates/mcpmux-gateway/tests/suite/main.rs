@@ -7,8 +7,10 @@
 
 mod support;
 
+mod gateway_access;
 mod gateway_http;
 mod gateway_limits;
 mod gateway_oauth;
 mod gateway_rounds;
+mod gateway_sessions;
 mod gateway_sse;

@@ -1,0 +1,188 @@
+//! Access rules at the gateway, in this process, over real sockets: two named tokens of the
+//! tokens file see different tool sets through one gateway, and a call outside a token's rule
+//! is refused as an unknown tool; a session made with one token is unknown to another; an
+//! OAuth token's scope picks its rule, and a token no rule matches is refused.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support;
+
+use std::sync::Arc;
+
+use mcpmux_gateway::{Access, GatewayOptions, HttpOptions, OAuthOptions};
+use serde_json::{Value, json};
+use support::*;
+
+const ECHO: &str = "mcp__t__echo";
+
+async fn served(access: &str, http: impl FnOnce(&mut HttpOptions)) -> Served {
+    let access = Arc::new(Access::parse(access).unwrap());
+    Served::start(
+        vec![fast_testserver("t", &[])],
+        GatewayOptions::default(),
+        move |options| {
+            options.access = Some(access);
+            http(options);
+        },
+    )
+    .await
+}
+
+/// The JSON-RPC message answering request `id` in an answer (JSON, or SSE events).
+async fn answer_to(answer: reqwest::Response, id: u64) -> Value {
+    let text = answer.text().await.unwrap();
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .unwrap_or_else(|| {
+            text.lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+                .find(|message| message["id"] == id)
+                .unwrap_or_else(|| panic!("no answer to {id} in {text}"))
+        })
+}
+
+/// A session opened with `bearer`, its handshake done: its id.
+async fn session(url: &str, bearer: &str) -> String {
+    let auth = format!("Bearer {bearer}");
+    let answer = post(url, &initialize(), &[("authorization", &auth)]).await;
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    let id = answer.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = answer.text().await;
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = post(url, &done, &in_session(&auth, &id)).await;
+    assert_eq!(sent.status(), 202);
+    id
+}
+
+fn in_session<'a>(auth: &'a str, id: &'a str) -> [(&'static str, &'a str); 3] {
+    [
+        ("authorization", auth),
+        ("mcp-session-id", id),
+        ("mcp-protocol-version", "2025-06-18"),
+    ]
+}
+
+/// `method` with `params` in session `id`, with `bearer`: the HTTP status and the answer.
+async fn rpc(url: &str, bearer: &str, id: &str, method: &str, params: Value) -> (u16, Value) {
+    let auth = format!("Bearer {bearer}");
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params});
+    let answer = post(url, &body, &in_session(&auth, id)).await;
+    let status = answer.status().as_u16();
+    if status != 200 {
+        return (status, Value::Null);
+    }
+    (status, answer_to(answer, 5).await)
+}
+
+/// The names `tools/list` gives `bearer`'s session (one page: the test server's few tools).
+async fn tool_names(url: &str, bearer: &str) -> Vec<String> {
+    let id = session(url, bearer).await;
+    let (_, listed) = rpc(url, bearer, &id, "tools/list", json!({})).await;
+    let mut names: Vec<String> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A tool of `names` that is not the echo.
+fn another(names: &[String]) -> String {
+    names.iter().find(|n| *n != ECHO).unwrap().clone()
+}
+
+const TOKENS: &str = r#"
+[rules.echo-only]
+tools = ["mcp__t__echo"]
+
+[[tokens]]
+name = "alice"
+token = "alice-token-0123456789"
+
+[[tokens]]
+name = "bob"
+token = "bob-token-0123456789"
+rule = "echo-only"
+"#;
+
+#[tokio::test]
+async fn two_named_tokens_see_different_tools_through_one_gateway() {
+    let served = served(TOKENS, |_| {}).await;
+    let (alice, bob) = ("alice-token-0123456789", "bob-token-0123456789");
+    let all = tool_names(&served.url, alice).await;
+    assert!(all.len() > 1 && all.contains(&ECHO.to_string()), "{all:?}");
+    assert_eq!(tool_names(&served.url, bob).await, vec![ECHO.to_string()]);
+
+    // A call outside bob's rule is an unknown tool to him, and runs for alice.
+    let other = another(&all);
+    let bobs = session(&served.url, bob).await;
+    let call = json!({"name": other, "arguments": {}});
+    let (_, refused) = rpc(&served.url, bob, &bobs, "tools/call", call.clone()).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let echo = json!({"name": ECHO, "arguments": {"text": "hi"}});
+    let (_, echoed) = rpc(&served.url, bob, &bobs, "tools/call", echo).await;
+    assert_eq!(echoed["result"]["content"][0]["text"], "hi", "{echoed}");
+    let alices = session(&served.url, alice).await;
+    let (_, ran) = rpc(&served.url, alice, &alices, "tools/call", call).await;
+    assert!(ran.get("result").is_some(), "{ran}");
+
+    // alice's session is unknown to bob's token.
+    let (status, _) = rpc(&served.url, bob, &alices, "tools/list", json!({})).await;
+    assert_eq!(status, 404);
+    // Neither the unnamed nor a wrong token gets in.
+    let wrong = post(
+        &served.url,
+        &initialize(),
+        &[("authorization", "Bearer alice-token-012345678")],
+    )
+    .await;
+    assert_eq!(wrong.status(), 401);
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn an_oauth_token_s_scope_narrows_what_it_may_list_and_call() {
+    let issuer = Issuer::start();
+    let rules = r#"
+[rules.echo-only]
+tools = ["mcp__t__echo"]
+
+[[oauth]]
+scope = "mcp:all"
+
+[[oauth]]
+scope = "mcp:echo"
+rule = "echo-only"
+"#;
+    let served = served(rules, |http| {
+        http.oauth = Some(OAuthOptions::new(issuer.url.clone()));
+    })
+    .await;
+    let token =
+        |sub: &str, scope: &str| issuer.token(&served.url, json!({"sub": sub, "scope": scope}));
+    let (carol, dave) = (token("carol", "mcp:all"), token("dave", "mcp:echo other"));
+    let all = tool_names(&served.url, &carol).await;
+    assert!(all.len() > 1, "{all:?}");
+    assert_eq!(tool_names(&served.url, &dave).await, vec![ECHO.to_string()]);
+    let daves = session(&served.url, &dave).await;
+    let call = json!({"name": another(&all), "arguments": {}});
+    let (_, refused) = rpc(&served.url, &dave, &daves, "tools/call", call).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // A valid token that no entry matches is refused.
+    let eve = token("eve", "mcp:tools");
+    let refused = post(
+        &served.url,
+        &initialize(),
+        &[("authorization", &format!("Bearer {eve}"))],
+    )
+    .await;
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "access_denied", "{body}");
+    served.stop().await;
+}
