@@ -27,8 +27,8 @@ use rmcp::{
 use crate::guard::Client;
 use crate::identity::{Caller, Refused};
 
-/// Sessions open at once, at most: at about 70 kB an idle session (measured, see the
-/// README), some 70 MB.
+/// Sessions open at once, at most: at about 63 kB an idle session (measured with
+/// `scripts/session-flood.py`, see the README), some 63 MB.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 /// Sessions one identity may hold at once: a tenth of the whole, so one client (or one
 /// leaked token) cannot take every slot.
