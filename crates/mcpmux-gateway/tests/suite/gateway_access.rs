@@ -186,3 +186,90 @@ rule = "echo-only"
     assert_eq!(body["error"], "access_denied", "{body}");
     served.stop().await;
 }
+
+#[tokio::test]
+async fn resources_and_prompts_of_a_server_outside_a_rule_are_neither_listed_nor_read() {
+    let rules = r#"
+[rules.elsewhere]
+servers = ["other-*"]
+
+[[tokens]]
+name = "admin"
+token = "admin-token-0123456789"
+
+[[tokens]]
+name = "guest"
+token = "guest-token-0123456789"
+rule = "elsewhere"
+"#;
+    let access = Arc::new(Access::parse(rules).unwrap());
+    let served = Served::start(
+        vec![fast_testserver("t", &["--prompts"])],
+        GatewayOptions::default(),
+        move |options| options.access = Some(access),
+    )
+    .await;
+    let (admin, guest) = ("admin-token-0123456789", "guest-token-0123456789");
+    let count = |answer: &Value, list: &str| answer["result"][list].as_array().map(Vec::len);
+    let admins = session(&served.url, admin).await;
+    let guests = session(&served.url, guest).await;
+    for (method, list) in [
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+        ("prompts/list", "prompts"),
+    ] {
+        let (_, seen) = rpc(&served.url, admin, &admins, method, json!({})).await;
+        assert!(count(&seen, list).unwrap() > 0, "{method}: {seen}");
+        let (_, hidden) = rpc(&served.url, guest, &guests, method, json!({})).await;
+        assert_eq!(count(&hidden, list), Some(0), "{method}: {hidden}");
+    }
+    let read = json!({"uri": "test://counter"});
+    let (_, content) = rpc(&served.url, admin, &admins, "resources/read", read.clone()).await;
+    assert!(content.get("result").is_some(), "{content}");
+    let (_, refused) = rpc(&served.url, guest, &guests, "resources/read", read.clone()).await;
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+    let (_, refused) = rpc(&served.url, guest, &guests, "resources/subscribe", read).await;
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+    let (_, listed) = rpc(&served.url, admin, &admins, "prompts/list", json!({})).await;
+    let prompt = listed["result"]["prompts"][0]["name"].as_str().unwrap();
+    let get = json!({"name": prompt, "arguments": {"name": "x"}});
+    let (_, refused) = rpc(&served.url, guest, &guests, "prompts/get", get).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_rule_s_rate_limit_is_counted_per_identity() {
+    let rules = r#"
+[rules.slow]
+rate_limit = "1/h"
+rate_burst = 2
+
+[[tokens]]
+name = "a"
+token = "a-token-0123456789ab"
+rule = "slow"
+
+[[tokens]]
+name = "b"
+token = "b-token-0123456789ab"
+rule = "slow"
+"#;
+    let served = served(rules, |_| {}).await;
+    let initialize_with = |token: &'static str| {
+        let url = served.url.clone();
+        async move {
+            let auth = format!("Bearer {token}");
+            let answer = post(&url, &initialize(), &[("authorization", &auth)]).await;
+            let status = answer.status().as_u16();
+            let _ = answer.text().await;
+            status
+        }
+    };
+    assert_eq!(initialize_with("a-token-0123456789ab").await, 200);
+    assert_eq!(initialize_with("a-token-0123456789ab").await, 200);
+    assert_eq!(initialize_with("a-token-0123456789ab").await, 429);
+    // Another identity under the same rule has a bucket of its own.
+    assert_eq!(initialize_with("b-token-0123456789ab").await, 200);
+    served.stop().await;
+}
