@@ -54,9 +54,15 @@ impl Session {
 }
 
 impl Session {
-    /// Tells the session of list changes and server logs from now on (its handshake done).
-    pub fn watch(&self, peer: rmcp::service::Peer<rmcp::RoleServer>) {
-        let id = self.watchers.add_session(peer, self.level.clone());
+    /// Tells the session of list changes and server logs from now on (its handshake done);
+    /// `tools` are those served now, what a session that sees part of them was told of.
+    pub fn watch(&self, peer: rmcp::service::Peer<rmcp::RoleServer>, tools: &[mcpmux::Tool]) {
+        let rule = &self.identity.rule;
+        let view = (!rule.is_everything()).then(|| {
+            let seen = crate::watchers::fingerprint(&crate::watchers::visible(rule, tools));
+            (rule.clone(), seen)
+        });
+        let id = self.watchers.add_session(peer, self.level.clone(), view);
         let mut watching = self
             .watching
             .lock()

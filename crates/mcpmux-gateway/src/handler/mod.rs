@@ -607,7 +607,8 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.session.watch(context.peer);
+        let tools = list(&self.inner.hub, self.inner.options.scope.as_ref());
+        self.session.watch(context.peer, &tools);
     }
 
     // A session's roots are asked of it afresh each time an upstream server asks during one

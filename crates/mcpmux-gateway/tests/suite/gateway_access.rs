@@ -273,3 +273,63 @@ rule = "slow"
     assert_eq!(initialize_with("b-token-0123456789ab").await, 200);
     served.stop().await;
 }
+
+/// The session's standalone stream (`GET /mcp`), open.
+async fn listen(url: &str, bearer: &str, id: &str) -> reqwest::Response {
+    let auth = format!("Bearer {bearer}");
+    let mut request = reqwest::Client::new()
+        .get(url)
+        .header("accept", "text/event-stream");
+    for (name, value) in in_session(&auth, id) {
+        request = request.header(name, value);
+    }
+    let stream = request.send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    stream
+}
+
+/// Whether `needle` comes on `stream` within `within`.
+async fn hears(stream: &mut reqwest::Response, needle: &str, within: std::time::Duration) -> bool {
+    let mut seen = String::new();
+    tokio::time::timeout(within, async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains(needle) {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_tool_change_outside_a_session_s_view_is_not_announced_to_it() {
+    let served = served(TOKENS, |_| {}).await;
+    let (alice, bob) = ("alice-token-0123456789", "bob-token-0123456789");
+    // bob's session is told first, were it told at all: alice hearing hers means his went out.
+    let bobs = session(&served.url, bob).await;
+    let alices = session(&served.url, alice).await;
+    let mut bob_hears = listen(&served.url, bob, &bobs).await;
+    let mut alice_hears = listen(&served.url, alice, &alices).await;
+    let toggle = json!({"name": "mcp__t__change_tools", "arguments": {}});
+    let (_, toggled) = rpc(&served.url, alice, &alices, "tools/call", toggle).await;
+    assert!(toggled.get("result").is_some(), "{toggled}");
+    let changed = "notifications/tools/list_changed";
+    assert!(
+        hears(
+            &mut alice_hears,
+            changed,
+            std::time::Duration::from_secs(10)
+        )
+        .await,
+        "alice's view changed: she is told"
+    );
+    assert!(
+        !hears(&mut bob_hears, changed, std::time::Duration::from_secs(1)).await,
+        "bob's view (echo only) did not change: he is not told"
+    );
+    drop((alice_hears, bob_hears));
+    served.stop().await;
+}
