@@ -349,7 +349,12 @@ pub(crate) async fn check_door(
         request
     };
     let deleting = request.method() == Method::DELETE;
-    let identity = Identity { client, rule };
+    let authenticated = door.token.is_some() || door.oauth.is_some() || door.access.has_tokens();
+    let identity = Identity {
+        client,
+        rule,
+        authenticated,
+    };
     let mut request = request;
     request.extensions_mut().insert(identity.clone());
     // What rmcp does for the request without it in hand (making its session, its handler)

@@ -19,6 +19,9 @@ pub(crate) struct Identity {
     pub client: Client,
     /// What it may use.
     pub rule: Arc<Rule>,
+    /// Whether it showed credentials (a token): then it is never the local client, whatever
+    /// address it comes from.
+    pub authenticated: bool,
 }
 
 impl Identity {
@@ -28,12 +31,13 @@ impl Identity {
         Identity {
             client: Client::Peer(std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)),
             rule: Arc::new(Rule::default()),
+            authenticated: false,
         }
     }
 
     /// Whether the client is a peer on this machine that showed no credentials.
     pub fn is_local(&self) -> bool {
-        matches!(self.client, Client::Peer(ip) if ip.is_loopback())
+        !self.authenticated && matches!(self.client, Client::Peer(ip) if ip.is_loopback())
     }
 
     /// Where a policy `ask` of this identity's calls goes: its rule's route, else the
@@ -115,6 +119,7 @@ mod tests {
         let identity = Identity {
             client: Client::Subject("alice".into()),
             rule: Arc::default(),
+            authenticated: true,
         };
         let (seen, refused) = Caller::scope(identity, async {
             Caller::refuse(Refused::NotFound);
@@ -135,13 +140,22 @@ mod tests {
         let remote = Identity {
             client: Client::Subject("bob".into()),
             rule: Arc::default(),
+            authenticated: true,
         };
         assert_eq!(remote.ask_route(None), AskRoute::Deny);
         assert_eq!(remote.ask_route(Some(AskRoute::Client)), AskRoute::Client);
         let lan = Identity {
             client: Client::Peer("10.0.0.2".parse().unwrap()),
             rule: Arc::default(),
+            authenticated: false,
         };
         assert_eq!(lan.ask_route(None), AskRoute::Deny);
+        // A token without `sub` or `client_id` is named by its address: still not local.
+        let unnamed = Identity {
+            client: Client::Peer("127.0.0.1".parse().unwrap()),
+            rule: Arc::default(),
+            authenticated: true,
+        };
+        assert_eq!(unnamed.ask_route(None), AskRoute::Deny);
     }
 }

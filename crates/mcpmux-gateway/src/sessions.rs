@@ -199,6 +199,29 @@ impl Sessions {
         }
     }
 
+    /// Closes session `id` if it has not finished its handshake within the deadline.
+    fn expire_unfinished(&self, expiring: SessionId) {
+        let (inner, table, handshake) = (
+            self.inner.clone(),
+            Arc::downgrade(&self.table),
+            self.limits.handshake,
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(handshake).await;
+            let Some(table) = table.upgrade() else {
+                return;
+            };
+            let unfinished = lock(&table)
+                .entries
+                .get(&expiring)
+                .is_some_and(|entry| !entry.initialized);
+            if unfinished {
+                tracing::debug!("a session closed: no notifications/initialized in time");
+                close(&inner, &table, &expiring).await;
+            }
+        });
+    }
+
     fn retry_after(&self) -> Duration {
         self.limits.handshake.max(Duration::from_secs(1))
     }
@@ -297,27 +320,6 @@ impl SessionManager for Sessions {
                 initialized: false,
             },
         );
-        // A session that never finishes its handshake is closed soon.
-        let (inner, table, handshake) = (
-            self.inner.clone(),
-            Arc::downgrade(&self.table),
-            self.limits.handshake,
-        );
-        let expiring = id.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(handshake).await;
-            let Some(table) = table.upgrade() else {
-                return;
-            };
-            let unfinished = lock(&table)
-                .entries
-                .get(&expiring)
-                .is_some_and(|entry| !entry.initialized);
-            if unfinished {
-                tracing::debug!("a session closed: no notifications/initialized in time");
-                close(&inner, &table, &expiring).await;
-            }
-        });
         Ok((id, transport))
     }
 
@@ -327,7 +329,10 @@ impl SessionManager for Sessions {
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         self.mine(id)?;
-        Ok(self.inner.initialize_session(id, message).await?)
+        let answered = self.inner.initialize_session(id, message).await;
+        // The deadline runs from the answer: `initialize` itself may wait for startup.
+        self.expire_unfinished(id.clone());
+        Ok(answered?)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {

@@ -263,3 +263,21 @@ async fn a_session_flood_is_bounded_and_a_healthy_client_is_answered_throughout(
     let _ = session_of(&client_from("127.0.0.2"), &served.url).await;
     served.stop().await;
 }
+
+#[tokio::test]
+async fn the_handshake_deadline_runs_from_the_initialize_answer_not_from_its_request() {
+    // `initialize` waits for startup (a server that takes 1.5 s to start): longer than the
+    // handshake deadline, which must not run out before the client could finish.
+    let served = Served::start(
+        vec![fast_testserver("t", &["--startup-delay-ms", "1500"])],
+        GatewayOptions::default(),
+        |http| {
+            http.sessions = limits(10, 10, Duration::from_millis(500), Duration::from_secs(300));
+        },
+    )
+    .await;
+    let client = client_from("127.0.0.1");
+    let id = session_of(&client, &served.url).await;
+    assert_eq!(list_status(&client, &served.url, &id).await, 200);
+    served.stop().await;
+}
