@@ -157,7 +157,12 @@ pub async fn gateway(
     command
         .args(["serve", "--http", "127.0.0.1:0"])
         // Every bench session comes from 127.0.0.1, one identity: room for all of them.
-        .args(["--max-sessions-per-client", "100000", "--max-sessions", "100000"])
+        .args([
+            "--max-sessions-per-client",
+            "100000",
+            "--max-sessions",
+            "100000",
+        ])
         .current_dir(home)
         .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
