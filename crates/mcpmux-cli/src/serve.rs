@@ -75,8 +75,8 @@ pub struct ServeArgs {
           default_value_t = mcpmux_gateway::DEFAULT_MAX_SESSIONS as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
-    /// HTTP: `/mcp` sessions one client (a token's subject, a named token, an address) may
-    /// hold at once; past it: 503 with `Retry-After`.
+    /// HTTP: sessions one client (a token's subject, a named token, an address) may hold at
+    /// once, on `/mcp` and on `/sse` each; past it: 503 (with `Retry-After` on `/mcp`).
     #[arg(long, value_name = "N", requires = "http",
           default_value_t = mcpmux_gateway::DEFAULT_MAX_SESSIONS_PER_CLIENT as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -315,6 +315,7 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     options.grace = grace;
     options.sessions.max_sessions = args.max_sessions as usize;
     options.sessions.max_per_client = args.max_sessions_per_client as usize;
+    options.sse.max_per_client = args.max_sessions_per_client as usize;
     options.sessions.idle = Duration::from_secs(args.session_idle.max(1));
     let server = HttpServer::bind(gateway, options).await?;
     {

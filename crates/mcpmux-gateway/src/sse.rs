@@ -3,7 +3,8 @@
 //! `/message?sessionId=…`; `POST /message?sessionId=…` takes one JSON-RPC message (202) whose
 //! answers and notifications go out on that stream. rmcp 3.9 has no server for it: each session
 //! is the same `Gateway` served by rmcp over a transport of two queues. Owns the session table
-//! and the bounds a hostile client cannot break: a cap on open sessions, ids nobody can guess,
+//! and the bounds a hostile client cannot break: a cap on open sessions (in all and per
+//! identity), ids nobody can guess,
 //! a bounded queue per stream (a reader that falls behind is cut off), a deadline for the
 //! handshake, the session ended when its stream drops, a session bound to the identity that
 //! opened it (another's POST finds none); and which requests still await their
@@ -61,6 +62,8 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub struct SseOptions {
     /// Sessions open at once, at most.
     pub max_sessions: usize,
+    /// Sessions one identity may hold at once.
+    pub max_per_client: usize,
     /// Messages queued for one stream, at most, before its reader is cut off.
     pub queue_messages: usize,
     /// Bytes queued for one stream, at most, before its reader is cut off.
@@ -71,6 +74,7 @@ impl Default for SseOptions {
     fn default() -> Self {
         Self {
             max_sessions: DEFAULT_MAX_SSE_SESSIONS,
+            max_per_client: crate::sessions::DEFAULT_MAX_SESSIONS_PER_CLIENT,
             queue_messages: DEFAULT_SSE_QUEUE_MESSAGES,
             queue_bytes: DEFAULT_SSE_QUEUE_BYTES,
         }
@@ -188,6 +192,18 @@ async fn open(State(legacy): State<Legacy>) -> Response {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Service Unavailable: the most legacy SSE sessions the gateway keeps are open; \
                  close one, or use streamable HTTP at /mcp",
+            );
+        }
+        let owner = identity.as_ref().map(|identity| &identity.client);
+        let held = table
+            .values()
+            .filter(|session| owner.is_some() && session.owner.as_ref() == owner)
+            .count();
+        if held >= shared.options.max_per_client {
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable: this client holds the most legacy SSE sessions one client \
+                 may; close one",
             );
         }
         table.insert(
@@ -620,6 +636,7 @@ mod tests {
     fn options(messages: usize, bytes: usize) -> SseOptions {
         SseOptions {
             max_sessions: 1,
+            max_per_client: 1,
             queue_messages: messages,
             queue_bytes: bytes,
         }

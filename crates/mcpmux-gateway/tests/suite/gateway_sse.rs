@@ -536,3 +536,25 @@ async fn a_legacy_sse_session_is_unknown_to_another_identity() {
     assert_eq!(echoed["result"]["content"][0]["text"], "still mine");
     served.stop().await;
 }
+
+#[tokio::test]
+async fn legacy_sse_sessions_past_an_identity_s_share_get_503_and_another_identity_goes_on() {
+    let mut sse = SseOptions::default();
+    sse.max_per_client = 1;
+    let served = Served::start(echo_server(), GatewayOptions::default(), with_sse(sse)).await;
+    let mut first = Session::open(&served.base).await;
+    first.handshake().await;
+    assert_eq!(get_sse(&served.base, &[]).await.status(), 503);
+    let other = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+        .get(format!("{}/sse", served.base))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200);
+    drop(other);
+    served.stop().await;
+}
