@@ -116,8 +116,9 @@ impl Table {
             }
         }
         self.closed += 1;
-        // Every so often, and when the last session has gone.
-        if self.closed >= TRIM_EVERY || self.total == 0 {
+        // Every so often, and when the last of a crowd has gone (not after each session of
+        // a client that opens and closes one at a time: a hand-back is not free).
+        if self.closed >= TRIM_EVERY || (self.total == 0 && self.closed >= TRIM_AT_LEAST) {
             self.closed = 0;
             return true;
         }
@@ -126,8 +127,10 @@ impl Table {
 }
 
 /// Sessions closed between two hand-backs of freed memory: a hand-back takes a few
-/// milliseconds, a session frees some 40 kB.
+/// milliseconds, a session frees some 60 kB.
 const TRIM_EVERY: usize = 256;
+/// Sessions closed since the last hand-back for the last one's going to call for another.
+const TRIM_AT_LEAST: usize = 16;
 
 /// Hands the pages freed by closed sessions back to the system, off the async threads.
 fn give_back_memory() {
