@@ -1,5 +1,6 @@
 //! Who a request is, as the door decided it: the client the door admitted (a token's subject,
-//! a static token's name, or the peer's address), and the access rule it holds. The door puts it in the request's extensions and runs the rest of the
+//! a static token's name, or the peer's address), the access rule it holds, and whether it
+//! showed credentials. The door puts it in the request's extensions and runs the rest of the
 //! request inside [`Caller::scope`], so what rmcp calls on the request's behalf without the
 //! request in hand (the session manager, the handler factory) can read it with
 //! [`Caller::current`]; and notes there why a session was refused, for the door to answer

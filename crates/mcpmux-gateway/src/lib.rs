@@ -14,9 +14,10 @@
 //! changes and logs; `metrics` what `/metrics` shows; `reload` when the config is read again
 //! and applied; `guard` the HTTP door's rules, `oauth` the gateway as an OAuth resource
 //! server, `rate_limit` the buckets per client, `access_log` the line per request, `door` the
-//! middleware that applies them and decides each request's `identity`, `access`
-//! what an identity may use (the tokens file), `sessions` the `/mcp` sessions bounded and bound to identities; `http` and `stdio` the two ways in (`sse`, legacy HTTP+SSE, mounted by `http`). This
-//! file only re-exports.
+//! middleware that applies them and decides each request's `identity`, `access` what an
+//! identity may use (the tokens file), `sessions` the `/mcp` sessions bounded and bound to
+//! identities; `http` and `stdio` the two ways in (`sse`, legacy HTTP+SSE, mounted by
+//! `http`). This file only re-exports.
 
 mod access;
 mod access_log;
