@@ -1,7 +1,9 @@
 //! Access rules at the gateway, in this process, over real sockets: two named tokens of the
 //! tokens file see different tool sets through one gateway, and a call outside a token's rule
 //! is refused as an unknown tool; a session made with one token is unknown to another; an
-//! OAuth token's scope picks its rule, and a token no rule matches is refused.
+//! OAuth token's scope (or group) picks its rule, and a token no rule matches is refused;
+//! resources and prompts follow the rule; a rule's rate is per identity; a tool change
+//! outside a session's view is not announced to it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -158,6 +160,10 @@ scope = "mcp:all"
 [[oauth]]
 scope = "mcp:echo"
 rule = "echo-only"
+
+[[oauth]]
+group = "readers"
+rule = "echo-only"
 "#;
     let served = served(rules, |http| {
         http.oauth = Some(OAuthOptions::new(issuer.url.clone()));
@@ -173,6 +179,15 @@ rule = "echo-only"
     let call = json!({"name": another(&all), "arguments": {}});
     let (_, refused) = rpc(&served.url, &dave, &daves, "tools/call", call).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // The groups claim picks a rule too.
+    let frank = issuer.token(
+        &served.url,
+        json!({"sub": "frank", "scope": "mcp:tools", "groups": ["staff", "readers"]}),
+    );
+    assert_eq!(
+        tool_names(&served.url, &frank).await,
+        vec![ECHO.to_string()]
+    );
     // A valid token that no entry matches is refused.
     let eve = token("eve", "mcp:tools");
     let refused = post(
