@@ -29,6 +29,16 @@ pub struct ServeArgs {
     /// Also MCPMUX_GATEWAY_TOKEN.
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
+    /// HTTP: named tokens and the access rules of identities, from FILE (TOML, mode 600): what
+    /// each token or OAuth identity may list and call, its rate limit, where its policy `ask`
+    /// goes. See the README, "Who may do what".
+    #[arg(long, value_name = "FILE", requires = "http")]
+    tokens_file: Option<PathBuf>,
+    /// Where a policy `ask` goes when an identity's rule does not say: `client` (an
+    /// elicitation to the calling client) or `deny`. Default: `client` for a local client
+    /// without credentials (stdio, loopback), `deny` for every other identity.
+    #[arg(long, value_name = "ROUTE")]
+    ask: Option<mcpmux_gateway::AskRoute>,
     /// HTTP: also let in browser requests from ORIGIN (`https://app.example.com`);
     /// loopback origins always are, others get 403 (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
@@ -59,6 +69,22 @@ pub struct ServeArgs {
     /// HTTP: requests a client may send at once after a pause (default: the rate's count).
     #[arg(long, value_name = "N", requires = "rate_limit")]
     rate_burst: Option<std::num::NonZeroU32>,
+    /// HTTP: `/mcp` sessions open at once, at most; past it a new session gets 503 with
+    /// `Retry-After`.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_MAX_SESSIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// HTTP: sessions one client (a token's subject, a named token, an address) may hold at
+    /// once, on `/mcp` and on `/sse` each; past it: 503 (with `Retry-After` on `/mcp`).
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_MAX_SESSIONS_PER_CLIENT as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions_per_client: u32,
+    /// HTTP: seconds a `/mcp` session may sit without a request before it is closed.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = mcpmux_gateway::DEFAULT_IDLE.as_secs())]
+    session_idle: u64,
     /// HTTP: log one line per request on stderr (`text` or `json`), whatever --verbose says.
     #[arg(
         long,
@@ -286,6 +312,7 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         .with_hidden(serving.hidden)
         .with_page_size(args.page_size as usize)
         .with_ask_clients(!serving.yes)
+        .with_ask(args.ask)
         .with_passthrough(args.passthrough);
     if let Some(host) = serving.host {
         options = options.with_host(host);
@@ -312,6 +339,12 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     };
     let mut options = HttpOptions::new(addr);
     options.token = token;
+    options.access = match &args.tokens_file {
+        Some(path) => Some(std::sync::Arc::new(mcpmux_gateway::Access::from_file(
+            path,
+        )?)),
+        None => None,
+    };
     options.oauth = args.oauth_issuer.as_ref().map(|issuer| {
         let mut oauth = OAuthOptions::new(issuer.clone());
         oauth.resource = args.oauth_resource.clone();
@@ -331,6 +364,10 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     options.connections = connection_limits(args)?;
     // Each client connection and each upstream server's pipes take a descriptor.
     mcpmux_gateway::raise_open_file_limit();
+    options.sessions.max_sessions = args.max_sessions as usize;
+    options.sessions.max_per_client = args.max_sessions_per_client as usize;
+    options.sse.max_per_client = args.max_sessions_per_client as usize;
+    options.sessions.idle = Duration::from_secs(args.session_idle.max(1));
     let server = HttpServer::bind(gateway, options).await?;
     {
         let mut stdout = std::io::stdout().lock();

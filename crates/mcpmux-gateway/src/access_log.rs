@@ -1,6 +1,6 @@
 //! Access logs: one `tracing` event per HTTP request, target `mcpmux::access`, sent when its
 //! answer has been sent in full (or the peer left): method, path, status, duration, peer,
-//! session, the client the door admitted (never a token), and the JSON-RPC method and tool
+//! a hash of the session id (never the id), the client the door admitted (never a token), and the JSON-RPC method and tool
 //! name of a small POST. Every value a peer chose is cut short and its control characters
 //! escaped. How the event is written (text, JSON, where) is the subscriber's. Knows nothing of
 //! authentication.
@@ -88,12 +88,20 @@ pub(crate) fn peek(body: &[u8], learnt: &mut Learnt) {
 }
 
 /// The session a request belongs to: the answer's `Mcp-Session-Id` (a new session), else the
-/// request's.
+/// request's, as a hash: the id is what a client shows to use the session, so a log reader
+/// must not learn it, yet lines of one session still match.
 fn session(request: &HeaderMap, answer: &HeaderMap) -> Option<String> {
     answer
         .get("mcp-session-id")
         .or_else(|| request.get("mcp-session-id"))
-        .map(|id| clean(&String::from_utf8_lossy(id.as_bytes())))
+        .map(|id| session_hash(id.as_bytes()))
+}
+
+/// The first 64 bits of a session id's SHA-256, in hex.
+pub(crate) fn session_hash(id: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(id);
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One request's line, written when dropped: when its answer's body has been sent, or
@@ -183,6 +191,25 @@ mod tests {
         assert!(!hostile.contains('\u{202e}'), "{hostile:?}");
         let long = clean(&"x".repeat(10_000));
         assert_eq!(long.chars().count(), MAX_VALUE_CHARS + 1);
+    }
+
+    #[test]
+    fn a_session_is_logged_as_a_hash_never_as_its_id() {
+        let id = "4b0c1f8e-0000-4000-8000-123456789abc";
+        let mut request = HeaderMap::new();
+        request.insert("mcp-session-id", HeaderValue::from_static(id));
+        let logged = session(&request, &HeaderMap::new()).unwrap();
+        assert_eq!(logged.len(), 16);
+        assert!(logged.chars().all(|c| c.is_ascii_hexdigit()), "{logged}");
+        assert!(
+            !id.contains(&logged) && !logged.contains("4b0c"),
+            "{logged}"
+        );
+        // The same session, the same hash: its lines still match.
+        let mut answer = HeaderMap::new();
+        answer.insert("mcp-session-id", HeaderValue::from_static(id));
+        assert_eq!(session(&HeaderMap::new(), &answer).unwrap(), logged);
+        assert_eq!(session(&HeaderMap::new(), &HeaderMap::new()), None);
     }
 
     #[test]

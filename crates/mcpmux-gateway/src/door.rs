@@ -1,7 +1,10 @@
 //! The middleware in front of `/mcp` and `/metrics`: it applies the door's rules in order —
 //! a browser's `Origin` (403), the `Host` of what rmcp does not guard (403), authentication
-//! (the static bearer token, else an OAuth access token: 401, 403 or 503 with the challenge),
-//! the client's rate limit (429 with `Retry-After`) — learns the JSON-RPC method of a small
+//! (the static bearer token, a named token of the tokens file, else an OAuth access token:
+//! 401, 403 or 503 with the challenge; 403 for a token no access rule matches), the client's
+//! rate limits, the gateway's and its rule's (429 with `Retry-After`) — decides the request's `Identity` (in its
+//! extensions, and the scope rmcp's session manager reads it from), answers what the session
+//! manager refused (404, 503 with `Retry-After`), learns the JSON-RPC method of a small
 //! POST for the access log, and counts the POSTs still answering for a graceful shutdown.
 //! The rules themselves are `guard`'s, `oauth`'s and `rate_limit`'s. In front of `/healthz`
 //! and `/readyz`, the `Host` rule alone (`check_probe`).
@@ -21,14 +24,18 @@ use axum::{
 use futures::StreamExt;
 use tokio::sync::Notify;
 
+use crate::access::{Access, Claims, Rule};
 use crate::access_log::{self, Learnt};
 use crate::guard::{self, Client, Token};
+use crate::identity::{Caller, Identity, Refused};
 use crate::oauth::{Rejection, ResourceServer};
 use crate::rate_limit::Limiter;
 
 /// What the door checks, and the requests it let in that are still answering.
 pub(crate) struct Door {
     pub token: Option<Token>,
+    /// Named tokens and the access rules of identities.
+    pub access: Arc<Access>,
     pub oauth: Option<Arc<ResourceServer>>,
     pub limiter: Option<Limiter<Client>>,
     pub allowed_origins: Vec<String>,
@@ -82,6 +89,8 @@ enum Refusal {
     Token,
     /// OAuth's answer.
     OAuth(Rejection),
+    /// A valid OAuth token no access rule matches.
+    NoRule,
 }
 
 impl Door {
@@ -91,33 +100,56 @@ impl Door {
         &self,
         authorization: Option<HeaderValue>,
         peer: IpAddr,
-    ) -> Result<Client, Refusal> {
-        if self.token.is_none() && self.oauth.is_none() {
-            return Ok(Client::Peer(peer));
+    ) -> Result<(Client, Arc<Rule>), Refusal> {
+        let whole = || Arc::new(Rule::default());
+        if self.token.is_none() && self.oauth.is_none() && !self.access.has_tokens() {
+            return Ok((Client::Peer(peer), whole()));
         }
         let authorization = authorization.as_ref().map(HeaderValue::as_bytes);
         if let Some(token) = &self.token
             && token.admits(authorization)
         {
-            return Ok(Client::Token);
+            return Ok((Client::Token, whole()));
+        }
+        let credentials = authorization.and_then(guard::strip_bearer);
+        if let Some((name, rule)) = credentials.and_then(|c| self.access.token(c)) {
+            return Ok((Client::Named(name), rule));
         }
         let Some(oauth) = &self.oauth else {
             return Err(Refusal::Token);
         };
-        let Some(credentials) = authorization.and_then(guard::strip_bearer) else {
+        let Some(credentials) = credentials else {
             return Err(Refusal::OAuth(Rejection::Missing));
         };
         let principal = oauth.verify(credentials).await.map_err(Refusal::OAuth)?;
-        Ok(match (principal.subject, principal.client_id) {
+        let claims = Claims {
+            sub: principal.subject.as_deref(),
+            client_id: principal.client_id.as_deref(),
+            scopes: &principal.scopes,
+            groups: &principal.groups,
+        };
+        let rule = self.access.oauth_rule(&claims).ok_or(Refusal::NoRule)?;
+        let client = match (principal.subject, principal.client_id) {
             (Some(sub), _) => Client::Subject(access_log::clean(&sub).into()),
             (None, Some(id)) => Client::Holder(access_log::clean(&id).into()),
             (None, None) => Client::Peer(peer),
-        })
+        };
+        Ok((client, rule))
     }
 
     /// The answer to a refused request.
     fn refuse(&self, refusal: Refusal) -> Response {
         let (oauth, rejection) = match (&self.oauth, refusal) {
+            (_, Refusal::NoRule) => {
+                return (
+                    StatusCode::FORBIDDEN,
+                    axum::Json(serde_json::json!({
+                        "error": "access_denied",
+                        "error_description": "no access rule of this gateway matches the token",
+                    })),
+                )
+                    .into_response();
+            }
             (Some(oauth), Refusal::OAuth(rejection)) => (oauth, rejection),
             _ => {
                 let mut response = (
@@ -177,6 +209,37 @@ fn too_many(wait: Duration) -> Response {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     response
+}
+
+/// The answer to a request the session manager refused (rmcp would answer 500).
+fn refusal(refused: Refused) -> Response {
+    match refused {
+        Refused::NotFound => {
+            (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+        }
+        Refused::Full { retry_after } => {
+            let seconds = retry_after.as_secs().max(1);
+            let mut response = (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": {
+                        "code": -32000,
+                        "message": format!(
+                            "the gateway holds as many sessions as it keeps (for this client, or \
+                             in all): close one, or retry after {seconds} s"
+                        ),
+                    },
+                })),
+            )
+                .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            response
+        }
+    }
 }
 
 /// Leaves what was learnt in the answer for the access log.
@@ -244,8 +307,8 @@ pub(crate) async fn check_door(
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
     let authorization = request.headers().get(header::AUTHORIZATION).cloned();
-    let client = match door.admit(authorization, peer).await {
-        Ok(client) => client,
+    let (client, rule) = match door.admit(authorization, peer).await {
+        Ok(admitted) => admitted,
         Err(refusal) => {
             let tried = Learnt {
                 client: Some(Client::Peer(peer).to_string()),
@@ -270,6 +333,13 @@ pub(crate) async fn check_door(
     {
         return learnt(too_many(wait), seen);
     }
+    // The identity's own rate, when its rule sets one.
+    if to_mcp
+        && let Some(limiter) = &rule.limiter
+        && let Err(wait) = limiter.check(&client)
+    {
+        return learnt(too_many(wait), seen);
+    }
     let posting = request.method() == Method::POST;
     let request = if door.peek && posting {
         match peek(request, &mut seen).await {
@@ -280,9 +350,26 @@ pub(crate) async fn check_door(
         request
     };
     let deleting = request.method() == Method::DELETE;
+    let authenticated = door.token.is_some() || door.oauth.is_some() || door.access.has_tokens();
+    let identity = Identity {
+        client,
+        rule,
+        authenticated,
+    };
+    let mut request = request;
+    request.extensions_mut().insert(identity.clone());
+    // What rmcp does for the request without it in hand (making its session, its handler)
+    // knows whose it is.
+    let serve = |request| async move {
+        let (response, refused) = Caller::scope(identity, next.run(request)).await;
+        match refused {
+            Some(refused) => refusal(refused),
+            None => response,
+        }
+    };
     if posting {
         let open = door.requests.enter();
-        let (parts, body) = next.run(request).await.into_parts();
+        let (parts, body) = serve(request).await.into_parts();
         // Counted until its answer has been sent (or the client went away).
         let body = body.into_data_stream().map(move |chunk| {
             let _counted = &open;
@@ -290,7 +377,7 @@ pub(crate) async fn check_door(
         });
         return learnt(Response::from_parts(parts, Body::from_stream(body)), seen);
     }
-    let mut response = next.run(request).await;
+    let mut response = serve(request).await;
     if deleting && response.status() == StatusCode::ACCEPTED {
         // rmcp ends a session with 202; the Python SDK reports anything but 200/204 as a
         // failed termination. The session is gone either way: say so plainly.

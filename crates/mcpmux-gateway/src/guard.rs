@@ -133,6 +133,8 @@ pub(crate) enum Client {
     Holder(Box<str>),
     /// The gateway's static bearer token.
     Token,
+    /// A named token of the tokens file.
+    Named(Box<str>),
     /// No identity but the peer's address.
     Peer(IpAddr),
 }
@@ -143,6 +145,7 @@ impl std::fmt::Display for Client {
             Client::Subject(sub) => write!(f, "sub:{sub}"),
             Client::Holder(id) => write!(f, "client:{id}"),
             Client::Token => f.write_str("token"),
+            Client::Named(name) => write!(f, "token:{name}"),
             Client::Peer(ip) => write!(f, "ip:{ip}"),
         }
     }

@@ -21,20 +21,21 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
-use rmcp::transport::{
-    StreamableHttpServerConfig, StreamableHttpService,
-    streamable_http_server::session::local::LocalSessionManager,
-};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::{
-    Gateway, access_log,
+    Gateway,
+    access::Access,
+    access_log,
     connections::{self, Admission, ConnectionLimits, Serving},
     door::{self, Door, Requests},
     guard::{self, GuardError, Token},
+    identity::{Caller, Identity},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
     rate_limit::{Limiter, RateLimit},
+    sessions::{SessionLimits, Sessions},
     sse::{Legacy, SseOptions},
 };
 
@@ -56,6 +57,8 @@ pub struct HttpOptions {
     pub token: Option<Token>,
     /// OAuth 2.1 access tokens `/mcp` accepts (the gateway as a protected resource).
     pub oauth: Option<OAuthOptions>,
+    /// The tokens file: named tokens, and the access rules of identities.
+    pub access: Option<Arc<Access>>,
     /// Requests each client may send to `/mcp`; none: no limit.
     pub rate_limit: Option<RateLimit>,
     /// Log every request on the `mcpmux::access` target.
@@ -73,6 +76,8 @@ pub struct HttpOptions {
     pub sse: SseOptions,
     /// The bounds of connections: timeouts, caps overall and per peer, head size.
     pub connections: ConnectionLimits,
+    /// The bounds of `/mcp` sessions.
+    pub sessions: SessionLimits,
 }
 
 impl HttpOptions {
@@ -82,6 +87,7 @@ impl HttpOptions {
             addr,
             token: None,
             oauth: None,
+            access: None,
             rate_limit: None,
             access_log: false,
             allowed_origins: Vec::new(),
@@ -90,6 +96,7 @@ impl HttpOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             sse: SseOptions::default(),
             connections: ConnectionLimits::default(),
+            sessions: SessionLimits::default(),
         }
     }
 }
@@ -130,9 +137,10 @@ pub struct HttpServer {
 impl HttpServer {
     /// Checks the door's rules (a non-loopback address needs a token or OAuth) and binds.
     pub async fn bind(gateway: Gateway, options: HttpOptions) -> Result<Self, HttpError> {
+        let named = options.access.as_ref().is_some_and(|a| a.has_tokens());
         guard::check_bind(
             options.addr,
-            options.token.is_some() || options.oauth.is_some(),
+            options.token.is_some() || options.oauth.is_some() || named,
         )?;
         if let Some(oauth) = &options.oauth {
             // Checked before binding; built again once the port chosen is known.
@@ -193,16 +201,18 @@ impl HttpServer {
         };
         let allowed_hosts = config.allowed_hosts.clone();
         let factory = gateway.clone();
-        let session_manager = Arc::new(LocalSessionManager::default());
+        let session_manager = Arc::new(Sessions::new(options.sessions.clone()));
         let service = StreamableHttpService::new(
-            // One handler per session: what a session asks and holds is its own.
-            move || Ok(factory.session()),
+            // One handler per session: what a session asks and holds is its own, and it is
+            // the identity's that made it (the door's, as rmcp makes it inside the request).
+            move || Ok(factory.session_for(Caller::current().unwrap_or_else(Identity::local))),
             session_manager.clone(),
             config,
         );
         let requests = Arc::new(Requests::default());
         let door = Arc::new(Door {
             token: options.token.clone(),
+            access: options.access.clone().unwrap_or_default(),
             oauth: oauth.clone(),
             limiter: options.rate_limit.as_ref().map(Limiter::new),
             allowed_origins: options.allowed_origins.clone(),
@@ -309,9 +319,9 @@ async fn resource_metadata(State(oauth): State<Arc<ResourceServer>>) -> Response
 /// `/metrics`: calls, errors and latency per server and tool, server states, open sessions
 /// (`/mcp` and `/sse`).
 async fn metrics(
-    State((gateway, sessions, legacy)): State<(Gateway, Arc<LocalSessionManager>, Legacy)>,
+    State((gateway, sessions, legacy)): State<(Gateway, Arc<Sessions>, Legacy)>,
 ) -> Response {
-    let open = sessions.sessions.read().await.len() + legacy.sessions();
+    let open = sessions.open() + legacy.sessions();
     match gateway.metrics().render(gateway.hub(), open) {
         Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
         Err(error) => {

@@ -15,11 +15,13 @@
 //! log level and the one asked upstream; `metrics` what `/metrics` shows; `reload` when the
 //! config is read again and applied; `guard` the HTTP door's rules, `oauth` the gateway as an
 //! OAuth resource server, `rate_limit` the buckets per client, `access_log` the line per
-//! request, `door` the middleware that applies them; `connections` the accept loop and the
-//! caps and deadlines (`deadlines`) every connection is under before the door; `http` and
-//! `stdio` the two ways in (`sse`, legacy HTTP+SSE, mounted by `http`). This file only
-//! re-exports.
+//! request, `door` the middleware that applies them and decides each request's `identity`,
+//! `access` what an identity may use (the tokens file), `sessions` the `/mcp` sessions bounded
+//! and bound to identities; `connections` the accept loop and the caps and deadlines
+//! (`deadlines`) every connection is under before the door; `http` and `stdio` the two ways
+//! in (`sse`, legacy HTTP+SSE, mounted by `http`). This file only re-exports.
 
+mod access;
 mod access_log;
 mod connections;
 mod convert;
@@ -28,6 +30,7 @@ mod door;
 mod guard;
 mod handler;
 mod http;
+mod identity;
 mod levels;
 mod metrics;
 mod notices;
@@ -42,6 +45,7 @@ mod reload;
 mod resources;
 mod rounds;
 mod session;
+mod sessions;
 mod sse;
 mod stdio;
 mod subscriptions;
@@ -49,6 +53,7 @@ mod tasks;
 mod view;
 mod watchers;
 
+pub use access::{Access, AccessError, AskRoute};
 pub use access_log::TARGET as ACCESS_LOG_TARGET;
 pub use connections::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
@@ -66,6 +71,11 @@ pub use rate_limit::{Rate, RateLimit, RateParseError};
 pub use relay::APPROVAL_WAIT;
 pub use reload::{
     Baseline, DEFAULT_DEBOUNCE, DEFAULT_POLL, Loaded, Outcome, ReloadOptions, Reloader, Trigger,
+};
+pub use rounds::{DEFAULT_MAX_WAITING, DEFAULT_MAX_WAITING_PER_CLIENT, WaitingLimits};
+pub use sessions::{
+    DEFAULT_HANDSHAKE, DEFAULT_IDLE, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    SessionLimits,
 };
 pub use sse::{
     DEFAULT_MAX_SSE_SESSIONS, DEFAULT_SSE_QUEUE_BYTES, DEFAULT_SSE_QUEUE_MESSAGES, SseOptions,

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
+use crate::access::AskRoute;
 use crate::paging::DEFAULT_PAGE_SIZE;
+use crate::rounds::WaitingLimits;
 
 /// How long the first `tools/list` waits for the hub's servers to settle (their first
 /// connection attempts), so a client that lists at once sees the servers that start quickly;
@@ -36,6 +38,11 @@ pub struct GatewayOptions {
     pub ask_clients: bool,
     /// Serve the one upstream server's tools and prompts under its own names (`passthrough`).
     pub passthrough: bool,
+    /// How many 2026-07-28 calls may wait for their clients' answers (`input_required`).
+    pub waiting: WaitingLimits,
+    /// Where a policy `ask` goes for identities whose access rule does not say (`--ask`);
+    /// `None`: to a local client, refused for every other identity.
+    pub ask: Option<AskRoute>,
 }
 
 impl Default for GatewayOptions {
@@ -49,6 +56,8 @@ impl Default for GatewayOptions {
             page_size: DEFAULT_PAGE_SIZE,
             ask_clients: true,
             passthrough: false,
+            waiting: WaitingLimits::default(),
+            ask: None,
         }
     }
 }
@@ -94,6 +103,18 @@ impl GatewayOptions {
     /// server only: check the configuration with [`crate::check_one_server`] first.
     pub fn with_passthrough(mut self, passthrough: bool) -> Self {
         self.passthrough = passthrough;
+        self
+    }
+
+    /// Builder-style: how many 2026-07-28 calls may wait for their clients' answers.
+    pub fn with_waiting(mut self, waiting: WaitingLimits) -> Self {
+        self.waiting = waiting;
+        self
+    }
+
+    /// Builder-style: where a policy `ask` goes for identities whose rule does not say.
+    pub fn with_ask(mut self, ask: Option<AskRoute>) -> Self {
+        self.ask = ask;
         self
     }
 

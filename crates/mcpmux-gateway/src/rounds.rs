@@ -10,7 +10,9 @@
 //! back within [`ROUND_WAIT`] is cancelled (its server is told).
 //!
 //! The state is the random name of a call waiting in this process: it means nothing to
-//! another replica. Knows nothing of what the call does.
+//! another replica, and only the client (identity) the call waits for may resume it. Calls
+//! waiting are capped in all and per client ([`WaitingLimits`]). Knows nothing of what the
+//! call does.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -177,21 +179,60 @@ impl<R> Call<R> {
     }
 }
 
+/// Calls waiting for their clients' answers at once, at most (each holds its upstream call
+/// open): past it a new round is refused, and its call cancelled.
+pub const DEFAULT_MAX_WAITING: usize = 1000;
+/// Calls one client (identity) may leave waiting at once.
+pub const DEFAULT_MAX_WAITING_PER_CLIENT: usize = 100;
+
+/// How many calls may wait for their clients' answers.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct WaitingLimits {
+    /// In all.
+    pub max: usize,
+    /// Per client.
+    pub per_client: usize,
+}
+
+impl Default for WaitingLimits {
+    fn default() -> Self {
+        WaitingLimits {
+            max: DEFAULT_MAX_WAITING,
+            per_client: DEFAULT_MAX_WAITING_PER_CLIENT,
+        }
+    }
+}
+
 /// The calls answered `R` waiting for their clients to come back, by the name of their state.
 pub struct Rounds<R> {
     waiting: Mutex<HashMap<String, Parked<R>>>,
     /// Numbers the gateway's own asks, so each key is unique.
     asked: std::sync::atomic::AtomicU64,
+    limits: WaitingLimits,
 }
 
-/// A waiting call and the timer that cancels it.
-type Parked<R> = (Call<R>, tokio::task::AbortHandle);
+/// A waiting call, the timer that cancels it, and the client it waits for (only that client
+/// may resume it).
+struct Parked<R> {
+    call: Call<R>,
+    expiry: tokio::task::AbortHandle,
+    owner: String,
+}
 
 impl<R> Default for Rounds<R> {
     fn default() -> Self {
+        Self::new(WaitingLimits::default())
+    }
+}
+
+impl<R> Rounds<R> {
+    /// No calls waiting yet; at most `limits` at once.
+    pub fn new(limits: WaitingLimits) -> Self {
         Rounds {
             waiting: Mutex::new(HashMap::new()),
             asked: std::sync::atomic::AtomicU64::new(0),
+            limits,
         }
     }
 }
@@ -204,9 +245,24 @@ impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
         }
     }
 
-    /// The call named by `state`, given the client's `responses` to its last round.
-    pub fn resume(&self, state: &str, responses: InputResponses) -> Result<Call<R>, ErrorData> {
-        let (mut call, expiry) = self.lock().remove(state).ok_or_else(|| {
+    /// The call named by `state`, given the client's `responses` to its last round. Only the
+    /// client (`owner`) it waits for finds it.
+    pub fn resume(
+        &self,
+        state: &str,
+        responses: InputResponses,
+        owner: &str,
+    ) -> Result<Call<R>, ErrorData> {
+        let parked = {
+            let mut waiting = self.lock();
+            match waiting.get(state) {
+                Some(parked) if parked.owner == owner => waiting.remove(state),
+                _ => None,
+            }
+        };
+        let Parked {
+            mut call, expiry, ..
+        } = parked.ok_or_else(|| {
             ErrorData::invalid_params(
                 "requestState names no call waiting here (it ended, waited too long, or was \
                  begun on another gateway): send the request again without it",
@@ -226,6 +282,7 @@ impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
         mut call: Call<R>,
         context: &RequestContext<RoleServer>,
         token: Option<&ProgressToken>,
+        owner: &str,
     ) -> Result<R, ErrorData> {
         loop {
             tokio::select! {
@@ -242,7 +299,7 @@ impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
                     while let Ok(more) = call.asks.try_recv() {
                         asks.push(more);
                     }
-                    return Ok(self.round(call, asks).into());
+                    return Ok(self.round(call, asks, owner)?.into());
                 }
                 done = &mut call.done => {
                     while let Ok(step) = call.progress.try_recv() {
@@ -275,7 +332,27 @@ impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
     /// Keeps `call` waiting for the answers to `asks`, and the `input_required` result that
     /// puts them to the client: a server's round under its own keys, the gateway's own asks
     /// under keys of the gateway's (and a server's key another ask of this round took).
-    fn round(self: &Arc<Self>, mut call: Call<R>, asks: Vec<Ask>) -> InputRequiredResult {
+    /// Past a cap the call is cancelled and its client told.
+    fn round(
+        self: &Arc<Self>,
+        mut call: Call<R>,
+        asks: Vec<Ask>,
+        owner: &str,
+    ) -> Result<InputRequiredResult, ErrorData> {
+        {
+            let waiting = self.lock();
+            let held = waiting.values().filter(|p| p.owner == owner).count();
+            if waiting.len() >= self.limits.max || held >= self.limits.per_client {
+                drop(waiting);
+                tracing::debug!("a round refused: too many calls wait for their clients");
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode(-32000),
+                    "too many calls are waiting for their clients' answers (for this client, or \
+                     in all): answer or abandon one, then call again",
+                    None,
+                ));
+            }
+        }
         let mut requests = InputRequests::new();
         for ask in asks {
             match ask {
@@ -336,9 +413,13 @@ impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
                 }
             })
         };
-        self.lock()
-            .insert(state.clone(), (call, expiry.abort_handle()));
-        InputRequiredResult::new(Some(requests), Some(state))
+        let parked = Parked {
+            call,
+            expiry: expiry.abort_handle(),
+            owner: owner.to_string(),
+        };
+        self.lock().insert(state.clone(), parked);
+        Ok(InputRequiredResult::new(Some(requests), Some(state)))
     }
 }
 
@@ -377,7 +458,7 @@ mod tests {
     fn a_state_naming_no_waiting_call_is_refused_as_invalid_params() {
         let rounds = Rounds::<rmcp::model::CallToolResponse>::default();
         let refused = rounds
-            .resume("not-a-call", InputResponses::new())
+            .resume("not-a-call", InputResponses::new(), "ip:127.0.0.1")
             .err()
             .unwrap();
         assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);

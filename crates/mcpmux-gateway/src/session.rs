@@ -1,14 +1,17 @@
 //! One downstream session's own state: its number (the party its calls are made for: what
 //! an upstream server asks during them, and the logs it sends meanwhile, go to this session
-//! and no other), and, when the session ends (rmcp drops its handler), the release of the
-//! resources only it held and of the log level it wanted (`levels`). Knows nothing of
-//! transports: each transport makes one per session (`Gateway::session`).
+//! and no other), the identity it belongs to (what it may use), and, when the session ends
+//! (rmcp drops its handler), the release of the resources only it held, of the log level it
+//! wanted (`levels`) and of its place among the watchers. Knows nothing of transports: each
+//! transport makes one per session (`Gateway::session`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::identity::Identity;
 use crate::levels::Levels;
 use crate::subscriptions::Subscriptions;
+use crate::watchers::Watchers;
 
 /// Numbers sessions and listen streams: every holder of a subscription has its own.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -22,19 +25,50 @@ pub fn next_id() -> u64 {
 pub struct Session {
     /// The gateway's number for it.
     pub id: u64,
+    /// Who made it, and what it may use.
+    pub identity: Identity,
     subscriptions: Arc<Subscriptions>,
     levels: Arc<Levels>,
+    /// Where it is told of list changes, and its place there once it finished its handshake.
+    watchers: Arc<Watchers>,
+    watching: std::sync::Mutex<Option<u64>>,
 }
 
 impl Session {
-    /// A new session whose subscriptions are kept in `subscriptions`, its log level in
-    /// `levels`.
-    pub fn new(subscriptions: Arc<Subscriptions>, levels: Arc<Levels>) -> Arc<Self> {
+    /// A new session of `identity`, whose subscriptions are kept in `subscriptions`, its log
+    /// level in `levels`, told of list changes through `watchers`.
+    pub fn new(
+        subscriptions: Arc<Subscriptions>,
+        levels: Arc<Levels>,
+        watchers: Arc<Watchers>,
+        identity: Identity,
+    ) -> Arc<Self> {
         Arc::new(Session {
             id: next_id(),
+            identity,
             subscriptions,
             levels,
+            watchers,
+            watching: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Tells the session of list changes and server logs from now on (its handshake done);
+    /// `tools` are those served now, what a session that sees part of them was told of.
+    pub fn watch(&self, peer: rmcp::service::Peer<rmcp::RoleServer>, tools: &[mcpmux::Tool]) {
+        let rule = &self.identity.rule;
+        let view = (!rule.is_everything()).then(|| {
+            let seen = crate::watchers::fingerprint(&crate::watchers::visible(rule, tools));
+            (rule.clone(), seen)
+        });
+        let id = self.watchers.add_session(peer, self.id, view);
+        let mut watching = self
+            .watching
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(before) = watching.replace(id) {
+            self.watchers.remove(before);
+        }
     }
 }
 
@@ -42,5 +76,14 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.subscriptions.release_later(self.id);
         self.levels.leave_later(self.id);
+        // Its peer (and the queues it holds) freed now, not when the next session comes.
+        let watching = self
+            .watching
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(id) = watching {
+            self.watchers.remove(id);
+        }
     }
 }

@@ -3,9 +3,11 @@
 //! `/message?sessionId=…`; `POST /message?sessionId=…` takes one JSON-RPC message (202) whose
 //! answers and notifications go out on that stream. rmcp 3.9 has no server for it: each session
 //! is the same `Gateway` served by rmcp over a transport of two queues. Owns the session table
-//! and the bounds a hostile client cannot break: a cap on open sessions, ids nobody can guess,
+//! and the bounds a hostile client cannot break: a cap on open sessions (in all and per
+//! identity), ids nobody can guess,
 //! a bounded queue per stream (a reader that falls behind is cut off), a deadline for the
-//! handshake, the session ended when its stream drops; and which requests still await their
+//! handshake, the session ended when its stream drops, a session bound to the identity that
+//! opened it (another's POST finds none); and which requests still await their
 //! answer (what a graceful shutdown waits for). Knows nothing of the door's rules (`http`
 //! puts these routes behind them) nor of what the messages mean (the handler's).
 
@@ -36,6 +38,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::Gateway;
+use crate::identity::{Caller, Identity};
 
 /// Legacy SSE sessions open at once, at most; past it `GET /sse` answers 503.
 pub const DEFAULT_MAX_SSE_SESSIONS: usize = 1024;
@@ -59,6 +62,8 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub struct SseOptions {
     /// Sessions open at once, at most.
     pub max_sessions: usize,
+    /// Sessions one identity may hold at once.
+    pub max_per_client: usize,
     /// Messages queued for one stream, at most, before its reader is cut off.
     pub queue_messages: usize,
     /// Bytes queued for one stream, at most, before its reader is cut off.
@@ -69,6 +74,7 @@ impl Default for SseOptions {
     fn default() -> Self {
         Self {
             max_sessions: DEFAULT_MAX_SSE_SESSIONS,
+            max_per_client: crate::sessions::DEFAULT_MAX_SESSIONS_PER_CLIENT,
             queue_messages: DEFAULT_SSE_QUEUE_MESSAGES,
             queue_bytes: DEFAULT_SSE_QUEUE_BYTES,
         }
@@ -97,6 +103,8 @@ struct Shared {
 struct Session {
     inbound: mpsc::Sender<ClientJsonRpcMessage>,
     ledger: Arc<Ledger>,
+    /// Who opened it: another identity's POST finds no such session.
+    owner: Option<crate::guard::Client>,
 }
 
 impl Legacy {
@@ -171,6 +179,7 @@ async fn open(State(legacy): State<Legacy>) -> Response {
         );
     }
     let id = session_id();
+    let identity = Caller::current();
     let (inbound, received) = mpsc::channel(INBOUND_QUEUE);
     let ledger = Arc::new(Ledger::new(shared.awaiting.clone()));
     let queue = Arc::new(Queue::new(&shared.options));
@@ -185,11 +194,24 @@ async fn open(State(legacy): State<Legacy>) -> Response {
                  close one, or use streamable HTTP at /mcp",
             );
         }
+        let owner = identity.as_ref().map(|identity| &identity.client);
+        let held = table
+            .values()
+            .filter(|session| owner.is_some() && session.owner.as_ref() == owner)
+            .count();
+        if held >= shared.options.max_per_client {
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable: this client holds the most legacy SSE sessions one client \
+                 may; close one",
+            );
+        }
         table.insert(
             id.clone(),
             Session {
                 inbound,
                 ledger: ledger.clone(),
+                owner: identity.as_ref().map(|identity| identity.client.clone()),
             },
         );
     }
@@ -199,7 +221,14 @@ async fn open(State(legacy): State<Legacy>) -> Response {
         ledger,
         ended: ended.clone(),
     };
-    tokio::spawn(run(legacy.clone(), id.clone(), channel, ended.clone()));
+    let identity = identity.unwrap_or_else(Identity::local);
+    tokio::spawn(run(
+        legacy.clone(),
+        id.clone(),
+        identity,
+        channel,
+        ended.clone(),
+    ));
     let stream = Stream {
         endpoint: Some(format!("/message?sessionId={id}")),
         queue,
@@ -220,9 +249,15 @@ async fn open(State(legacy): State<Legacy>) -> Response {
 }
 
 /// One session served by rmcp, until it ends; then forgotten.
-async fn run(legacy: Legacy, id: String, channel: Channel, ended: CancellationToken) {
-    // One handler per session: what a session asks and holds is its own.
-    let gateway = legacy.shared.gateway.session();
+async fn run(
+    legacy: Legacy,
+    id: String,
+    identity: Identity,
+    channel: Channel,
+    ended: CancellationToken,
+) {
+    // One handler per session: what a session asks and holds is its own, and its identity's.
+    let gateway = legacy.shared.gateway.session_for(identity);
     let handshake = tokio::time::timeout(
         HANDSHAKE_WITHIN,
         gateway.serve_with_ct(channel, ended.clone()),
@@ -288,7 +323,9 @@ async fn message(
             );
         }
     };
-    let Some(session) = legacy.find(&id) else {
+    let caller = Caller::current().map(|identity| identity.client);
+    let theirs = |session: &Session| matches!((&session.owner, &caller), (Some(owner), Some(caller)) if owner != caller);
+    let Some(session) = legacy.find(&id).filter(|session| !theirs(session)) else {
         return plain(
             StatusCode::NOT_FOUND,
             "Not Found: no such session (it ended, or never was); open a new one with GET /sse",
@@ -599,6 +636,7 @@ mod tests {
     fn options(messages: usize, bytes: usize) -> SseOptions {
         SseOptions {
             max_sessions: 1,
+            max_per_client: 1,
             queue_messages: messages,
             queue_bytes: bytes,
         }

@@ -2,8 +2,9 @@
 //! tools/call, resources/list, resources/templates/list, resources/read, resources/subscribe,
 //! prompts/list, prompts/get, completion/complete, and the notices and capabilities passed
 //! on), so that what is listed nowhere cannot be read, got, completed or subscribed to either.
-//! Today a view holds the scope (`--scope`) and the servers outside it (`Hidden`, replaced by
-//! a reload); rules of who asks (per identity) plug in here. A tool call's scope is the
+//! A view holds the scope (`--scope`), the servers outside it (`Hidden`, replaced by a
+//! reload) and the access rule of the session's identity (`access`: the servers and tools it
+//! may use, its own scope). A tool call's scope is the
 //! library's to apply (`Hub::call_with` refuses a tool outside it): the view hands it the
 //! scope rather than deciding again. Knows nothing of transports or sessions' other state.
 
@@ -11,6 +12,7 @@ use std::sync::{Arc, RwLock};
 
 use rmcp::model::ErrorData;
 
+use crate::access::Rule;
 use crate::convert::failure;
 
 /// The servers whose resources, prompts and notices are not served (those outside the
@@ -47,27 +49,53 @@ impl Hidden {
 pub struct View {
     scope: Option<mcpmux::Scope>,
     hidden: Hidden,
+    /// What the session's identity may use (the whole authority unless a rule narrows it).
+    rule: Arc<Rule>,
 }
 
 impl View {
     /// Everything in `scope` (`None`: every server), but the servers `hidden` holds.
     pub fn new(scope: Option<mcpmux::Scope>, hidden: Hidden) -> Self {
-        View { scope, hidden }
+        View {
+            scope,
+            hidden,
+            rule: Arc::default(),
+        }
+    }
+
+    /// The same view, narrowed to what `rule` lets its identity use.
+    pub fn with_rule(&self, rule: Arc<Rule>) -> Self {
+        View {
+            rule,
+            ..self.clone()
+        }
+    }
+
+    /// The access rule of the session's identity.
+    pub fn rule(&self) -> &Rule {
+        &self.rule
     }
 
     /// Whether `server` is seen at all: its resources, templates, prompts, completions,
     /// notices and capabilities.
     pub fn server_shown(&self, server: &str) -> bool {
-        self.hidden.shown(server)
+        self.hidden.shown(server) && self.rule.allows_server(server)
     }
 
-    /// The tools served: the hub's usable ones, in the scope.
+    /// The tools served: the hub's usable ones, in the scope, that the rule allows.
     pub fn tools(&self, hub: &mcpmux::Hub) -> Vec<mcpmux::Tool> {
         let tools = match &self.scope {
             Some(scope) => hub.tools_for(scope),
             None => hub.tools(),
         };
-        tools.into_iter().filter(|t| t.unusable.is_none()).collect()
+        let tools = tools.into_iter().filter(|t| t.unusable.is_none()).collect();
+        crate::access::tools_for(hub, &self.rule, tools)
+    }
+
+    /// Whether the rule lets this session call the hub's tool `name` (the scope is the
+    /// library's to apply: [`View::call_options`]).
+    pub fn call_allowed(&self, hub: &mcpmux::Hub, name: &str) -> bool {
+        crate::access::allows_call(hub, &self.rule, name)
     }
 
     /// `options` for a call of a tool: the library refuses a tool outside the scope

@@ -1,7 +1,8 @@
 //! Who is told that a list changed (tools, resources, prompts), and where a server's log
 //! message goes: handshake-era sessions (stdio, or an HTTP session with `Mcp-Session-Id`)
 //! once they sent `notifications/initialized`, and 2026-07-28 `subscriptions/listen` streams
-//! that asked for that list. A log goes to the one session it is for, never to the others. Owns that list and the task that watches the hub: on every hub
+//! that asked for that list — a session whose access rule narrows its view only when its own view
+//! changed. A log goes to the one session it is for, never to the others. Owns that list and the task that watches the hub: on every hub
 //! event it compares the tool set with the one last announced (a server's tools come and go
 //! with its state and breaker, not only with its own `list_changed`), and the servers that
 //! offer resources and prompts with those last announced, and tells every watcher when they
@@ -10,6 +11,7 @@
 // Logging is SEP-2577-deprecated in rmcp, yet the handshake era's, and passed on.
 #![allow(deprecated)]
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{
     Arc, Mutex, MutexGuard,
@@ -26,6 +28,7 @@ use rmcp::{
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Rule;
 use crate::view::View;
 
 /// Numbers watchers, so one can be found again to be removed.
@@ -65,6 +68,19 @@ pub struct Watchers {
     /// The gateway serves one client for its whole life (stdio): a log no call explains is
     /// still that client's, as nobody else's it could be.
     alone: AtomicBool,
+    /// Sessions whose identity sees part of the gateway (access rule): the rule, and the
+    /// digest of the tools it was last told of. Told of a tool change only when its own
+    /// view changed.
+    views: Mutex<HashMap<u64, (Arc<Rule>, u64)>>,
+}
+
+/// The tools `rule` lets its identity see (its scope aside: a change there is told anyway).
+pub fn visible(rule: &Rule, tools: &[mcpmux::Tool]) -> Vec<mcpmux::Tool> {
+    tools
+        .iter()
+        .filter(|t| rule.allows_tool(&t.server, &t.raw_name, &t.name))
+        .cloned()
+        .collect()
 }
 
 impl Watchers {
@@ -75,12 +91,40 @@ impl Watchers {
         }
     }
 
-    /// Remembers handshake-era session `session`.
-    pub fn add_session(&self, peer: Peer<RoleServer>, session: u64) {
+    /// Remembers handshake-era session `session`; returns its id for [`Watchers::remove`]
+    /// (when the session ends: what its peer holds is freed then). A session whose rule
+    /// narrows what it sees is given `view`: the rule and the digest of the tools it sees now.
+    pub fn add_session(
+        &self,
+        peer: Peer<RoleServer>,
+        session: u64,
+        view: Option<(Arc<Rule>, u64)>,
+    ) -> u64 {
         let id = NEXT_WATCHER.fetch_add(1, Ordering::Relaxed);
+        if let Some(view) = view {
+            self.views().insert(id, view);
+        }
         let mut watchers = self.lock();
-        watchers.retain(|(_, w)| !matches!(w, Watcher::Session(p, _) if p.is_transport_closed()));
+        let mut gone = Vec::new();
+        watchers.retain(|(other, w)| {
+            let closed = matches!(w, Watcher::Session(p, _) if p.is_transport_closed());
+            if closed {
+                gone.push(*other);
+            }
+            !closed
+        });
         watchers.push((id, Watcher::Session(peer, session)));
+        drop(watchers);
+        if !gone.is_empty() {
+            self.views().retain(|other, _| !gone.contains(other));
+        }
+        id
+    }
+
+    fn views(&self) -> MutexGuard<'_, HashMap<u64, (Arc<Rule>, u64)>> {
+        self.views
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// From now on the gateway serves one client only, for good (stdio).
@@ -112,9 +156,10 @@ impl Watchers {
         id
     }
 
-    /// Forgets a listen stream that ended.
+    /// Forgets a listen stream or a session that ended.
     pub fn remove(&self, id: u64) {
         self.lock().retain(|(other, _)| *other != id);
+        self.views().remove(&id);
     }
 
     /// How many parties are watching.
@@ -122,15 +167,32 @@ impl Watchers {
         self.lock().len()
     }
 
-    /// Sends `notifications/tools/list_changed` to every watcher, forgetting those gone.
-    pub async fn tools_changed(&self) {
-        self.changed(List::Tools).await;
+    /// Sends `notifications/tools/list_changed` to every watcher whose view of `tools` (the
+    /// tools served now) changed, forgetting those gone.
+    pub async fn tools_changed(&self, tools: &[mcpmux::Tool]) {
+        let unchanged: Vec<u64> = self
+            .views()
+            .iter_mut()
+            .filter_map(|(id, (rule, seen))| {
+                let now = fingerprint(&visible(rule, tools));
+                let same = now == *seen;
+                *seen = now;
+                same.then_some(*id)
+            })
+            .collect();
+        self.changed_except(List::Tools, &unchanged).await;
     }
 
     /// Sends the `list_changed` of `list` to every session and to every listen stream that
     /// asked for it, forgetting those gone.
     pub async fn changed(&self, list: List) {
-        let watchers: Vec<(u64, Watcher)> = self.lock().clone();
+        self.changed_except(list, &[]).await;
+    }
+
+    /// [`Watchers::changed`], the watchers of `unchanged` left out.
+    async fn changed_except(&self, list: List, unchanged: &[u64]) {
+        let mut watchers: Vec<(u64, Watcher)> = self.lock().clone();
+        watchers.retain(|(id, _)| !unchanged.contains(id));
         let mut gone = Vec::new();
         for (id, watcher) in &watchers {
             let sent = match watcher {
@@ -311,14 +373,15 @@ pub async fn forward_changes(
         }
         // A burst (many servers connecting) becomes one look at the tool set.
         while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = events.try_recv() {}
-        let now = fingerprint(&(looks.tools)());
+        let tools = (looks.tools)();
+        let now = fingerprint(&tools);
         if now != announced {
             announced = now;
             tracing::debug!(
                 watchers = watchers.count(),
                 "tool set changed; telling clients"
             );
-            watchers.tools_changed().await;
+            watchers.tools_changed(&tools).await;
         }
         let offers = (looks.offers)();
         if offers.0 != offered.0 {

@@ -50,6 +50,7 @@ mod transport;
 mod untrusted;
 
 pub use call::{CallOptions, Progress, TASKS_EXTENSION};
+pub use catalog::filter::NameFilter;
 pub use catalog::merge::{Dropped, SourceKind, ToolOrigin};
 pub use catalog::naming::{assign as exposed_names, is_mcp_tool_name};
 pub use catalog::scope::{Scope, ScopeParseError};

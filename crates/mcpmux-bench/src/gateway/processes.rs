@@ -159,6 +159,13 @@ pub async fn gateway(
         // Every session of the bench comes from 127.0.0.1: one peer, whose 256 idle SSE
         // sessions alone hold 256 connections.
         .args(["--max-connections-per-peer", "0"])
+        // Every bench session comes from 127.0.0.1, one identity: room for all of them.
+        .args([
+            "--max-sessions-per-client",
+            "100000",
+            "--max-sessions",
+            "100000",
+        ])
         .current_dir(home)
         .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))

@@ -291,6 +291,38 @@ fn a_policy_ask_is_an_elicitation_to_the_calling_client_and_its_answer_is_honour
 }
 
 #[test]
+fn with_ask_deny_a_policy_ask_is_refused_and_never_put_to_the_client() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.home.join("gateway.toml");
+    sandbox.write_file(
+        &config,
+        &format!(
+            "[servers.t]\ncommand = {:?}\n\n[policy]\nask = [\"mcp__t__echo\"]\n",
+            testserver().to_str().unwrap()
+        ),
+    );
+    let served = Served::start(
+        &sandbox,
+        &["--config", config.to_str().unwrap(), "--ask", "deny"],
+    );
+    let lines = ts_sessions(
+        served.target(),
+        json!([{"capabilities": {"elicitation": {}}, "approve": true}]),
+        json!([
+            {"do": "call", "session": 0, "name": "mcp__t__echo", "arguments": {"text": "mine"}},
+            {"do": "asked", "session": 0},
+        ]),
+    );
+    // An agent that would approve its own call is not asked: the hub's approver refuses.
+    assert_eq!(lines[0]["result"]["isError"], true, "{lines:?}");
+    assert!(
+        text_of(&lines[0]["result"]).contains("needs approval"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[1]["asked"], json!([]), "{lines:?}");
+}
+
+#[test]
 fn the_reference_server_s_sampling_and_elicitation_tools_reach_the_calling_client() {
     // server-everything lists these tools only to a client that offers sampling and
     // elicitation: the gateway offers them upstream, and passes each request on.

@@ -186,8 +186,10 @@ impl Gateway {
         F: Future<Output = Result<R, ErrorData>> + Send + 'static,
     {
         let token = context.meta.get_progress_token();
+        // Only the identity a call waits for may bring its answers.
+        let owner = self.session.identity.client.to_string();
         let call = match resumed {
-            Some((state, responses)) => rounds.resume(&state, responses)?,
+            Some((state, responses)) => rounds.resume(&state, responses, &owner)?,
             None => {
                 let wants_progress = token.is_some();
                 Call::spawn(move |asks, progress| {
@@ -195,7 +197,7 @@ impl Gateway {
                 })
             }
         };
-        rounds.next(call, context, token.as_ref()).await
+        rounds.next(call, context, token.as_ref(), &owner).await
     }
 
     /// The options of a call made for `caller`: its relay, its cancellation and progress, the
@@ -236,7 +238,12 @@ impl Gateway {
             .map_or(serde_json::Value::Null, serde_json::Value::Object);
         let given = request.input_responses.take();
         let mut options = self.options_for(&caller, cancel, progress, given);
-        if self.inner.options.ask_clients && caller.takes_forms() {
+        // A policy `ask` goes to the client only when this identity's route says so.
+        let route = self.session.identity.ask_route(self.inner.options.ask);
+        if self.inner.options.ask_clients
+            && route == crate::access::AskRoute::Client
+            && caller.takes_forms()
+        {
             options = options.with_approver(Arc::new(ClientApproval(caller)));
         }
         // The library refuses a tool outside the scope: the view hands it the scope.
@@ -248,6 +255,13 @@ impl Gateway {
         } else {
             Cow::Borrowed(&request.name)
         };
+        // access rule (identity): a tool it may not use is unknown to it.
+        if !self.view.call_allowed(hub, &name) {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`", request.name),
+                None,
+            ));
+        }
         let started = std::time::Instant::now();
         let outcome = crate::tasks::call(hub, &name, arguments, options, task.wanted).await;
         // Only the server is wanted: the tool itself (its schemas) is not copied per call.

@@ -42,6 +42,7 @@ mod reconfigure;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
+    identity::Identity,
     levels::Levels,
     metrics::Metrics,
     options::GatewayOptions,
@@ -181,8 +182,14 @@ impl Gateway {
         }
         let catalog = Catalog::new(Naming::new(options.passthrough));
         let pager = Pager::new(options.page_size);
+        let waiting = options.waiting;
         Gateway {
-            session: Session::new(subscriptions.clone(), levels.clone()),
+            session: Session::new(
+                subscriptions.clone(),
+                levels.clone(),
+                watchers.clone(),
+                Identity::local(),
+            ),
             view: view.clone(),
             inner: Arc::new(Inner {
                 hub,
@@ -200,9 +207,9 @@ impl Gateway {
                 offers_logging: AtomicBool::new(false),
                 subscriptions,
                 pager,
-                rounds: Arc::default(),
-                prompt_rounds: Arc::default(),
-                read_rounds: Arc::default(),
+                rounds: Arc::new(Rounds::new(waiting)),
+                prompt_rounds: Arc::new(Rounds::new(waiting)),
+                read_rounds: Arc::new(Rounds::new(waiting)),
                 tasks: crate::tasks::Tasks::default(),
                 refusals: Refusals::default(),
                 watchers,
@@ -217,13 +224,25 @@ impl Gateway {
     }
 
     /// The handler of a new session: what the session asks mid-call and what it subscribes
-    /// to are its own. A transport calls this once per session.
+    /// to are its own. A transport calls this once per session. The session is the local
+    /// client's (stdio): the gateway's whole authority.
     pub fn session(&self) -> Gateway {
+        self.session_for(Identity::local())
+    }
+
+    /// The handler of a new session of `identity`: what it may use is `identity`'s.
+    pub(crate) fn session_for(&self, identity: Identity) -> Gateway {
         let inner = &self.inner;
+        let view = inner.view.with_rule(identity.rule.clone());
         Gateway {
             inner: inner.clone(),
-            session: Session::new(inner.subscriptions.clone(), inner.levels.clone()),
-            view: inner.view.clone(),
+            session: Session::new(
+                inner.subscriptions.clone(),
+                inner.levels.clone(),
+                inner.watchers.clone(),
+                identity,
+            ),
+            view,
         }
     }
 
@@ -341,7 +360,8 @@ impl Gateway {
         Naming::new(self.inner.options.passthrough)
     }
 
-    /// The tools served now: in pass-through mode, those whose own names may be served.
+    /// The tools served now, to this session's identity: in pass-through mode, those whose
+    /// own names may be served.
     fn served(&self) -> Vec<mcpmux::Tool> {
         let tools = self.view.tools(&self.inner.hub);
         if self.inner.options.passthrough {
@@ -354,6 +374,11 @@ impl Gateway {
     /// The hub, and what this session may see of it.
     fn seen(&self) -> (&mcpmux::Hub, &View) {
         (&self.inner.hub, &self.view)
+    }
+
+    /// What this session's identity may use (its access rule).
+    fn rule(&self) -> &crate::access::Rule {
+        self.view.rule()
     }
 
     async fn wait_for_startup(&self) {
@@ -550,6 +575,9 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.wait_for_startup().await;
+        // access rule (identity): a resource of a server it may not use is not found.
+        let rule = self.rule();
+        crate::access::check_resource(&self.inner.hub, rule, &request.uri).await?;
         let target = Target::Session(context.peer);
         self.inner
             .subscriptions
@@ -571,9 +599,10 @@ impl ServerHandler for Gateway {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.inner.levels.join(self.session.id);
-        self.inner
-            .watchers
-            .add_session(context.peer, self.session.id);
+        // What a session that sees part of the tools was told of: the tools of the whole
+        // gateway's view, as the watch compares them later.
+        let tools = self.inner.view.tools(&self.inner.hub);
+        self.session.watch(context.peer, &tools);
     }
 
     // A session's roots are asked of it afresh each time an upstream server asks during one
@@ -615,6 +644,13 @@ impl ServerHandler for Gateway {
         let watcher = lists.then(|| self.inner.watchers.add_listen(context.sink().clone()));
         let holder = crate::session::next_id();
         for uri in &uris {
+            // access rule (identity)
+            if let Err(error) =
+                crate::access::check_resource(&self.inner.hub, self.rule(), uri).await
+            {
+                tracing::debug!(%uri, %error, "a listen's resource is not this identity's");
+                continue;
+            }
             let target = Target::Listen(context.sink().clone());
             match self
                 .inner

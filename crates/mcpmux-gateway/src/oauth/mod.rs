@@ -178,7 +178,15 @@ pub(crate) struct Principal {
     pub subject: Option<String>,
     /// `client_id` (RFC 9068), else `azp`: the client that holds it.
     pub client_id: Option<String>,
+    /// The scopes it holds (`scope`, `scp`), at most [`MAX_CLAIM_VALUES`].
+    pub scopes: Vec<String>,
+    /// The groups it is in (`groups`), at most [`MAX_CLAIM_VALUES`].
+    pub groups: Vec<String>,
 }
+
+/// Most scopes or groups of a token kept (what access rules match on): a token is bounded
+/// in size already; this bounds the work of matching.
+const MAX_CLAIM_VALUES: usize = 256;
 
 /// The claims read besides those `jsonwebtoken` checks.
 #[derive(serde::Deserialize)]
@@ -190,6 +198,8 @@ struct Claims {
     scope: Option<String>,
     /// A list, as some issuers write it.
     scp: Option<Scopes>,
+    /// The groups claim (Keycloak, Okta, Entra ID): a list, or one space-separated string.
+    groups: Option<Scopes>,
 }
 
 #[derive(serde::Deserialize)]
@@ -197,6 +207,15 @@ struct Claims {
 enum Scopes {
     Spaced(String),
     Listed(Vec<String>),
+}
+
+impl Scopes {
+    fn values(&self) -> Vec<&str> {
+        match self {
+            Scopes::Spaced(text) => text.split_ascii_whitespace().collect(),
+            Scopes::Listed(list) => list.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 /// The gateway's resource server: its metadata, its challenges, its token check.
@@ -386,21 +405,31 @@ impl ResourceServer {
 
     /// A token whose signature and registered claims passed: its scopes and who holds it.
     fn admit(&self, claims: Claims) -> Result<Principal, Rejection> {
-        if !self.scopes.is_empty() {
-            let mut held: Vec<&str> = Vec::new();
-            if let Some(scope) = &claims.scope {
-                held.extend(scope.split_ascii_whitespace());
-            }
-            match &claims.scp {
-                Some(Scopes::Spaced(scope)) => held.extend(scope.split_ascii_whitespace()),
-                Some(Scopes::Listed(list)) => held.extend(list.iter().map(String::as_str)),
-                None => {}
-            }
-            if !self.scopes.iter().all(|want| held.contains(&want.as_str())) {
-                return Err(Rejection::InsufficientScope);
-            }
+        let mut held: Vec<&str> = Vec::new();
+        if let Some(scope) = &claims.scope {
+            held.extend(scope.split_ascii_whitespace());
         }
+        if let Some(scp) = &claims.scp {
+            held.extend(scp.values());
+        }
+        if !self.scopes.iter().all(|want| held.contains(&want.as_str())) {
+            return Err(Rejection::InsufficientScope);
+        }
+        let kept = |values: Vec<&str>| -> Vec<String> {
+            values
+                .into_iter()
+                .take(MAX_CLAIM_VALUES)
+                .map(str::to_string)
+                .collect()
+        };
+        let groups = claims
+            .groups
+            .as_ref()
+            .map(Scopes::values)
+            .unwrap_or_default();
         Ok(Principal {
+            scopes: kept(held),
+            groups: kept(groups),
             subject: claims.sub,
             client_id: claims.client_id.or(claims.azp),
         })

@@ -9,15 +9,19 @@
 use crate::support;
 
 use mcpmux::ServerSpec;
-use mcpmux_gateway::GatewayOptions;
+use mcpmux_gateway::{GatewayOptions, WaitingLimits};
 use serde_json::{Value, json};
 use support::*;
 
 async fn served() -> (ServerProcess, Served) {
+    served_with(GatewayOptions::default()).await
+}
+
+async fn served_with(options: GatewayOptions) -> (ServerProcess, Served) {
     let upstream = testserver_http(&["--conformance"]);
     let served = Served::start(
         vec![ServerSpec::http("c", &upstream.url)],
-        GatewayOptions::default().with_passthrough(true),
+        options.with_passthrough(true),
         |_| {},
     )
     .await;
@@ -26,7 +30,18 @@ async fn served() -> (ServerProcess, Served) {
 
 /// One 2026-07-28 request: its `_meta` declares `capabilities`; the HTTP status and the
 /// JSON-RPC answer (read from the SSE stream when it comes as one).
-async fn request(url: &str, method: &str, mut params: Value, capabilities: Value) -> (u16, Value) {
+async fn request(url: &str, method: &str, params: Value, capabilities: Value) -> (u16, Value) {
+    request_from("127.0.0.1", url, method, params, capabilities).await
+}
+
+/// [`request`] sent from the address `from` (each a client of its own).
+async fn request_from(
+    from: &str,
+    url: &str,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+) -> (u16, Value) {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "rounds-test", "version": "1"},
@@ -39,16 +54,20 @@ async fn request(url: &str, method: &str, mut params: Value, capabilities: Value
         .unwrap_or_default()
         .to_string();
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    let answer = post(
-        url,
-        &body,
-        &[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", method),
-            ("mcp-name", &name),
-        ],
-    )
-    .await;
+    let answer = reqwest::Client::builder()
+        .local_address(from.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", &name)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
     let status = answer.status().as_u16();
     let text = answer.text().await.unwrap();
     let parsed = serde_json::from_str(&text).ok().or_else(|| {
@@ -199,6 +218,66 @@ async fn answers_sent_with_a_request_new_to_the_gateway_reach_the_server() {
     let (_, done) = request(&served.url, "tools/call", call, json!({"elicitation": {}})).await;
     assert_eq!(
         done["result"]["content"][0]["text"], "Hello, Alice!",
+        "{done}"
+    );
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn calls_waiting_for_their_client_are_capped_per_client_and_resumed_by_that_client_only() {
+    let mut waiting = WaitingLimits::default();
+    waiting.per_client = 1;
+    let (_upstream, served) = served_with(GatewayOptions::default().with_waiting(waiting)).await;
+    let elicitation = json!({"elicitation": {}});
+    let call = json!({"name": "test_input_required_result_elicitation", "arguments": {}});
+    let (_, first) = request(&served.url, "tools/call", call.clone(), elicitation.clone()).await;
+    assert_eq!(
+        asked(&first["result"]),
+        pairs(&[("user_name", "elicitation/create")])
+    );
+    // A second call of the same client waiting at once: refused, and said why.
+    let (_, refused) = request(&served.url, "tools/call", call.clone(), elicitation.clone()).await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("waiting for their clients"),
+        "{refused}"
+    );
+    // Another client has its own share.
+    let (_, other) = request_from(
+        "127.0.0.2",
+        &served.url,
+        "tools/call",
+        call.clone(),
+        elicitation.clone(),
+    )
+    .await;
+    assert_eq!(
+        asked(&other["result"]),
+        pairs(&[("user_name", "elicitation/create")])
+    );
+    // The first call's state is unknown to another client, and still its own client's.
+    let mut answered = call;
+    answered["requestState"] = first["result"]["requestState"].clone();
+    answered["inputResponses"] =
+        json!({"user_name": {"action": "accept", "content": {"name": "Ada"}}});
+    let (_, stolen) = request_from(
+        "127.0.0.3",
+        &served.url,
+        "tools/call",
+        answered.clone(),
+        elicitation.clone(),
+    )
+    .await;
+    assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
+    let (_, done) = request(&served.url, "tools/call", answered, elicitation).await;
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Ada"),
         "{done}"
     );
     served.stop().await;

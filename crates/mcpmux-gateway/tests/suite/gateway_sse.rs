@@ -510,3 +510,51 @@ async fn shutdown_lets_a_legacy_sse_call_in_flight_finish() {
     assert!(session.event().await.is_none());
     stopping.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_legacy_sse_session_is_unknown_to_another_identity() {
+    let served = Served::start(echo_server(), GatewayOptions::default(), |_| {}).await;
+    let mut session = Session::open(&served.base).await;
+    session.handshake().await;
+    // The same endpoint posted to from another address (another identity): no such session.
+    let stranger = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap();
+    let posted = stranger
+        .post(&session.endpoint)
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 404);
+    // Still its owner's.
+    let echoed = session
+        .call(3, "mcp__t__echo", json!({"text": "still mine"}))
+        .await;
+    assert_eq!(echoed["result"]["content"][0]["text"], "still mine");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn legacy_sse_sessions_past_an_identity_s_share_get_503_and_another_identity_goes_on() {
+    let mut sse = SseOptions::default();
+    sse.max_per_client = 1;
+    let served = Served::start(echo_server(), GatewayOptions::default(), with_sse(sse)).await;
+    let mut first = Session::open(&served.base).await;
+    first.handshake().await;
+    assert_eq!(get_sse(&served.base, &[]).await.status(), 503);
+    let other = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+        .get(format!("{}/sse", served.base))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200);
+    drop(other);
+    served.stop().await;
+}

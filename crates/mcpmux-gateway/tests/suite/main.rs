@@ -7,10 +7,12 @@
 
 mod support;
 
+mod gateway_access;
 mod gateway_connections;
 mod gateway_http;
 mod gateway_isolation;
 mod gateway_limits;
 mod gateway_oauth;
 mod gateway_rounds;
+mod gateway_sessions;
 mod gateway_sse;

@@ -1,0 +1,405 @@
+//! The `/mcp` sessions (`Mcp-Session-Id`): rmcp's `LocalSessionManager` wrapped with the
+//! bounds a hostile client cannot break. A session is bound to the identity that created it
+//! (the door's, read with [`Caller::current`]): the same id presented by another identity is
+//! unknown to it (404), and cannot be closed by it. Sessions are capped overall and per
+//! identity (past either the door answers 503 with `Retry-After`); a session that has not sent
+//! `notifications/initialized` within [`SessionLimits::handshake`] is closed, and one idle for
+//! [`SessionLimits::idle`] is closed by rmcp. When a flood has gone, its tables shrink back
+//! and the memory its sessions freed is handed back to the system. Knows nothing of MCP
+//! beyond `notifications/initialized`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures::Stream;
+use rmcp::{
+    model::{ClientJsonRpcMessage, ClientNotification, ServerJsonRpcMessage},
+    transport::{
+        WorkerTransport,
+        streamable_http_server::session::{
+            ServerSseMessage, SessionId, SessionManager,
+            local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker},
+        },
+    },
+};
+
+use crate::guard::Client;
+use crate::identity::{Caller, Refused};
+
+/// Sessions open at once, at most: at about 63 kB an idle session (measured with
+/// `scripts/session-flood.py`, see the README), some 63 MB.
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// Sessions one identity may hold at once: a tenth of the whole, so one client (or one
+/// leaked token) cannot take every slot.
+pub const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = 100;
+/// How long a session may sit without a request before it is closed: rmcp's default.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+/// How long a new session has to send `notifications/initialized` (clients send it at once,
+/// right after the `initialize` answer): past it the session is closed.
+pub const DEFAULT_HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// The bounds of `/mcp` sessions.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SessionLimits {
+    /// Sessions open at once, at most.
+    pub max_sessions: usize,
+    /// Sessions one identity may hold at once.
+    pub max_per_client: usize,
+    /// How long a session may be idle.
+    pub idle: Duration,
+    /// How long a new session has to finish its handshake.
+    pub handshake: Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self {
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
+            idle: DEFAULT_IDLE,
+            handshake: DEFAULT_HANDSHAKE,
+        }
+    }
+}
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SessionsError {
+    /// rmcp's own.
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+    /// Past a cap.
+    #[error("the gateway holds as many sessions as it keeps; try again later")]
+    Full,
+    /// Unknown to this identity.
+    #[error("no such session")]
+    NotFound,
+}
+
+/// One session: who made it, and whether it finished its handshake.
+struct Entry {
+    owner: Option<Client>,
+    initialized: bool,
+}
+
+#[derive(Default)]
+struct Table {
+    entries: HashMap<SessionId, Entry>,
+    /// Sessions per identity, reserved before a session is made.
+    per_client: HashMap<Client, usize>,
+    /// Sessions open or being made.
+    total: usize,
+    /// Sessions closed since memory was last handed back.
+    closed: usize,
+}
+
+impl Table {
+    /// One session fewer; whether it is time to hand memory back.
+    fn release(&mut self, owner: Option<&Client>) -> bool {
+        self.total = self.total.saturating_sub(1);
+        if let Some(owner) = owner
+            && let Some(count) = self.per_client.get_mut(owner)
+        {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.per_client.remove(owner);
+            }
+        }
+        // A flood gone: its slots returned.
+        for capacity in [self.entries.capacity(), self.per_client.capacity()] {
+            if capacity > 64 && self.total * 4 < capacity {
+                self.entries.shrink_to_fit();
+                self.per_client.shrink_to_fit();
+                break;
+            }
+        }
+        self.closed += 1;
+        // Every so often, and when the last of a crowd has gone (not after each session of
+        // a client that opens and closes one at a time: a hand-back is not free).
+        if self.closed >= TRIM_EVERY || (self.total == 0 && self.closed >= TRIM_AT_LEAST) {
+            self.closed = 0;
+            return true;
+        }
+        false
+    }
+}
+
+/// Sessions closed between two hand-backs of freed memory: a hand-back takes a few
+/// milliseconds, a session frees some 60 kB.
+const TRIM_EVERY: usize = 256;
+/// Sessions closed since the last hand-back for the last one's going to call for another.
+const TRIM_AT_LEAST: usize = 16;
+
+/// Hands the pages freed by closed sessions back to the system, off the async threads.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::task::spawn_blocking(|| {
+        // SAFETY: malloc_trim only releases free pages of glibc's own heap; it takes no
+        // pointer and is safe to call from any thread at any time.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    });
+}
+
+/// Whose a session is, to the caller.
+enum Whose {
+    Mine,
+    Theirs,
+    Missing,
+}
+
+/// rmcp's session manager, bounded and bound to identities.
+pub(crate) struct Sessions {
+    inner: Arc<LocalSessionManager>,
+    table: Arc<Mutex<Table>>,
+    limits: SessionLimits,
+}
+
+impl Sessions {
+    pub(crate) fn new(limits: SessionLimits) -> Self {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = Some(limits.idle);
+        Sessions {
+            inner: Arc::new(inner),
+            table: Arc::default(),
+            limits,
+        }
+    }
+
+    /// Sessions open now.
+    pub(crate) fn open(&self) -> usize {
+        lock(&self.table).entries.len()
+    }
+
+    /// Whether the caller may use session `id` (a session made outside any request, or a
+    /// request outside any, is anyone's); another identity's is refused as not found.
+    fn mine(&self, id: &SessionId) -> Result<(), SessionsError> {
+        match self.whose(id) {
+            Whose::Mine => Ok(()),
+            Whose::Missing => Err(SessionsError::NotFound),
+            Whose::Theirs => {
+                Caller::refuse(Refused::NotFound);
+                Err(SessionsError::NotFound)
+            }
+        }
+    }
+
+    fn whose(&self, id: &SessionId) -> Whose {
+        let table = lock(&self.table);
+        let Some(entry) = table.entries.get(id) else {
+            return Whose::Missing;
+        };
+        let caller = Caller::current().map(|identity| identity.client);
+        match (&entry.owner, caller) {
+            (Some(owner), Some(caller)) if *owner != caller => {
+                tracing::debug!(%caller, "a session id of another identity was presented");
+                Whose::Theirs
+            }
+            _ => Whose::Mine,
+        }
+    }
+
+    /// Closes session `id` if it has not finished its handshake within the deadline.
+    fn expire_unfinished(&self, expiring: SessionId) {
+        let (inner, table, handshake) = (
+            self.inner.clone(),
+            Arc::downgrade(&self.table),
+            self.limits.handshake,
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(handshake).await;
+            let Some(table) = table.upgrade() else {
+                return;
+            };
+            let unfinished = lock(&table)
+                .entries
+                .get(&expiring)
+                .is_some_and(|entry| !entry.initialized);
+            if unfinished {
+                tracing::debug!("a session closed: no notifications/initialized in time");
+                close(&inner, &table, &expiring).await;
+            }
+        });
+    }
+
+    fn retry_after(&self) -> Duration {
+        self.limits.handshake.max(Duration::from_secs(1))
+    }
+}
+
+fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
+    table.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Forgets session `id` and closes it in rmcp.
+async fn close(inner: &LocalSessionManager, table: &Mutex<Table>, id: &SessionId) {
+    let trim = {
+        let mut table = lock(table);
+        match table.entries.remove(id) {
+            Some(entry) => table.release(entry.owner.as_ref()),
+            None => false,
+        }
+    };
+    if let Err(error) = inner.close_session(id).await {
+        tracing::debug!(%error, "a session did not close cleanly");
+    }
+    {
+        let mut sessions = inner.sessions.write().await;
+        if sessions.capacity() > 64 && sessions.len() * 4 < sessions.capacity() {
+            sessions.shrink_to_fit();
+        }
+    }
+    if trim {
+        give_back_memory();
+    }
+}
+
+/// rmcp's streams as the trait declares them (`Send + Sync`).
+async fn stream_of<M: SessionManager>(
+    manager: &M,
+    id: &SessionId,
+    message: ClientJsonRpcMessage,
+) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
+    manager.create_stream(id, message).await
+}
+
+async fn standalone_of<M: SessionManager>(
+    manager: &M,
+    id: &SessionId,
+) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
+    manager.create_standalone_stream(id).await
+}
+
+async fn resumed_of<M: SessionManager>(
+    manager: &M,
+    id: &SessionId,
+    last_event_id: String,
+) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
+    manager.resume(id, last_event_id).await
+}
+
+impl SessionManager for Sessions {
+    type Error = SessionsError;
+    type Transport = WorkerTransport<LocalSessionWorker>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let owner = Caller::current().map(|identity| identity.client);
+        {
+            let mut table = lock(&self.table);
+            let held = owner
+                .as_ref()
+                .and_then(|owner| table.per_client.get(owner).copied())
+                .unwrap_or(0);
+            if table.total >= self.limits.max_sessions || held >= self.limits.max_per_client {
+                drop(table);
+                tracing::debug!(client = ?owner.as_ref().map(ToString::to_string), "a session refused: past a cap");
+                Caller::refuse(Refused::Full {
+                    retry_after: self.retry_after(),
+                });
+                return Err(SessionsError::Full);
+            }
+            table.total += 1;
+            if let Some(owner) = &owner {
+                *table.per_client.entry(owner.clone()).or_insert(0) += 1;
+            }
+        }
+        let (id, transport) = match self.inner.create_session().await {
+            Ok(made) => made,
+            Err(error) => {
+                // Made nothing: not counted as a session closed.
+                let mut table = lock(&self.table);
+                table.release(owner.as_ref());
+                table.closed = table.closed.saturating_sub(1);
+                return Err(error.into());
+            }
+        };
+        lock(&self.table).entries.insert(
+            id.clone(),
+            Entry {
+                owner,
+                initialized: false,
+            },
+        );
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.mine(id)?;
+        let answered = self.inner.initialize_session(id, message).await;
+        // The deadline runs from the answer: `initialize` itself may wait for startup.
+        self.expire_unfinished(id.clone());
+        Ok(answered?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        if self.mine(id).is_err() {
+            return Ok(false);
+        }
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        match self.whose(id) {
+            Whose::Mine => {}
+            // Already gone (its worker ended, or a DELETE came first): nothing to do.
+            Whose::Missing => return Ok(()),
+            Whose::Theirs => {
+                Caller::refuse(Refused::NotFound);
+                return Err(SessionsError::NotFound);
+            }
+        }
+        close(&self.inner, &self.table, id).await;
+        Ok(())
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.mine(id)?;
+        Ok(stream_of(&*self.inner, id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.mine(id)?;
+        if let ClientJsonRpcMessage::Notification(notification) = &message
+            && matches!(
+                notification.notification,
+                ClientNotification::InitializedNotification(_)
+            )
+            && let Some(entry) = lock(&self.table).entries.get_mut(id)
+        {
+            entry.initialized = true;
+        }
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.mine(id)?;
+        Ok(standalone_of(&*self.inner, id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.mine(id)?;
+        Ok(resumed_of(&*self.inner, id, last_event_id).await?)
+    }
+}
