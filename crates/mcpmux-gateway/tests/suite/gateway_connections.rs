@@ -349,7 +349,7 @@ async fn open_sse(to: SocketAddr, from: &str) -> (TcpStream, String) {
 #[tokio::test]
 async fn sse_streams_outlive_the_idle_and_header_timeouts_and_are_bounded_by_the_caps() {
     let (served, addr) = served(|http| {
-        http.connections.max_connections_per_peer = 3;
+        http.connections.max_connections_per_peer = 4;
         http.connections.header_timeout = SHORT;
         http.connections.idle_timeout = SHORT;
         http.connections.body_timeout = SHORT;
@@ -359,20 +359,25 @@ async fn sse_streams_outlive_the_idle_and_header_timeouts_and_are_bounded_by_the
     for _ in 0..3 {
         streams.push(open_sse(addr, "127.0.0.6").await);
     }
-    let mut fourth = connect_from("127.0.0.6", addr).await;
-    assert_refused(closed_within(&mut fourth, Instant::now(), WITHIN).await);
-    // Well past every timeout, each stream still carries its session's answers.
+    let filler = connect_from("127.0.0.6", addr).await;
+    let mut fifth = connect_from("127.0.0.6", addr).await;
+    assert_refused(closed_within(&mut fifth, Instant::now(), WITHIN).await);
+    drop(filler);
+    // Well past every timeout (the filler long released), each stream still carries its
+    // session's answers. The messages go from the streams' own address: a session is bound
+    // to the identity (here the address) that opened it.
     tokio::time::sleep(SHORT * 3).await;
-    let client = reqwest::Client::new();
+    let mut client = connect_from("127.0.0.6", addr).await;
     for (stream, id) in &mut streams {
-        let posted = client
-            .post(format!("{}/message?sessionId={id}", served.base))
-            .header("content-type", "application/json")
-            .body(initialize().to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(posted.status(), 202);
+        let body = initialize().to_string();
+        let post = format!(
+            "POST /message?sessionId={id} HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+             content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        client.write_all(post.as_bytes()).await.unwrap();
+        let answer = read_until(&mut client, "\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
         read_until(stream, "\"id\":1").await;
     }
     healthz(addr, "127.0.0.1").await;
