@@ -43,15 +43,20 @@ struct Cli {
     )]
     import: Vec<Import>,
 
-    /// Log filter (e.g. `debug`, `mcpmux=trace`); also `MCPMUX_LOG`.
+    /// Say more on stderr: `-v` warnings and progress, `-vv` debug, `-vvv` everything
+    /// (other crates too).
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    /// Log filter instead of `-v` (e.g. `debug`, `mcpmux=trace,rmcp=debug`); also `MCPMUX_LOG`.
     #[arg(
-        long,
-        short = 'v',
+        long = "log",
         global = true,
         env = "MCPMUX_LOG",
-        value_name = "FILTER"
+        value_name = "FILTER",
+        value_parser = logging::parse_filter
     )]
-    verbose: Option<String>,
+    log: Option<String>,
 
     /// Do not read or write the caches (protocol eras, tool lists): ask every server afresh.
     #[arg(long, global = true)]
@@ -200,7 +205,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => args.access_log(),
         _ => None,
     };
-    logging::init(cli.verbose.as_deref(), access_log);
+    logging::init(
+        &logging::filter(cli.log.as_deref(), cli.verbose),
+        access_log,
+    );
     let threads = match &cli.command {
         Command::Serve(args) => args.threads(),
         _ => 2,

@@ -670,10 +670,41 @@ fn home_config_is_read_and_project_overrides_it() {
 #[test]
 fn verbose_flag_logs_to_stderr_only() {
     let sandbox = Sandbox::new();
-    let run = sandbox.run(&["-v", "debug", "call", "mcp__demo__echo", r#"{"text":"x"}"#]);
+    let run = sandbox.run(&["-vv", "call", "mcp__demo__echo", r#"{"text":"x"}"#]);
     assert_code(&run, 0);
     assert_eq!(run.stdout, "x\n", "logs must not reach stdout: {run:#?}");
-    assert!(!run.stderr.is_empty(), "debug logs expected: {run:#?}");
+    assert!(
+        run.stderr.contains("DEBUG"),
+        "debug logs expected: {run:#?}"
+    );
+}
+
+/// `-v` counts: it takes no value, so `mcpmux -v tools` is the `tools` command, said louder.
+#[test]
+fn v_before_a_command_is_a_count_not_a_filter_that_swallows_the_command() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(&["-v", "tools"]);
+    assert_code(&run, 0);
+    assert!(run.stdout.contains("mcp__demo__echo"), "{run:#?}");
+    let run = sandbox.run(&["-vv", "tools"]);
+    assert_code(&run, 0);
+    assert!(run.stdout.contains("mcp__demo__echo"), "{run:#?}");
+}
+
+#[test]
+fn log_flag_and_mcpmux_log_take_a_filter_and_a_malformed_one_is_refused() {
+    let sandbox = Sandbox::new();
+    let echo = ["call", "mcp__demo__echo", r#"{"text":"x"}"#];
+    let run = sandbox.run(&[&["--log", "mcpmux=debug"][..], &echo].concat());
+    assert_code(&run, 0);
+    assert_eq!(run.stdout, "x\n", "{run:#?}");
+    assert!(run.stderr.contains("DEBUG"), "{run:#?}");
+    let run = sandbox.run_with_env(&echo, &[("MCPMUX_LOG", "mcpmux=debug")]);
+    assert_code(&run, 0);
+    assert!(run.stderr.contains("DEBUG"), "{run:#?}");
+    let run = sandbox.run(&[&["--log", "mcpmux=loud"][..], &echo].concat());
+    assert_code(&run, 2);
+    assert!(run.stderr.contains("not a log filter"), "{run:#?}");
 }
 
 /// `mcpmux tools | head -1`: the reader goes away; `print!` then panics with a backtrace
