@@ -4,6 +4,7 @@
 mod agent;
 mod arguments;
 mod auth;
+mod completions;
 mod edit;
 mod logging;
 mod output;
@@ -20,7 +21,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use mcpmux::{CallOptions, Hub, HubOptions, LoadOptions};
 
 /// Many MCP servers, one tool set.
@@ -181,6 +182,13 @@ enum Command {
     /// Serve every configured server's tools as one MCP server: over stdio for a client that
     /// spawns `mcpmux serve`, or over streamable HTTP with `--http 127.0.0.1:PORT`.
     Serve(serve::ServeArgs),
+    /// Print a shell completion script: `mcpmux completions bash > ~/.local/share/bash-completion/completions/mcpmux`.
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page as roff: `mcpmux man | man -l -`.
+    Man,
 }
 
 /// One `--import` name: the dialects it stands for.
@@ -201,6 +209,16 @@ fn import_name(name: &str) -> Result<Import, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     output::init(cli.raw);
+    // Written from the argument definitions alone: no config, no runtime.
+    match cli.command {
+        Command::Completions { shell } => {
+            return exit_code(
+                completions::completions(shell, Cli::command()).map_err(Failure::Other),
+            );
+        }
+        Command::Man => return exit_code(completions::man(Cli::command()).map_err(Failure::Other)),
+        _ => {}
+    }
     let access_log = match &cli.command {
         Command::Serve(args) => args.access_log(),
         _ => None,
@@ -534,7 +552,9 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         | Command::Remove(_)
         | Command::Secret { .. }
         | Command::Run(_)
-        | Command::Serve(_) => Ok(()),
+        | Command::Serve(_)
+        | Command::Completions { .. }
+        | Command::Man => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();

@@ -33,5 +33,6 @@ mod cli_serve_resources;
 mod cli_serve_sse;
 mod cli_serve_stdio;
 mod cli_serve_tasks;
+mod cli_shell;
 mod cli_terminal;
 mod cli_trust;
