@@ -1,5 +1,6 @@
 //! The arguments `mcpmux call` is given: a JSON object on the command line, `-` to read it from
-//! stdin, none for `{}`. Anything else is refused with an example of the right shape.
+//! stdin, none for `{}`; and `--arg KEY=VALUE` pairs. Anything else is refused with an example of
+//! the right shape.
 
 use anyhow::Context;
 
@@ -24,4 +25,12 @@ pub fn parse(text: Option<&str>) -> anyhow::Result<serde_json::Value> {
         anyhow::bail!("arguments must be a JSON object, like '{{\"text\":\"hi\"}}'");
     }
     Ok(value)
+}
+
+/// One `--arg KEY=VALUE` (the value may hold `=`; an empty key is refused).
+pub fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!("expected KEY=VALUE, like `name=Ada`: {text}")),
+    }
 }

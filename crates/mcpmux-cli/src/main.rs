@@ -8,6 +8,7 @@ mod completions;
 mod edit;
 mod logging;
 mod output;
+mod prompts;
 mod runtime;
 mod secret;
 mod serve;
@@ -131,8 +132,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the prompts of every connected server that offers them.
+    /// List the prompts of every connected server that offers them; `prompts get NAME --arg
+    /// KEY=VALUE` fills one in.
     Prompts {
+        #[command(subcommand)]
+        command: Option<prompts::PromptsCommand>,
         /// Only this server's prompts.
         #[arg(long, short = 's')]
         server: Option<String>,
@@ -717,7 +721,10 @@ async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             )?;
             warn_listing_errors(hub, &listing.errors);
         }
-        Command::Prompts { server, json } => {
+        Command::Prompts {
+            command: Some(get), ..
+        } => prompts::run(hub, get).await?,
+        Command::Prompts { server, json, .. } => {
             let listing = hub.prompts(server.as_deref()).await?;
             if *json {
                 output::print_json(&listing.items)?;

@@ -19,6 +19,7 @@ mod cli_edit;
 mod cli_hostile;
 mod cli_lazy;
 mod cli_plugins;
+mod cli_prompts;
 mod cli_run;
 mod cli_secrets;
 mod cli_serve;
