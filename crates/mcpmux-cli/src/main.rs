@@ -110,6 +110,10 @@ enum Command {
         name: String,
         /// Arguments as a JSON object (default `{}`); `-` reads them from stdin.
         arguments: Option<String>,
+        /// One argument, typed from the tool's input schema: a number, a boolean, JSON for an
+        /// object or array, a string otherwise (repeatable; wins over the JSON's key).
+        #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = arguments::key_value)]
+        pairs: Vec<(String, String)>,
         /// Deadline in seconds (default: the server's call timeout).
         #[arg(long)]
         timeout: Option<f64>,
@@ -625,10 +629,23 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             timeout,
             json,
             scope,
+            pairs,
         } => {
             // The server starts while the arguments are read (from stdin, perhaps slowly).
             hub.prepare(name);
-            let arguments = arguments::parse(arguments.as_deref())?;
+            let mut arguments = arguments::parse(arguments.as_deref())?;
+            if !pairs.is_empty() {
+                // The schema types the pairs: wait for the tool's server to list it.
+                let tool = match hub.tool(name) {
+                    Some(tool) => Some(tool),
+                    None => {
+                        startup(hub).await?;
+                        hub.tool(name)
+                    }
+                };
+                let schema = tool.as_ref().map(|t| &t.input_schema);
+                arguments = arguments::with_pairs(arguments, pairs, schema)?;
+            }
             let mut options = CallOptions::default();
             if let Some(scope) = scope {
                 options = options.with_scope(scope.clone());

@@ -13,6 +13,7 @@ mod support;
 
 mod cli;
 mod cli_auth;
+mod cli_call_args;
 mod cli_deploy_haproxy;
 mod cli_dialects;
 mod cli_edit;
