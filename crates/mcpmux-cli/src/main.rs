@@ -6,6 +6,7 @@ mod arguments;
 mod auth;
 mod completions;
 mod edit;
+mod get;
 mod logging;
 mod output;
 mod prompts;
@@ -84,6 +85,15 @@ enum Command {
     /// List the configured servers with their transport, protocol era, state and tool count.
     Servers {
         /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one server's entry as resolved (command or URL, env and header names, source,
+    /// approval, lazy/required, timeouts) with its state and tool count; values never shown.
+    Get {
+        /// The server's name (see `mcpmux servers`).
+        name: String,
+        /// Print JSON instead of `key: value` lines.
         #[arg(long)]
         json: bool,
     },
@@ -314,6 +324,14 @@ async fn run(cli: Cli) -> ExitCode {
         _ => None,
     };
     let (mut config, used_demo) = with_demo(config);
+    // `get` shows the entry as resolved: kept before the hub takes the config.
+    let entries = get::Entries {
+        servers: match cli.command {
+            Command::Get { .. } => config.servers.clone(),
+            _ => Vec::new(),
+        },
+        project: config.project.clone(),
+    };
     // `call` prints the path of a cut result's full output and exits: the file must outlive
     // the process (files older than a day go at the next start, the folder is capped).
     // A call starts only the server it goes to; a listing answers from the tool cache where
@@ -375,7 +393,7 @@ async fn run(cli: Cli) -> ExitCode {
 
     // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
     let outcome = tokio::select! {
-        outcome = command(&hub, &cli.command) => outcome,
+        outcome = command(&hub, &cli.command, &entries) => outcome,
         () = interrupted() => {
             output::say!("mcpmux: interrupted; closing servers");
             Err(Failure::Interrupted)
@@ -548,8 +566,12 @@ impl From<mcpmux::Error> for Failure {
     }
 }
 
-async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
+async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result<(), Failure> {
     match command {
+        Command::Get { name, json } => {
+            startup(hub).await?;
+            get::run(hub, entries, name, *json)
+        }
         Command::Resources { .. } | Command::Prompts { .. } | Command::Read { .. } => {
             resource_command(hub, command).await
         }

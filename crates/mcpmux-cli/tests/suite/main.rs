@@ -17,6 +17,7 @@ mod cli_call_args;
 mod cli_deploy_haproxy;
 mod cli_dialects;
 mod cli_edit;
+mod cli_get;
 mod cli_hostile;
 mod cli_lazy;
 mod cli_plugins;
