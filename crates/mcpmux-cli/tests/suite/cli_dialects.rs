@@ -198,3 +198,71 @@ fn import_in_mcpmux_toml_works_like_the_flag_and_a_vscode_input_comes_from_its_v
     assert_eq!(called.stdout.trim(), "vs", "{called:#?}");
     assert!(!called.stderr.contains("s3cr3t"), "{called:#?}");
 }
+
+/// VS Code, Cursor and Windsurf write JSONC: comments and trailing commas are read as their
+/// owners read them (the whole file was refused with "key must be a string").
+#[test]
+fn vscode_cursor_and_windsurf_files_with_comments_and_trailing_commas_are_read() {
+    let sandbox = Sandbox::new();
+    let ts = serde_json::to_string(&testserver()).unwrap();
+    sandbox.write_file(
+        &sandbox.project.join(".vscode").join("mcp.json"),
+        &format!(
+            "// VS Code's own comment\n{{\n  \"servers\": {{\n    /* a block comment */\n    \"vs\": {{ \"type\": \"stdio\", \"command\": {ts}, \"args\": [\"--page-size\", \"51\",], }},\n  }},\n}}\n"
+        ),
+    );
+    sandbox.write_file(
+        &sandbox.home.join(".cursor").join("mcp.json"),
+        &format!("{{ \"mcpServers\": {{ \"cu\": {{ \"command\": {ts} }}, }} // mine\n}}"),
+    );
+    sandbox.write_file(
+        &sandbox
+            .home
+            .join(".codeium")
+            .join("windsurf")
+            .join("mcp_config.json"),
+        &format!(
+            "{{\n  // windsurf\n  \"mcpServers\": {{ \"ws\": {{ \"command\": {ts}, }} }},\n}}"
+        ),
+    );
+    let trusted = run(&sandbox, &["--import", "vscode", "trust"]);
+    assert_code(&trusted, 0);
+    let listed = run(&sandbox, &["--import", "vscode,cursor,windsurf", "servers"]);
+    assert_code(&listed, 0);
+    for name in ["vs", "cu", "ws"] {
+        let row: Vec<&str> = table_row(&listed.stdout, name).split_whitespace().collect();
+        assert_eq!(row[3], "connected", "{name}: {listed:#?}");
+    }
+    let called = run(
+        &sandbox,
+        &[
+            "--import",
+            "vscode",
+            "call",
+            "mcp__vs__echo",
+            r#"{"text":"jsonc"}"#,
+        ],
+    );
+    assert_code(&called, 0);
+    assert_eq!(called.stdout, "jsonc\n", "{called:#?}");
+}
+
+/// JSONC is for the editors' files only: Claude Code reads `.mcp.json` as strict JSON, and
+/// a broken JSONC file says where it broke.
+#[test]
+fn claude_files_stay_strict_json_and_a_broken_jsonc_file_says_where() {
+    let sandbox = Sandbox::new();
+    let ts = serde_json::to_string(&testserver()).unwrap();
+    sandbox.write_file(
+        &sandbox.home.join(".claude.json"),
+        &format!("{{ \"mcpServers\": {{ \"cl\": {{ \"command\": {ts} }} }} // no\n}}"),
+    );
+    sandbox.write_file(
+        &sandbox.home.join(".cursor").join("mcp.json"),
+        "{\n  \"mcpServers\": {\n    'single': {}\n  }\n}",
+    );
+    let listed = run(&sandbox, &["--import", "cursor", "servers"]);
+    assert!(listed.stdout.contains("not valid JSON"), "{listed:#?}");
+    assert!(listed.stdout.contains(".claude.json"), "{listed:#?}");
+    assert!(listed.stdout.contains("mcp.json:3:5"), "{listed:#?}");
+}

@@ -130,10 +130,14 @@ pub(crate) fn parse(
     }
 }
 
-/// A JSON file's top-level object.
+/// A JSON file's top-level object; for the editors that write JSONC (VS Code, Cursor,
+/// Windsurf), with comments and trailing commas.
 pub(crate) fn json_root(text: &str, cx: &Context<'_>) -> Result<Map<String, Value>, ConfigError> {
-    let root: Value =
-        serde_json::from_str(text).map_err(|error| super::claude::parse_error(cx.file, &error))?;
+    let root: Value = match cx.dialect {
+        Dialect::VsCode | Dialect::Cursor | Dialect::Windsurf => jsonc(text, cx.file)?,
+        _ => serde_json::from_str(text)
+            .map_err(|error| super::claude::parse_error(cx.file, &error))?,
+    };
     match root {
         Value::Object(root) => Ok(root),
         other => Err(ConfigError::Parse {
@@ -147,6 +151,33 @@ pub(crate) fn json_root(text: &str, cx: &Context<'_>) -> Result<Map<String, Valu
             ),
         }),
     }
+}
+
+/// `text` read as VS Code reads its `mcp.json` (Microsoft's `jsonc-parser`): JSON with `//`
+/// and `/* */` comments and trailing commas, nothing looser (no single quotes, bare keys, hex
+/// or `NaN`). The crate stops at 512 levels of nesting with an error.
+fn jsonc(text: &str, file: &Path) -> Result<Value, ConfigError> {
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    jsonc_parser::parse_to_serde_value::<Value>(text, &options).map_err(|error| {
+        ConfigError::Parse {
+            file: file.to_path_buf(),
+            format: "JSON (with comments)",
+            line: Some(error.line_display()),
+            column: Some(error.column_display()),
+            message: error.kind().to_string(),
+        }
+    })
 }
 
 /// How one dialect reads one entry: its fields (taken out of the map), then the leftovers,
@@ -374,5 +405,33 @@ mod tests {
             "{error}"
         );
         assert!(import_list(&json!("codex")).is_err());
+    }
+
+    #[test]
+    fn jsonc_takes_comments_and_trailing_commas_and_nothing_looser() {
+        let file = Path::new("mcp.json");
+        let value = jsonc("// c\n{ \"a\": [1, 2,], /* b */ }", file).unwrap();
+        assert_eq!(value, json!({"a": [1, 2]}));
+        for loose in [
+            "{ a: 1 }",
+            "{ \"a\": 'x' }",
+            "{ \"a\": 0x1 }",
+            "{ \"a\": NaN }",
+        ] {
+            assert!(jsonc(loose, file).is_err(), "{loose}");
+        }
+    }
+
+    #[test]
+    fn deeply_nested_jsonc_is_an_error_not_a_stack_overflow() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        // On a small stack, as a reload on a runtime worker would have.
+        let outcome = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || jsonc(&deep, Path::new("mcp.json")).map(|_| ()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(outcome.is_err());
     }
 }
