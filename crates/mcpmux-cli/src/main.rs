@@ -35,7 +35,7 @@ struct Cli {
     config: Vec<PathBuf>,
 
     /// Also read these tools' MCP server files (comma-separated): codex, cursor, vscode,
-    /// gemini, windsurf, or all. Without it (or `import = [...]` in mcpmux.toml) no other
+    /// gemini, windsurf, claude-desktop, or all. Without it (or `import = [...]` in mcpmux.toml) no other
     /// tool's servers are read.
     #[arg(
         long = "import",

@@ -108,7 +108,15 @@ fn an_unknown_import_name_is_refused_with_the_valid_names() {
     let refused = run(&sandbox, &["--import", "codex,cursr", "servers"]);
     assert_code(&refused, 2);
     assert!(refused.stderr.contains("cursr"), "{refused:#?}");
-    for name in ["codex", "cursor", "vscode", "gemini", "windsurf", "all"] {
+    for name in [
+        "codex",
+        "cursor",
+        "vscode",
+        "gemini",
+        "windsurf",
+        "claude-desktop",
+        "all",
+    ] {
         assert!(refused.stderr.contains(name), "{name}: {refused:#?}");
     }
 }
@@ -265,4 +273,55 @@ fn claude_files_stay_strict_json_and_a_broken_jsonc_file_says_where() {
     assert!(listed.stdout.contains("not valid JSON"), "{listed:#?}");
     assert!(listed.stdout.contains(".claude.json"), "{listed:#?}");
     assert!(listed.stdout.contains("mcp.json:3:5"), "{listed:#?}");
+}
+
+/// Claude Desktop's `claude_desktop_config.json`, as its quickstart writes it (beside its own
+/// preferences), is read with `--import claude-desktop` and with `all`, and not without.
+#[test]
+fn claude_desktop_config_is_read_when_imported_and_with_all() {
+    let sandbox = Sandbox::new();
+    sandbox.write_file(
+        &sandbox
+            .home
+            .join(".config")
+            .join("Claude")
+            .join("claude_desktop_config.json"),
+        &json!({
+            "globalShortcut": "Ctrl+Space",
+            "mcpServers": { "desk": {
+                "command": testserver(),
+                "args": ["--page-size", "52"],
+                "env": { "NOT_EXPANDED": "${HOME}" }
+            } }
+        })
+        .to_string(),
+    );
+    let unasked = run(&sandbox, &["servers", "--json"]);
+    assert!(!unasked.stdout.contains("desk"), "{unasked:#?}");
+    for import in ["claude-desktop", "all"] {
+        let listed = run(&sandbox, &["--import", import, "servers", "--json"]);
+        assert_code(&listed, 0);
+        let servers = support::json(&listed);
+        let desk = servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "desk")
+            .unwrap_or_else(|| panic!("{import}: {listed:#?}"));
+        assert_eq!(desk["dialect"], "claude-desktop", "{listed:#?}");
+        assert_eq!(desk["state"], "connected", "{listed:#?}");
+        assert_eq!(desk["warnings"], json!([]), "{listed:#?}");
+    }
+    let called = run(
+        &sandbox,
+        &[
+            "--import",
+            "claude-desktop",
+            "call",
+            "mcp__desk__echo",
+            r#"{"text":"desk"}"#,
+        ],
+    );
+    assert_code(&called, 0);
+    assert_eq!(called.stdout, "desk\n", "{called:#?}");
 }

@@ -1,11 +1,13 @@
 //! The other tools' config files, read only when the person imports them (`import = [...]` in
-//! `mcpmux.toml`, `--import`): Codex, Cursor, VS Code, Gemini CLI and Windsurf, each read as
+//! `mcpmux.toml`, `--import`): Codex, Cursor, VS Code, Gemini CLI, Windsurf and Claude
+//! Desktop, each read as
 //! its owner writes it. Where they live, the `import` list, and what their readers share:
 //! walking a `name → server` object, typed helpers, and reporting every field mcpmux cannot
 //! honour as a warning instead of dropping it.
 //!
 //! Knows nothing of merging or of connections; `config/mod.rs` decides the order and merges.
 
+pub(crate) mod claude_desktop;
 pub(crate) mod codex;
 pub(crate) mod cursor;
 pub(crate) mod env_file;
@@ -51,8 +53,31 @@ pub(crate) fn user_file(
                 .join("windsurf")
                 .join("mcp_config.json")
         }),
+        Dialect::ClaudeDesktop => {
+            claude_desktop_dir(home, env).map(|dir| dir.join("claude_desktop_config.json"))
+        }
         Dialect::VsCode | Dialect::Claude | Dialect::Mcpmux => None,
     }
+}
+
+/// Claude Desktop's settings folder: Electron's `userData` for the app `Claude` on each system.
+fn claude_desktop_dir(
+    home: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    let set = |name: &str| {
+        env(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(target_os = "macos") {
+        home.map(|home| home.join("Library").join("Application Support"))
+    } else if cfg!(windows) {
+        set("APPDATA")
+    } else {
+        set("XDG_CONFIG_HOME").or_else(|| home.map(|home| home.join(".config")))
+    };
+    base.map(|base| base.join("Claude"))
 }
 
 /// The project's own file of `dialect`, when the tool has one.
@@ -64,7 +89,7 @@ pub(crate) fn project_file(dialect: Dialect, project: &Path) -> Option<PathBuf> 
         Dialect::Cursor => Some(project.join(".cursor").join("mcp.json")),
         Dialect::VsCode => Some(project.join(".vscode").join("mcp.json")),
         Dialect::Gemini => Some(project.join(".gemini").join("settings.json")),
-        Dialect::Windsurf | Dialect::Claude | Dialect::Mcpmux => None,
+        Dialect::Windsurf | Dialect::ClaudeDesktop | Dialect::Claude | Dialect::Mcpmux => None,
     }
 }
 
@@ -126,6 +151,7 @@ pub(crate) fn parse(
         Dialect::VsCode => vscode::parse(text, cx, ask),
         Dialect::Gemini => gemini::parse(text, cx),
         Dialect::Windsurf => windsurf::parse(text, cx),
+        Dialect::ClaudeDesktop => claude_desktop::parse(text, cx),
         Dialect::Claude | Dialect::Mcpmux => Ok(FileEntries::default()),
     }
 }
@@ -307,6 +333,7 @@ fn owner(dialect: Dialect) -> &'static str {
         Dialect::VsCode => "VS Code",
         Dialect::Gemini => "Gemini CLI",
         Dialect::Windsurf => "Windsurf",
+        Dialect::ClaudeDesktop => "Claude Desktop",
         Dialect::Claude => "Claude Code",
         Dialect::Mcpmux => "mcpmux",
     }
@@ -398,7 +425,11 @@ mod tests {
             import_list(&json!(["codex", "VSCode"])),
             Ok(vec![Dialect::Codex, Dialect::VsCode])
         );
-        assert_eq!(import_list(&json!(["all"])).unwrap().len(), 5);
+        assert_eq!(import_list(&json!(["all"])).unwrap().len(), 6);
+        assert_eq!(
+            import_list(&json!(["claude-desktop"])),
+            Ok(vec![Dialect::ClaudeDesktop])
+        );
         let error = import_list(&json!(["cursr"])).unwrap_err();
         assert!(
             error.contains("\"cursr\"") && error.contains("\"windsurf\""),
