@@ -112,3 +112,19 @@ fn get_of_an_unknown_server_says_which_command_lists_them() {
         "{run:#?}"
     );
 }
+
+/// reqwest words a failed request "error sending request for url (URL)", the query whole: the
+/// connection error `mcpmux servers` shows must not carry a key put in the URL (the `target`
+/// column is the configured URL as written).
+#[test]
+fn a_remote_servers_connection_error_does_not_quote_its_urls_query() {
+    let sandbox = Sandbox::with_user_servers(json!({
+        "remote": { "type": "http", "url": "http://127.0.0.1:9/mcp?key=s3cr3t-query" },
+    }));
+    let run = sandbox.run(&["servers", "--json"]);
+    let servers = json(&run);
+    let error = servers[0]["error"].as_str().unwrap_or_default();
+    assert!(!error.is_empty(), "the server should have failed: {run:#?}");
+    assert!(!error.contains("s3cr3t"), "{run:#?}");
+    assert!(!run.stderr.contains("s3cr3t"), "{run:#?}");
+}

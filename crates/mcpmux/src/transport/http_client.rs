@@ -362,6 +362,16 @@ fn refused_credentials(error: &HttpError) -> bool {
     }
 }
 
+/// `error` without the request's URL: reqwest's message quotes it whole ("error sending request
+/// for url (…)"), query and all, and this error reaches `mcpmux servers`, logs and harnesses;
+/// the server's configured URL is known to whoever needs it.
+fn without_url(error: HttpError) -> HttpError {
+    match error {
+        StreamableHttpError::Client(error) => StreamableHttpError::Client(error.without_url()),
+        other => other,
+    }
+}
+
 /// An OAuth failure as rmcp's transport error (`AuthorizationRequired` inside it still reads as
 /// authorization required, so the connection ends `NeedsAuth`).
 fn auth_error(error: AuthError) -> HttpError {
@@ -395,6 +405,7 @@ impl StreamableHttpClient for AuthorizingClient {
         })
         .await;
         http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+            .map_err(without_url)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -423,6 +434,7 @@ impl StreamableHttpClient for AuthorizingClient {
         })
         .await;
         http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+            .map_err(without_url)
     }
 
     async fn delete_session(
@@ -450,6 +462,7 @@ impl StreamableHttpClient for AuthorizingClient {
         self.http
             .delete_session(uri, session_id, presented.bearer, headers)
             .await
+            .map_err(without_url)
     }
 
     async fn get_stream(
@@ -472,6 +485,7 @@ impl StreamableHttpClient for AuthorizingClient {
             })
             .await;
         http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+            .map_err(without_url)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -496,5 +510,6 @@ impl StreamableHttpClient for AuthorizingClient {
             })
             .await;
         http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+            .map_err(without_url)
     }
 }
