@@ -70,7 +70,7 @@ pub fn add(args: &AddArgs, options: &LoadOptions) -> anyhow::Result<()> {
         Added::Replaced => "replaced",
         _ => "added",
     };
-    println!("{verb} server `{}` in {}", server.name, file.display());
+    crate::output::out!("{verb} server `{}` in {}", server.name, file.display())?;
     if args.scope == EditScope::Project {
         approve_own_entry(&server.name, options)?;
     }
@@ -106,9 +106,9 @@ fn defined_in(name: &str, options: &LoadOptions) -> Option<std::path::PathBuf> {
 fn approve_own_entry(name: &str, options: &LoadOptions) -> anyhow::Result<()> {
     let set = config::load(options);
     let Some(store) = set.trust_file.as_deref() else {
-        println!(
+        crate::output::out!(
             "not approved (no home folder to keep approvals in): it will be listed as untrusted"
-        );
+        )?;
         return Ok(());
     };
     let file = options.project_dir.join(".mcp.json");
@@ -121,7 +121,7 @@ fn approve_own_entry(name: &str, options: &LoadOptions) -> anyhow::Result<()> {
         config::approve_one(store, &options.project_dir, entry).context(
             "the server was written but its approval was not stored: run `mcpmux trust`",
         )?;
-        println!("approved it for this project (others who clone it are asked)");
+        crate::output::out!("approved it for this project (others who clone it are asked)")?;
     }
     Ok(())
 }
@@ -144,6 +144,6 @@ pub fn remove(args: &RemoveArgs, options: &LoadOptions) -> anyhow::Result<()> {
         }
         Err(error) => return Err(error.into()),
     };
-    println!("removed server `{}` from {}", args.name, file.display());
+    crate::output::out!("removed server `{}` from {}", args.name, file.display())?;
     Ok(())
 }

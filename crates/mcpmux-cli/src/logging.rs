@@ -1,4 +1,5 @@
-//! Where the CLI's `tracing` events go: stderr, filtered by `--verbose` (or `MCPMUX_LOG`);
+//! Where the CLI's `tracing` events go: stderr, filtered by `--log FILTER` (or `MCPMUX_LOG`),
+//! else by how many `-v` were given;
 //! and with `mcpmux serve --access-log`, the gateway's access log lines too, whatever that
 //! filter says, as text or as one JSON object a line. Every line is written with the URLs in
 //! it redacted (`mcpmux::redact`): a dependency's log (rmcp's, hyper's) cannot print a URL's
@@ -13,11 +14,33 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::serve::AccessLog;
 
+/// What is logged without `-v` or `--log`: mcpmux's own errors.
+const QUIET: &str = "mcpmux=error";
+
+/// The filter to log with: `log` (`--log` / `MCPMUX_LOG`) when given, else one for `verbose`
+/// (the count of `-v`): warnings and progress, then debug, then every crate's trace.
+pub fn filter(log: Option<&str>, verbose: u8) -> String {
+    match (log, verbose) {
+        (Some(log), _) => log.to_string(),
+        (None, 0) => QUIET.into(),
+        (None, 1) => "mcpmux=info".into(),
+        (None, 2) => "mcpmux=debug".into(),
+        (None, _) => "trace".into(),
+    }
+}
+
+/// Checks a `--log` / `MCPMUX_LOG` filter when the arguments are parsed, so that a typo is
+/// said rather than silently logging nothing.
+pub fn parse_filter(text: &str) -> Result<String, String> {
+    EnvFilter::try_new(text)
+        .map(|_| text.to_string())
+        .map_err(|e| format!("not a log filter ({e}); e.g. `debug` or `mcpmux=trace,rmcp=warn`"))
+}
+
 /// Installs the subscriber: the `filter` for everything, `access_log` for the access lines.
-pub fn init(filter: Option<&str>, access_log: Option<AccessLog>) {
-    let mut filter = EnvFilter::try_new(filter.unwrap_or("mcpmux=error"))
-        .unwrap_or_else(|_| EnvFilter::new("mcpmux=error"));
-    // The access lines are the second layer's alone: not twice with `-v info`.
+pub fn init(filter: &str, access_log: Option<AccessLog>) {
+    let mut filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new(QUIET));
+    // The access lines are the second layer's alone: not twice with `-v`.
     if access_log.is_some()
         && let Ok(off) = format!("{ACCESS_LOG_TARGET}=off").parse()
     {
@@ -78,6 +101,7 @@ impl<W: std::io::Write> std::io::Write for Redacted<W> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::*;
     use std::io::Write;
 
     #[test]
@@ -89,5 +113,20 @@ mod tests {
             String::from_utf8(out.0).unwrap(),
             "GET http://h:1/p?… failed\n"
         );
+    }
+
+    #[test]
+    fn a_log_filter_wins_over_the_count_of_v() {
+        assert_eq!(filter(Some("rmcp=debug"), 2), "rmcp=debug");
+        assert_eq!(filter(None, 0), QUIET);
+        assert_eq!(filter(None, 1), "mcpmux=info");
+        assert_eq!(filter(None, 2), "mcpmux=debug");
+        assert_eq!(filter(None, 7), "trace");
+    }
+
+    #[test]
+    fn a_malformed_log_filter_is_refused() {
+        assert!(parse_filter("mcpmux=loud").is_err());
+        assert!(parse_filter("mcpmux=debug,info").is_ok());
     }
 }

@@ -4,9 +4,12 @@
 mod agent;
 mod arguments;
 mod auth;
+mod completions;
 mod edit;
+mod get;
 mod logging;
 mod output;
+mod prompts;
 mod runtime;
 mod secret;
 mod serve;
@@ -20,7 +23,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use mcpmux::{CallOptions, Hub, HubOptions, LoadOptions};
 
 /// Many MCP servers, one tool set.
@@ -32,7 +35,7 @@ struct Cli {
     config: Vec<PathBuf>,
 
     /// Also read these tools' MCP server files (comma-separated): codex, cursor, vscode,
-    /// gemini, windsurf, or all. Without it (or `import = [...]` in mcpmux.toml) no other
+    /// gemini, windsurf, claude-desktop, or all. Without it (or `import = [...]` in mcpmux.toml) no other
     /// tool's servers are read.
     #[arg(
         long = "import",
@@ -43,15 +46,20 @@ struct Cli {
     )]
     import: Vec<Import>,
 
-    /// Log filter (e.g. `debug`, `mcpmux=trace`); also `MCPMUX_LOG`.
+    /// Say more on stderr: `-v` warnings and progress, `-vv` debug, `-vvv` everything
+    /// (other crates too).
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    /// Log filter instead of `-v` (e.g. `debug`, `mcpmux=trace,rmcp=debug`); also `MCPMUX_LOG`.
     #[arg(
-        long,
-        short = 'v',
+        long = "log",
         global = true,
         env = "MCPMUX_LOG",
-        value_name = "FILTER"
+        value_name = "FILTER",
+        value_parser = logging::parse_filter
     )]
-    verbose: Option<String>,
+    log: Option<String>,
 
     /// Do not read or write the caches (protocol eras, tool lists): ask every server afresh.
     #[arg(long, global = true)]
@@ -80,6 +88,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show one server's entry as resolved (command or URL, env and header names, source,
+    /// approval, lazy/required, timeouts) with its state and tool count; values never shown.
+    Get {
+        /// The server's name (see `mcpmux servers`).
+        name: String,
+        /// Print JSON instead of `key: value` lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the tools of every connected server.
     Tools {
         /// Only this server's tools.
@@ -103,6 +120,10 @@ enum Command {
         name: String,
         /// Arguments as a JSON object (default `{}`); `-` reads them from stdin.
         arguments: Option<String>,
+        /// One argument, typed from the tool's input schema: a number, a boolean, JSON for an
+        /// object or array, a string otherwise (repeatable; wins over the JSON's key).
+        #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = arguments::key_value)]
+        pairs: Vec<(String, String)>,
         /// Deadline in seconds (default: the server's call timeout).
         #[arg(long)]
         timeout: Option<f64>,
@@ -125,8 +146,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the prompts of every connected server that offers them.
+    /// List the prompts of every connected server that offers them; `prompts get NAME --arg
+    /// KEY=VALUE` fills one in.
     Prompts {
+        #[command(subcommand)]
+        command: Option<prompts::PromptsCommand>,
         /// Only this server's prompts.
         #[arg(long, short = 's')]
         server: Option<String>,
@@ -176,6 +200,13 @@ enum Command {
     /// Serve every configured server's tools as one MCP server: over stdio for a client that
     /// spawns `mcpmux serve`, or over streamable HTTP with `--http 127.0.0.1:PORT`.
     Serve(serve::ServeArgs),
+    /// Print a shell completion script: `mcpmux completions bash > ~/.local/share/bash-completion/completions/mcpmux`.
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page as roff: `mcpmux man | man -l -`.
+    Man,
 }
 
 /// One `--import` name: the dialects it stands for.
@@ -196,11 +227,24 @@ fn import_name(name: &str) -> Result<Import, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     output::init(cli.raw);
+    // Written from the argument definitions alone: no config, no runtime.
+    match cli.command {
+        Command::Completions { shell } => {
+            return exit_code(
+                completions::completions(shell, Cli::command()).map_err(Failure::Other),
+            );
+        }
+        Command::Man => return exit_code(completions::man(Cli::command()).map_err(Failure::Other)),
+        _ => {}
+    }
     let access_log = match &cli.command {
         Command::Serve(args) => args.access_log(),
         _ => None,
     };
-    logging::init(cli.verbose.as_deref(), access_log);
+    logging::init(
+        &logging::filter(cli.log.as_deref(), cli.verbose),
+        access_log,
+    );
     let threads = match &cli.command {
         Command::Serve(args) => args.threads(),
         _ => 2,
@@ -280,6 +324,14 @@ async fn run(cli: Cli) -> ExitCode {
         _ => None,
     };
     let (mut config, used_demo) = with_demo(config);
+    // `get` shows the entry as resolved: kept before the hub takes the config.
+    let entries = get::Entries {
+        servers: match cli.command {
+            Command::Get { .. } => config.servers.clone(),
+            _ => Vec::new(),
+        },
+        project: config.project.clone(),
+    };
     // `call` prints the path of a cut result's full output and exits: the file must outlive
     // the process (files older than a day go at the next start, the folder is capped).
     // A call starts only the server it goes to; a listing answers from the tool cache where
@@ -341,7 +393,7 @@ async fn run(cli: Cli) -> ExitCode {
 
     // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
     let outcome = tokio::select! {
-        outcome = command(&hub, &cli.command) => outcome,
+        outcome = command(&hub, &cli.command, &entries) => outcome,
         () = interrupted() => {
             output::say!("mcpmux: interrupted; closing servers");
             Err(Failure::Interrupted)
@@ -514,8 +566,12 @@ impl From<mcpmux::Error> for Failure {
     }
 }
 
-async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
+async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result<(), Failure> {
     match command {
+        Command::Get { name, json } => {
+            startup(hub).await?;
+            get::run(hub, entries, name, *json)
+        }
         Command::Resources { .. } | Command::Prompts { .. } | Command::Read { .. } => {
             resource_command(hub, command).await
         }
@@ -526,7 +582,9 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
         | Command::Remove(_)
         | Command::Secret { .. }
         | Command::Run(_)
-        | Command::Serve(_) => Ok(()),
+        | Command::Serve(_)
+        | Command::Completions { .. }
+        | Command::Man => Ok(()),
         Command::Servers { json } => {
             startup(hub).await?;
             let servers = hub.servers();
@@ -593,10 +651,23 @@ async fn command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             timeout,
             json,
             scope,
+            pairs,
         } => {
             // The server starts while the arguments are read (from stdin, perhaps slowly).
             hub.prepare(name);
-            let arguments = arguments::parse(arguments.as_deref())?;
+            let mut arguments = arguments::parse(arguments.as_deref())?;
+            if !pairs.is_empty() {
+                // The schema types the pairs: wait for the tool's server to list it.
+                let tool = match hub.tool(name) {
+                    Some(tool) => Some(tool),
+                    None => {
+                        startup(hub).await?;
+                        hub.tool(name)
+                    }
+                };
+                let schema = tool.as_ref().map(|t| &t.input_schema);
+                arguments = arguments::with_pairs(arguments, pairs, schema)?;
+            }
             let mut options = CallOptions::default();
             if let Some(scope) = scope {
                 options = options.with_scope(scope.clone());
@@ -689,7 +760,10 @@ async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
             )?;
             warn_listing_errors(hub, &listing.errors);
         }
-        Command::Prompts { server, json } => {
+        Command::Prompts {
+            command: Some(get), ..
+        } => prompts::run(hub, get).await?,
+        Command::Prompts { server, json, .. } => {
             let listing = hub.prompts(server.as_deref()).await?;
             if *json {
                 output::print_json(&listing.items)?;

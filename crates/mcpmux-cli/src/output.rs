@@ -68,6 +68,15 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+/// `println!` that ends quietly when stdout's reader went away (`mcpmux secret list | head -1`),
+/// where `println!` panics: a `Result` for `?`.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::print_text(&format!($($arg)*))
+    };
+}
+pub(crate) use out;
+
 /// Prints any serialisable value as pretty JSON on stdout (on a terminal, control characters
 /// JSON leaves raw are written as `\uXXXX`, which parses to the same value).
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
@@ -78,6 +87,11 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     } else {
         emit_raw(&text)
     }
+}
+
+/// Prints text we wrote ourselves (a completion script, a man page) on stdout, as it is.
+pub fn print_raw(text: &str) -> anyhow::Result<()> {
+    emit_raw(text)
 }
 
 /// Prints a piece of streamed text on stdout, as it comes (no newline added).

@@ -43,26 +43,26 @@ pub fn run(command: &SecretCommand, options: &LoadOptions) -> anyhow::Result<()>
             }
             let value = read_value(name)?;
             config::set_secret(&file, name, &value)?;
-            println!(
+            crate::output::out!(
                 "stored secret `{name}` in {}; use it as ${{secret:{name}}} in env or headers values or an oauth clientSecret",
                 file.display()
-            );
+            )?;
         }
         SecretCommand::List => {
             let names = config::secret_names(&file)?;
             if names.is_empty() {
-                println!(
+                crate::output::out!(
                     "no secrets in {}; `mcpmux secret set NAME` stores one",
                     file.display()
-                );
+                )?;
             }
             for name in names {
-                println!("{name}");
+                crate::output::out!("{name}")?;
             }
         }
         SecretCommand::Rm { name } => {
             config::remove_secret(&file, name)?;
-            println!("removed secret `{name}` from {}", file.display());
+            crate::output::out!("removed secret `{name}` from {}", file.display())?;
         }
     }
     Ok(())

@@ -20,28 +20,30 @@ pub fn run(config: &ConfigSet, project: &Path, revoke: bool) -> anyhow::Result<(
     )?;
     if revoke {
         if mcpmux::config::revoke(store, project)? {
-            println!(
+            crate::output::out!(
                 "withdrew the approval of the servers of {}; they will not be started until approved again",
                 project.display()
-            );
+            )?;
         } else {
-            println!("nothing was approved for {}", project.display());
+            crate::output::out!("nothing was approved for {}", project.display())?;
         }
         return Ok(());
     }
     if config.project.is_empty() {
-        println!(
+        crate::output::out!(
             "no project-level servers in {} (.mcp.json, .claude/settings.json, mcpmux.toml, and imported tools' files): nothing to approve",
             project.display()
-        );
+        )?;
         return Ok(());
     }
     mcpmux::config::approve(store, project, &config.project)?;
-    println!("approved the servers of {}:", project.display());
+    crate::output::out!("approved the servers of {}:", project.display())?;
     for entry in &config.project {
-        println!("  {entry}\n    defined in: {}", entry.file.display());
+        crate::output::out!("  {entry}\n    defined in: {}", entry.file.display())?;
     }
-    println!("a server changed later needs approval again; `mcpmux trust --revoke` withdraws");
+    crate::output::out!(
+        "a server changed later needs approval again; `mcpmux trust --revoke` withdraws"
+    )?;
     Ok(())
 }
 

@@ -108,7 +108,15 @@ fn an_unknown_import_name_is_refused_with_the_valid_names() {
     let refused = run(&sandbox, &["--import", "codex,cursr", "servers"]);
     assert_code(&refused, 2);
     assert!(refused.stderr.contains("cursr"), "{refused:#?}");
-    for name in ["codex", "cursor", "vscode", "gemini", "windsurf", "all"] {
+    for name in [
+        "codex",
+        "cursor",
+        "vscode",
+        "gemini",
+        "windsurf",
+        "claude-desktop",
+        "all",
+    ] {
         assert!(refused.stderr.contains(name), "{name}: {refused:#?}");
     }
 }
@@ -197,4 +205,123 @@ fn import_in_mcpmux_toml_works_like_the_flag_and_a_vscode_input_comes_from_its_v
     assert_code(&called, 0);
     assert_eq!(called.stdout.trim(), "vs", "{called:#?}");
     assert!(!called.stderr.contains("s3cr3t"), "{called:#?}");
+}
+
+/// VS Code, Cursor and Windsurf write JSONC: comments and trailing commas are read as their
+/// owners read them (the whole file was refused with "key must be a string").
+#[test]
+fn vscode_cursor_and_windsurf_files_with_comments_and_trailing_commas_are_read() {
+    let sandbox = Sandbox::new();
+    let ts = serde_json::to_string(&testserver()).unwrap();
+    sandbox.write_file(
+        &sandbox.project.join(".vscode").join("mcp.json"),
+        &format!(
+            "// VS Code's own comment\n{{\n  \"servers\": {{\n    /* a block comment */\n    \"vs\": {{ \"type\": \"stdio\", \"command\": {ts}, \"args\": [\"--page-size\", \"51\",], }},\n  }},\n}}\n"
+        ),
+    );
+    sandbox.write_file(
+        &sandbox.home.join(".cursor").join("mcp.json"),
+        &format!("{{ \"mcpServers\": {{ \"cu\": {{ \"command\": {ts} }}, }} // mine\n}}"),
+    );
+    sandbox.write_file(
+        &sandbox
+            .home
+            .join(".codeium")
+            .join("windsurf")
+            .join("mcp_config.json"),
+        &format!(
+            "{{\n  // windsurf\n  \"mcpServers\": {{ \"ws\": {{ \"command\": {ts}, }} }},\n}}"
+        ),
+    );
+    let trusted = run(&sandbox, &["--import", "vscode", "trust"]);
+    assert_code(&trusted, 0);
+    let listed = run(&sandbox, &["--import", "vscode,cursor,windsurf", "servers"]);
+    assert_code(&listed, 0);
+    for name in ["vs", "cu", "ws"] {
+        let row: Vec<&str> = table_row(&listed.stdout, name).split_whitespace().collect();
+        assert_eq!(row[3], "connected", "{name}: {listed:#?}");
+    }
+    let called = run(
+        &sandbox,
+        &[
+            "--import",
+            "vscode",
+            "call",
+            "mcp__vs__echo",
+            r#"{"text":"jsonc"}"#,
+        ],
+    );
+    assert_code(&called, 0);
+    assert_eq!(called.stdout, "jsonc\n", "{called:#?}");
+}
+
+/// JSONC is for the editors' files only: Claude Code reads `.mcp.json` as strict JSON, and
+/// a broken JSONC file says where it broke.
+#[test]
+fn claude_files_stay_strict_json_and_a_broken_jsonc_file_says_where() {
+    let sandbox = Sandbox::new();
+    let ts = serde_json::to_string(&testserver()).unwrap();
+    sandbox.write_file(
+        &sandbox.home.join(".claude.json"),
+        &format!("{{ \"mcpServers\": {{ \"cl\": {{ \"command\": {ts} }} }} // no\n}}"),
+    );
+    sandbox.write_file(
+        &sandbox.home.join(".cursor").join("mcp.json"),
+        "{\n  \"mcpServers\": {\n    'single': {}\n  }\n}",
+    );
+    let listed = run(&sandbox, &["--import", "cursor", "servers"]);
+    assert!(listed.stdout.contains("not valid JSON"), "{listed:#?}");
+    assert!(listed.stdout.contains(".claude.json"), "{listed:#?}");
+    assert!(listed.stdout.contains("mcp.json:3:5"), "{listed:#?}");
+}
+
+/// Claude Desktop's `claude_desktop_config.json`, as its quickstart writes it (beside its own
+/// preferences), is read with `--import claude-desktop` and with `all`, and not without.
+#[test]
+fn claude_desktop_config_is_read_when_imported_and_with_all() {
+    let sandbox = Sandbox::new();
+    sandbox.write_file(
+        &sandbox
+            .home
+            .join(".config")
+            .join("Claude")
+            .join("claude_desktop_config.json"),
+        &json!({
+            "globalShortcut": "Ctrl+Space",
+            "mcpServers": { "desk": {
+                "command": testserver(),
+                "args": ["--page-size", "52"],
+                "env": { "NOT_EXPANDED": "${HOME}" }
+            } }
+        })
+        .to_string(),
+    );
+    let unasked = run(&sandbox, &["servers", "--json"]);
+    assert!(!unasked.stdout.contains("desk"), "{unasked:#?}");
+    for import in ["claude-desktop", "all"] {
+        let listed = run(&sandbox, &["--import", import, "servers", "--json"]);
+        assert_code(&listed, 0);
+        let servers = support::json(&listed);
+        let desk = servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "desk")
+            .unwrap_or_else(|| panic!("{import}: {listed:#?}"));
+        assert_eq!(desk["dialect"], "claude-desktop", "{listed:#?}");
+        assert_eq!(desk["state"], "connected", "{listed:#?}");
+        assert_eq!(desk["warnings"], json!([]), "{listed:#?}");
+    }
+    let called = run(
+        &sandbox,
+        &[
+            "--import",
+            "claude-desktop",
+            "call",
+            "mcp__desk__echo",
+            r#"{"text":"desk"}"#,
+        ],
+    );
+    assert_code(&called, 0);
+    assert_eq!(called.stdout, "desk\n", "{called:#?}");
 }

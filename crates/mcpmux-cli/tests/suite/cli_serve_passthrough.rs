@@ -138,8 +138,8 @@ fn passthrough_refuses_tool_names_that_are_not_valid_mcp_tool_names_and_names_th
     let sandbox = Sandbox::with_user_servers(json!({
         "odd": { "command": testserver(), "args": ["--hostile-names"] },
     }));
-    // Warnings are logged from `-v warn` on (the default filter shows errors only).
-    let served = Served::start(&sandbox, &["--passthrough", "-v", "mcpmux=warn"]);
+    // Warnings are logged from `-v` on (the default filter shows errors only).
+    let served = Served::start(&sandbox, &["--passthrough", "-v"]);
     let emoji = "\u{1f600}".repeat(300);
     let long = "t".repeat(65);
     let lines = ts_client(

@@ -88,7 +88,7 @@ fn in_stdio_mode_only_mcp_reaches_stdout_even_with_debug_logs() {
         "{initialize}\n{}\n",
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
     );
-    let mut cmd = sandbox.command(&["serve", "-v", "debug"]);
+    let mut cmd = sandbox.command(&["serve", "-vv"]);
     cmd.stdin(Stdio::piped());
     let run = run_command(cmd, Some(&input));
     assert_code(&run, 0);

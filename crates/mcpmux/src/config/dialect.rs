@@ -25,6 +25,9 @@ pub enum Dialect {
     Gemini,
     /// Windsurf's JSON (`~/.codeium/windsurf/mcp_config.json`): `mcpServers`; imported on request.
     Windsurf,
+    /// Claude Desktop's JSON (`claude_desktop_config.json` in its settings folder):
+    /// `mcpServers`; imported on request.
+    ClaudeDesktop,
 }
 
 impl Dialect {
@@ -36,6 +39,7 @@ impl Dialect {
         Dialect::VsCode,
         Dialect::Gemini,
         Dialect::Windsurf,
+        Dialect::ClaudeDesktop,
     ];
 
     /// The short name shown in `mcpmux servers` and written in `import` lists.
@@ -48,6 +52,7 @@ impl Dialect {
             Dialect::VsCode => "vscode",
             Dialect::Gemini => "gemini",
             Dialect::Windsurf => "windsurf",
+            Dialect::ClaudeDesktop => "claude-desktop",
         }
     }
 

@@ -275,8 +275,8 @@ impl<'a> Fields<'a> {
             // share; the other tools' files keep their owners' syntax.
             Dialect::Claude | Dialect::Mcpmux => {}
             // Codex names variables in fields of their own (`env_vars`, `bearer_token_env_var`)
-            // and expands nothing in values.
-            Dialect::Codex => return Ok(text.to_owned()),
+            // and expands nothing in values; Claude Desktop expands nothing either.
+            Dialect::Codex | Dialect::ClaudeDesktop => return Ok(text.to_owned()),
             Dialect::Cursor | Dialect::VsCode | Dialect::Windsurf | Dialect::Gemini => {
                 let cx = vars::Context {
                     file: self.cx.file,

@@ -232,7 +232,7 @@ proptest! {
         });
         let text = document.to_string();
         let gate = Gate::new(Path::new("/p"), None, &[], None);
-        for dialect in [Dialect::Cursor, Dialect::VsCode, Dialect::Gemini, Dialect::Windsurf] {
+        for dialect in [Dialect::Cursor, Dialect::VsCode, Dialect::Gemini, Dialect::Windsurf, Dialect::ClaudeDesktop] {
             parse_both_ways(&text, dialect, None);
             parse_both_ways(&text, dialect, Some(&gate));
         }
@@ -256,7 +256,7 @@ proptest! {
 
     #[test]
     fn arbitrary_text_in_either_dialect_never_panics(text in ".{0,400}") {
-        for dialect in [Dialect::Claude, Dialect::Mcpmux, Dialect::Codex, Dialect::Cursor, Dialect::VsCode, Dialect::Gemini, Dialect::Windsurf] {
+        for dialect in [Dialect::Claude, Dialect::Mcpmux, Dialect::Codex, Dialect::Cursor, Dialect::VsCode, Dialect::Gemini, Dialect::Windsurf, Dialect::ClaudeDesktop] {
             parse_both_ways(&text, dialect, None);
         }
     }

@@ -33,7 +33,7 @@ pub struct ServerStatus {
     /// server listed them, and its version then.
     pub cached: Option<(std::time::SystemTime, Option<String>)>,
     /// The dialect that file was read in (`claude`, `mcpmux`, `codex`, `cursor`, `vscode`,
-    /// `gemini`, `windsurf`).
+    /// `gemini`, `windsurf`, `claude-desktop`).
     pub dialect: Option<String>,
     /// Fields of its entry that could not be honoured; the server is used without them.
     pub warnings: Vec<String>,

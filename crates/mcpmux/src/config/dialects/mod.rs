@@ -1,11 +1,13 @@
 //! The other tools' config files, read only when the person imports them (`import = [...]` in
-//! `mcpmux.toml`, `--import`): Codex, Cursor, VS Code, Gemini CLI and Windsurf, each read as
+//! `mcpmux.toml`, `--import`): Codex, Cursor, VS Code, Gemini CLI, Windsurf and Claude
+//! Desktop, each read as
 //! its owner writes it. Where they live, the `import` list, and what their readers share:
 //! walking a `name → server` object, typed helpers, and reporting every field mcpmux cannot
 //! honour as a warning instead of dropping it.
 //!
 //! Knows nothing of merging or of connections; `config/mod.rs` decides the order and merges.
 
+pub(crate) mod claude_desktop;
 pub(crate) mod codex;
 pub(crate) mod cursor;
 pub(crate) mod env_file;
@@ -51,8 +53,31 @@ pub(crate) fn user_file(
                 .join("windsurf")
                 .join("mcp_config.json")
         }),
+        Dialect::ClaudeDesktop => {
+            claude_desktop_dir(home, env).map(|dir| dir.join("claude_desktop_config.json"))
+        }
         Dialect::VsCode | Dialect::Claude | Dialect::Mcpmux => None,
     }
+}
+
+/// Claude Desktop's settings folder: Electron's `userData` for the app `Claude` on each system.
+fn claude_desktop_dir(
+    home: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    let set = |name: &str| {
+        env(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(target_os = "macos") {
+        home.map(|home| home.join("Library").join("Application Support"))
+    } else if cfg!(windows) {
+        set("APPDATA")
+    } else {
+        set("XDG_CONFIG_HOME").or_else(|| home.map(|home| home.join(".config")))
+    };
+    base.map(|base| base.join("Claude"))
 }
 
 /// The project's own file of `dialect`, when the tool has one.
@@ -64,7 +89,7 @@ pub(crate) fn project_file(dialect: Dialect, project: &Path) -> Option<PathBuf> 
         Dialect::Cursor => Some(project.join(".cursor").join("mcp.json")),
         Dialect::VsCode => Some(project.join(".vscode").join("mcp.json")),
         Dialect::Gemini => Some(project.join(".gemini").join("settings.json")),
-        Dialect::Windsurf | Dialect::Claude | Dialect::Mcpmux => None,
+        Dialect::Windsurf | Dialect::ClaudeDesktop | Dialect::Claude | Dialect::Mcpmux => None,
     }
 }
 
@@ -126,14 +151,19 @@ pub(crate) fn parse(
         Dialect::VsCode => vscode::parse(text, cx, ask),
         Dialect::Gemini => gemini::parse(text, cx),
         Dialect::Windsurf => windsurf::parse(text, cx),
+        Dialect::ClaudeDesktop => claude_desktop::parse(text, cx),
         Dialect::Claude | Dialect::Mcpmux => Ok(FileEntries::default()),
     }
 }
 
-/// A JSON file's top-level object.
+/// A JSON file's top-level object; for the editors that write JSONC (VS Code, Cursor,
+/// Windsurf), with comments and trailing commas.
 pub(crate) fn json_root(text: &str, cx: &Context<'_>) -> Result<Map<String, Value>, ConfigError> {
-    let root: Value =
-        serde_json::from_str(text).map_err(|error| super::claude::parse_error(cx.file, &error))?;
+    let root: Value = match cx.dialect {
+        Dialect::VsCode | Dialect::Cursor | Dialect::Windsurf => jsonc(text, cx.file)?,
+        _ => serde_json::from_str(text)
+            .map_err(|error| super::claude::parse_error(cx.file, &error))?,
+    };
     match root {
         Value::Object(root) => Ok(root),
         other => Err(ConfigError::Parse {
@@ -147,6 +177,33 @@ pub(crate) fn json_root(text: &str, cx: &Context<'_>) -> Result<Map<String, Valu
             ),
         }),
     }
+}
+
+/// `text` read as VS Code reads its `mcp.json` (Microsoft's `jsonc-parser`): JSON with `//`
+/// and `/* */` comments and trailing commas, nothing looser (no single quotes, bare keys, hex
+/// or `NaN`). The crate stops at 512 levels of nesting with an error.
+fn jsonc(text: &str, file: &Path) -> Result<Value, ConfigError> {
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    jsonc_parser::parse_to_serde_value::<Value>(text, &options).map_err(|error| {
+        ConfigError::Parse {
+            file: file.to_path_buf(),
+            format: "JSON (with comments)",
+            line: Some(error.line_display()),
+            column: Some(error.column_display()),
+            message: error.kind().to_string(),
+        }
+    })
 }
 
 /// How one dialect reads one entry: its fields (taken out of the map), then the leftovers,
@@ -276,6 +333,7 @@ fn owner(dialect: Dialect) -> &'static str {
         Dialect::VsCode => "VS Code",
         Dialect::Gemini => "Gemini CLI",
         Dialect::Windsurf => "Windsurf",
+        Dialect::ClaudeDesktop => "Claude Desktop",
         Dialect::Claude => "Claude Code",
         Dialect::Mcpmux => "mcpmux",
     }
@@ -367,12 +425,44 @@ mod tests {
             import_list(&json!(["codex", "VSCode"])),
             Ok(vec![Dialect::Codex, Dialect::VsCode])
         );
-        assert_eq!(import_list(&json!(["all"])).unwrap().len(), 5);
+        assert_eq!(import_list(&json!(["all"])).unwrap().len(), 6);
+        assert_eq!(
+            import_list(&json!(["claude-desktop"])),
+            Ok(vec![Dialect::ClaudeDesktop])
+        );
         let error = import_list(&json!(["cursr"])).unwrap_err();
         assert!(
             error.contains("\"cursr\"") && error.contains("\"windsurf\""),
             "{error}"
         );
         assert!(import_list(&json!("codex")).is_err());
+    }
+
+    #[test]
+    fn jsonc_takes_comments_and_trailing_commas_and_nothing_looser() {
+        let file = Path::new("mcp.json");
+        let value = jsonc("// c\n{ \"a\": [1, 2,], /* b */ }", file).unwrap();
+        assert_eq!(value, json!({"a": [1, 2]}));
+        for loose in [
+            "{ a: 1 }",
+            "{ \"a\": 'x' }",
+            "{ \"a\": 0x1 }",
+            "{ \"a\": NaN }",
+        ] {
+            assert!(jsonc(loose, file).is_err(), "{loose}");
+        }
+    }
+
+    #[test]
+    fn deeply_nested_jsonc_is_an_error_not_a_stack_overflow() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        // On a small stack, as a reload on a runtime worker would have.
+        let outcome = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || jsonc(&deep, Path::new("mcp.json")).map(|_| ()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(outcome.is_err());
     }
 }
