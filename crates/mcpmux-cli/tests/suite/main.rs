@@ -17,6 +17,7 @@ mod cli_deploy_haproxy;
 mod cli_dialects;
 mod cli_edit;
 mod cli_hostile;
+mod cli_install;
 mod cli_lazy;
 mod cli_oversize;
 mod cli_plugins;
