@@ -97,3 +97,30 @@ fn the_binary_needs_only_libc_level_libraries_of_the_runtime_image() {
         "needs glibc {newest:?}, the runtime image has {RUNTIME_GLIBC:?}"
     );
 }
+
+/// The image's HEALTHCHECK script (deploy/healthcheck.sh, run by the Dockerfile).
+fn healthcheck(port: u16) -> std::process::Output {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/healthcheck.sh");
+    Command::new("bash")
+        .arg(script)
+        .env("MCPMUX_HEALTH_PORT", port.to_string())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_image_healthcheck_passes_on_a_serving_gateway_and_fails_once_it_is_gone() {
+    let sandbox = Sandbox::new();
+    let served = crate::support::Served::start(&sandbox, &[]);
+    let port: u16 = served
+        .url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let up = healthcheck(port);
+    assert!(up.status.success(), "{up:?}");
+    drop(served);
+    let down = healthcheck(port);
+    assert_eq!(down.status.code(), Some(1), "{down:?}");
+}
