@@ -28,7 +28,13 @@ use mcpmux::{CallOptions, Hub, HubOptions, LoadOptions};
 
 /// Many MCP servers, one tool set.
 #[derive(Parser)]
-#[command(name = "mcpmux", version, about, long_about = None)]
+// `--version`: the version and the commit built (build.rs), so a report names the exact code.
+#[command(
+    name = "mcpmux",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("MCPMUX_COMMIT"), ")"),
+    about,
+    long_about = None
+)]
 struct Cli {
     /// Extra config file, read after every discovered one (repeatable; later wins).
     #[arg(long = "config", short = 'c', global = true, value_name = "FILE")]

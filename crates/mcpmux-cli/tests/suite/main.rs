@@ -19,6 +19,7 @@ mod cli_dialects;
 mod cli_edit;
 mod cli_get;
 mod cli_hostile;
+mod cli_install;
 mod cli_lazy;
 mod cli_oversize;
 mod cli_plugins;
