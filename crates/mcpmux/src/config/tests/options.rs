@@ -53,8 +53,14 @@ command = "x"
         agents,
         side_effects,
         lazy,
+        sandbox,
     } = options;
     assert_eq!(*lazy, Some(true));
+    // A project file's server: the person did not write it.
+    assert_eq!(
+        sandbox.as_ref().map(|s| s.profile),
+        Some(crate::config::Profile::Project)
+    );
     assert_eq!(*max_retries, 0);
     assert_eq!(*max_result_bytes, 2 * 1024 * 1024);
     assert_eq!(*shutdown_grace, Duration::from_millis(500));
@@ -98,7 +104,18 @@ command = "x"
         (Duration::from_secs(1), Duration::from_secs(1))
     );
     assert_eq!(decimal.backoff.give_up, defaults::BACKOFF_GIVE_UP);
-    assert_eq!(server(&set, "plain").options, ServerOptions::default());
+    // Project files' servers get the `project` sandbox; nothing else differs.
+    assert_eq!(server(&set, "plain").options, project_defaults());
+}
+
+/// The options of a project file's server that sets none.
+fn project_defaults() -> ServerOptions {
+    ServerOptions {
+        sandbox: Some(crate::config::Sandbox::profile(
+            crate::config::Profile::Project,
+        )),
+        ..ServerOptions::default()
+    }
 }
 
 #[test]
@@ -118,7 +135,7 @@ fn options_are_the_defaults_when_absent() {
     assert!(set.problems.is_empty(), "{:#?}", messages(&set));
     for name in ["claude", "toml"] {
         let options = &server(&set, name).options;
-        assert_eq!(options, &ServerOptions::default(), "{name}");
+        assert_eq!(options, &project_defaults(), "{name}");
         assert_eq!(options.max_retries, defaults::MAX_RETRIES);
         assert_eq!(options.max_result_bytes, defaults::MAX_RESULT_BYTES);
         assert_eq!(options.shutdown_grace, defaults::SHUTDOWN_GRACE);
