@@ -34,6 +34,7 @@ mod resilience;
 mod resilience_breaker;
 mod resilience_calls;
 mod resilience_http;
+mod sandbox;
 mod secrets;
 mod spills;
 mod surface;

@@ -546,3 +546,68 @@ backoff = { maximum = "1m" }
         ConfigError::UnknownKey { suggestion: Some(s), .. } if s == "backoff.initial"
     ));
 }
+
+#[test]
+fn sandboxes_come_from_the_entry_else_the_users_defaults_by_who_wrote_the_server() {
+    use crate::config::{Network, Profile};
+    let fx = Fixture::new();
+    fx.home_file(
+        ".config/mcpmux/config.toml",
+        r#"
+[sandbox]
+servers = "readonly"
+
+[servers.mine]
+command = "m"
+
+[servers.explicit]
+command = "e"
+sandbox = { profile = "offline", read = ["${HOME}/data"], network = [443], processes = 64 }
+
+[servers.free]
+command = "f"
+sandbox = "none"
+"#,
+    );
+    fx.project_file(
+        "mcpmux.toml",
+        "[sandbox]\nothers = \"none\"\n\n[servers.theirs]\ncommand = \"t\"\n",
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    let profile = |name: &str| {
+        server(&set, name)
+            .options
+            .sandbox
+            .as_ref()
+            .map(|sandbox| sandbox.profile)
+    };
+    assert_eq!(
+        profile("mine"),
+        Some(Profile::Readonly),
+        "the user's default"
+    );
+    assert_eq!(profile("free"), Some(Profile::None));
+    // The project file's own [sandbox] cannot lift the default for its servers.
+    assert_eq!(profile("theirs"), Some(Profile::Project));
+    let explicit = server(&set, "explicit").options.sandbox.clone().unwrap();
+    assert_eq!(explicit.profile, Profile::Offline);
+    assert_eq!(explicit.read, ["${HOME}/data"]);
+    assert_eq!(explicit.network, Some(Network::Ports(vec![443])));
+    assert_eq!(explicit.limits.processes, Some(64));
+}
+
+#[test]
+fn a_bad_sandbox_names_the_field_and_what_to_write() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcpmux.toml",
+        "[servers.x]\ncommand = \"x\"\nsandbox = \"projet\"\n",
+    );
+    let message = only_message(&fx.load());
+    assert!(message.contains("sandbox"), "{message}");
+    assert!(
+        message.contains("project, offline, readonly, none"),
+        "{message}"
+    );
+}
