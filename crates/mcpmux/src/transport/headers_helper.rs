@@ -129,7 +129,7 @@ pub(super) async fn run(
     within: Duration,
     sandbox: Option<&crate::config::Sandbox>,
 ) -> Result<BTreeMap<String, String>, Error> {
-    let prepared = super::sandbox::prepare(server, sandbox, &BTreeMap::new(), None)?;
+    let prepared = super::sandbox::prepare(server, "sh", sandbox, &BTreeMap::new(), None)?;
     let failed = |message: String| Error::Connect {
         server: server.to_owned(),
         message: format!("headersHelper `{command}` {message}"),

@@ -35,6 +35,7 @@ pub(crate) struct Keep {
 /// kernel without support where the sandbox is not `required`, which is logged as a warning).
 pub(crate) fn prepare(
     server: &str,
+    command: &str,
     sandbox: Option<&Sandbox>,
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
@@ -80,9 +81,14 @@ pub(crate) fn prepare(
             None => std::env::current_dir()
                 .map_err(|e| refused(format!("cannot tell the project directory: {e}")))?,
         };
-        let Some(grants) = sandbox.grants(home.as_deref(), &project, tmp.path()) else {
+        let Some(mut grants) = sandbox.grants(home.as_deref(), &project, tmp.path()) else {
             return Ok(None);
         };
+        // The program the person approved, wherever it is installed: its own directory, read
+        // only (a binary's data files, a script's modules beside it).
+        if let Some(dir) = program_dir(command, env, &project) {
+            grants.read.push(dir);
+        }
         let child = match linux::ChildSetup::new(&grants) {
             Ok(child) => child,
             Err(linux::Unavailable(why)) => return unsupported(why),
@@ -108,6 +114,23 @@ impl Prepared {
         }
         Keep { _tmp: self.tmp }
     }
+}
+
+/// The directory of the program `command` runs (after symbolic links), found like `exec` finds
+/// it: a path with a slash from `project`, else on `PATH`.
+fn program_dir(command: &str, env: &BTreeMap<String, String>, project: &Path) -> Option<PathBuf> {
+    let found = if command.contains('/') {
+        Some(project.join(command))
+    } else {
+        let path = env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok())?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(command))
+            .find(|candidate| candidate.is_file())
+    }?;
+    Some(found.canonicalize().ok()?.parent()?.to_path_buf())
 }
 
 /// The server's name as a temp dir prefix: letters, digits, `-`, `_`; the rest becomes `_`.
@@ -382,8 +405,21 @@ mod linux {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_program_directory_is_found_on_path_or_from_the_project() {
+        let env = BTreeMap::from([("PATH".to_owned(), "/nonexistent:/bin".to_owned())]);
+        let sh = program_dir("sh", &env, Path::new("/")).unwrap();
+        assert!(sh.is_dir(), "{sh:?}");
+        assert_eq!(program_dir("./bin/sh", &env, Path::new("/")), Some(sh));
+        assert_eq!(
+            program_dir("no-such-program-here", &env, Path::new("/")),
+            None
+        );
+    }
 
     #[test]
     fn temp_dir_prefixes_keep_only_safe_characters() {

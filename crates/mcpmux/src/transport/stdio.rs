@@ -169,7 +169,7 @@ pub(crate) fn spawn(
     sandbox: Option<&crate::config::Sandbox>,
     ctx: &super::TransportContext,
 ) -> Result<(StdioTransport, ProcessHandle), Error> {
-    let prepared = super::sandbox::prepare(server, sandbox, env, cwd)?;
+    let prepared = super::sandbox::prepare(server, command, sandbox, env, cwd)?;
     let mut cmd = Command::new(command);
     cmd.args(args)
         .env_clear()

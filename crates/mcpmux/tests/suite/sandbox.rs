@@ -88,6 +88,15 @@ async fn under_project_a_planted_ssh_key_is_denied_and_the_project_is_read_and_w
     ])
     .await;
     let key = json!({"path": world.key()});
+    let shown = |name: &str| {
+        hub.servers()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap()
+            .sandbox
+    };
+    assert_eq!(shown("boxed").as_deref(), Some("project +read 2"));
+    assert_eq!(shown("open"), None, "no sandbox shown for an unsandboxed server");
 
     let open = call(&hub, "mcp__open__read", key.clone()).await;
     assert_eq!(open, "ok: PRIVATE KEY\n", "unsandboxed, the key is read");
