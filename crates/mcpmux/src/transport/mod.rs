@@ -14,6 +14,7 @@ pub(crate) mod lines;
 pub(crate) mod nesting;
 mod refusal;
 mod sandbox;
+pub(crate) use sandbox::denial as sandbox_denial;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod ws;

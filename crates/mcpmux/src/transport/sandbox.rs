@@ -116,6 +116,35 @@ impl Prepared {
     }
 }
 
+/// What to grant, when a sandboxed server's stderr says something was denied: the path it
+/// names (`fs denied: /home/u/.npmrc — add it to sandbox.read …`), or where to look.
+pub(crate) fn denial(sandbox: Option<&Sandbox>, stderr: &[String]) -> Option<String> {
+    let sandbox = sandbox.filter(|sandbox| !sandbox.is_off())?;
+    const SAID: &[&str] = &[
+        "permission denied",
+        "eacces",
+        "operation not permitted",
+        "eperm",
+    ];
+    let line = stderr.iter().rev().find(|line| {
+        let lower = line.to_ascii_lowercase();
+        SAID.iter().any(|said| lower.contains(said))
+    })?;
+    let profile = sandbox.profile.name();
+    let path = line
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c: char| "'\"`:,;()[]".contains(c)))
+        .find(|word| word.starts_with('/') && word.len() > 1);
+    Some(match path {
+        Some(path) => format!(
+            "fs denied: {path} — add it (or its folder) to this server's sandbox.read, or sandbox.write if it must change it; it runs in the `{profile}` sandbox"
+        ),
+        None => format!(
+            "it runs in the `{profile}` sandbox and was denied something (see its stderr): grant the path in sandbox.read or sandbox.write, or the port in sandbox.network"
+        ),
+    })
+}
+
 /// The directory of the program `command` runs (after symbolic links), found like `exec` finds
 /// it: a path with a slash from `project`, else on `PATH`.
 fn program_dir(command: &str, env: &BTreeMap<String, String>, project: &Path) -> Option<PathBuf> {
@@ -419,6 +448,36 @@ mod tests {
             program_dir("no-such-program-here", &env, Path::new("/")),
             None
         );
+    }
+
+    #[test]
+    fn a_denial_on_stderr_names_the_path_to_grant() {
+        let boxed = Sandbox::profile(crate::config::Profile::Project);
+        let lines = |text: &[&str]| text.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let python =
+            lines(&["PermissionError: [Errno 13] Permission denied: '/home/u/.aws/config'"]);
+        let hint = denial(Some(&boxed), &python).unwrap();
+        assert!(
+            hint.starts_with("fs denied: /home/u/.aws/config — add it"),
+            "{hint}"
+        );
+        let node = lines(&[
+            "Error: EACCES: permission denied, open '/home/u/.npmrc'",
+            "at x",
+        ]);
+        assert!(
+            denial(Some(&boxed), &node)
+                .unwrap()
+                .contains("/home/u/.npmrc")
+        );
+        let vague = lines(&["socket: Operation not permitted"]);
+        assert!(
+            denial(Some(&boxed), &vague)
+                .unwrap()
+                .contains("see its stderr")
+        );
+        assert_eq!(denial(Some(&boxed), &lines(&["fine"])), None);
+        assert_eq!(denial(None, &python), None, "no sandbox, no hint");
     }
 
     #[test]

@@ -96,7 +96,11 @@ async fn under_project_a_planted_ssh_key_is_denied_and_the_project_is_read_and_w
             .sandbox
     };
     assert_eq!(shown("boxed").as_deref(), Some("project +read 2"));
-    assert_eq!(shown("open"), None, "no sandbox shown for an unsandboxed server");
+    assert_eq!(
+        shown("open"),
+        None,
+        "no sandbox shown for an unsandboxed server"
+    );
 
     let open = call(&hub, "mcp__open__read", key.clone()).await;
     assert_eq!(open, "ok: PRIVATE KEY\n", "unsandboxed, the key is read");
@@ -278,5 +282,30 @@ async fn server_filesystem_lists_and_reads_its_granted_project_under_project() {
     )
     .await;
     assert_eq!(read.trim(), "project notes");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_denied_its_program_fails_naming_the_path_to_grant() {
+    let world = World::new();
+    let testserver = support::testserver().canonicalize().unwrap();
+    // Behind `sh -c` the sandbox cannot see which program will run, so it is not granted.
+    let mut spec = ServerSpec::stdio(
+        "hidden",
+        "sh",
+        ["-c".to_owned(), format!("exec '{}'", testserver.display())],
+    );
+    if let TransportSpec::Stdio { cwd, .. } = &mut spec.transport {
+        *cwd = Some(world.project().to_path_buf());
+    }
+    spec.options.sandbox = Some(Sandbox::profile(Profile::Project));
+    let hub = Hub::start(vec![spec], support::hub_options()).unwrap();
+    let _ = hub.wait_ready().await;
+    let error = support::failed(support::state(&hub, "hidden"));
+    assert!(
+        error.contains(&format!("fs denied: {}", testserver.display())),
+        "{error}"
+    );
+    assert!(error.contains("sandbox.read"), "{error}");
     hub.shutdown().await;
 }
