@@ -309,3 +309,60 @@ async fn a_server_denied_its_program_fails_naming_the_path_to_grant() {
     assert!(error.contains("sandbox.read"), "{error}");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_npx_started_server_answers_under_project() {
+    // The project is the test dependencies' folder: npx finds the package installed there.
+    let project = support::workspace()
+        .join("test-deps")
+        .canonicalize()
+        .unwrap();
+    let mut spec = ServerSpec::stdio(
+        "npx",
+        "npx",
+        ["--no-install", "mcp-server-everything", "stdio"],
+    );
+    if let TransportSpec::Stdio { cwd, .. } = &mut spec.transport {
+        *cwd = Some(project.clone());
+    }
+    spec.options.sandbox = Some(
+        // node_modules is a link out of the project (to the main checkout's install).
+        Sandbox::profile(Profile::Project).with_read([project
+            .join("node_modules")
+            .canonicalize()
+            .unwrap()
+            .to_string_lossy()
+            .to_string()]),
+    );
+    let hub = support::started(vec![spec]).await;
+    let echo = call(&hub, "mcp__npx__echo", json!({"message": "boxed"})).await;
+    assert_eq!(echo, "Echo: boxed");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cpu_hog_is_killed_by_its_limit_and_the_hub_and_other_servers_carry_on() {
+    let world = World::new();
+    let mut limits = Limits::default();
+    limits.cpu_time = Some(std::time::Duration::from_secs(3));
+    let hub = support::started(vec![
+        world.python(
+            "hog",
+            Some(Sandbox::profile(Profile::Project).with_limits(limits)),
+        ),
+        world.python("calm", Some(Sandbox::profile(Profile::Project))),
+    ])
+    .await;
+    let spun = hub.call("mcp__hog__spin", json!({})).await;
+    // At the limit the kernel kills it (soft and hard limits are one).
+    let error = spun.unwrap_err().to_string();
+    assert!(error.contains("killed by signal"), "{error}");
+    let calm = call(
+        &hub,
+        "mcp__calm__read",
+        json!({"path": world.project().join("notes.txt")}),
+    )
+    .await;
+    assert_eq!(calm, "ok: project notes\n");
+    hub.shutdown().await;
+}

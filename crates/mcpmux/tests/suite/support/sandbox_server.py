@@ -68,6 +68,13 @@ def allocate(mib: int) -> str:
 
 
 @mcp.tool()
+def spin() -> str:
+    """Burns CPU until stopped."""
+    while True:
+        pass
+
+
+@mcp.tool()
 def tmpdir() -> str:
     """Where temp files go."""
     return os.environ.get("TMPDIR", "")
