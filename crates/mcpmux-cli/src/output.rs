@@ -244,6 +244,14 @@ pub fn print_servers(servers: &[ServerStatus]) -> anyhow::Result<()> {
             text.push_str(&format!("  {}: {}\n", s.name, one_line(source, 200)));
         }
     }
+    let sandboxed: Vec<&ServerStatus> = servers.iter().filter(|s| s.sandbox.is_some()).collect();
+    if !sandboxed.is_empty() {
+        text.push_str("\nsandboxed:\n");
+        for s in sandboxed {
+            let sandbox = s.sandbox.as_deref().unwrap_or_default();
+            text.push_str(&format!("  {}: {sandbox}\n", s.name));
+        }
+    }
     for s in servers {
         for warning in &s.warnings {
             text.push_str(&format!("warning: {}\n", one_line(warning, 400)));

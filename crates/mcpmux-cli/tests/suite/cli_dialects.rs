@@ -172,7 +172,10 @@ fn import_in_mcpmux_toml_works_like_the_flag_and_a_vscode_input_comes_from_its_v
             .join(".config")
             .join("mcpmux")
             .join("config.toml"),
-        "import = [\"vscode\"]\n",
+        &format!(
+            "import = [\"vscode\"]\n{}",
+            support::sandbox_reads_testserver()
+        ),
     );
     sandbox.write_file(
         &sandbox.project.join(".vscode").join("mcp.json"),

@@ -25,6 +25,12 @@ impl Sandbox {
         );
         let config = json!({"mcpServers": {"repo": {"command": "sh", "args": ["-c", script]}}});
         self.write_file(&self.project.join(".mcp.json"), &config.to_string());
+        // Approved project servers run in the `project` sandbox: `sh -c` hides the test
+        // server's directory from the sandbox, so the person grants it.
+        self.write_file(
+            &self.home.join(".config/mcpmux/config.toml"),
+            &support::sandbox_reads_testserver(),
+        );
     }
 
     /// Runs `mcpmux` without a terminal (stdin is empty, output piped): the exit code (-1 for a

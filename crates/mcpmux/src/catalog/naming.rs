@@ -89,7 +89,7 @@ pub fn is_valid(name: &str, rule: NameRule) -> bool {
         && name.chars().all(|c| rule.allows(c))
 }
 
-/// Is `name` a valid MCP tool name ([`NameRule::Mcp`]): one a client may be handed as it is?
+/// Is `name` a valid MCP tool name (`NameRule::Mcp`): one a client may be handed as it is?
 /// NUL, newlines, bidi overrides, emoji, `/` and names over 64 characters are not.
 pub fn is_mcp_tool_name(name: &str) -> bool {
     is_valid(name, NameRule::Mcp)

@@ -46,6 +46,8 @@ pub(crate) struct FileEntries {
     pub policy: PolicyRules,
     /// The server entries of a project-level file, approved or not.
     pub project: Vec<ProjectEntry>,
+    /// The file's top-level `[sandbox]` defaults (`mcpmux.toml` only).
+    pub sandbox: Option<super::sandbox::Defaults>,
 }
 
 /// One usable entry.

@@ -17,7 +17,7 @@ use super::value::nearest;
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
 /// Valid top-level keys.
-const TOP_KEYS: &[&str] = &["servers", "policy", "import"];
+const TOP_KEYS: &[&str] = &["servers", "policy", "import", "sandbox"];
 
 /// Valid keys of a `[servers.NAME]` table: transport, then options (from `max_retries` on,
 /// read by `options.rs`).
@@ -46,6 +46,7 @@ const SERVER_KEYS: &[&str] = &[
     "agents",
     "side_effects",
     "lazy",
+    "sandbox",
 ];
 
 /// Reads one `mcpmux.toml`: its server definitions and overlays in name order, and its policy.
@@ -89,6 +90,18 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
                 article(other.type_str())
             ),
         }),
+    }
+
+    if let Some(value) = root.remove("sandbox") {
+        match super::sandbox::defaults(to_json(value)) {
+            Ok(defaults) => file.sandbox = Some(defaults),
+            Err(message) => file.problems.push(ConfigError::InvalidValue {
+                file: cx.file.to_path_buf(),
+                server: None,
+                field: Some("sandbox".to_owned()),
+                message,
+            }),
+        }
     }
 
     match root.remove("servers") {

@@ -24,6 +24,7 @@ mod mcpmux_toml;
 mod options;
 mod perms;
 mod plugins;
+mod sandbox;
 mod secrets;
 mod size;
 mod spec;
@@ -35,6 +36,7 @@ mod write;
 
 pub(crate) use auth::secure_endpoint;
 pub use dialect::Dialect;
+pub use sandbox::{Defaults as SandboxDefaults, Grants, Limits, Network, Profile, Sandbox};
 pub use spec::{
     AuthSpec, Backoff, Breaker, IdentityProvider, InProcessFuture, InProcessServer, OAuthGrant,
     OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource, ToolFilter,
@@ -169,6 +171,8 @@ pub struct ConfigSet {
     pub project: Vec<ProjectEntry>,
     /// Where project approvals are stored (`mcpmux trust` writes there); none without a home.
     pub trust_file: Option<PathBuf>,
+    /// The sandbox of servers whose entry names none (the user's top-level `[sandbox]`).
+    pub sandbox_defaults: sandbox::Defaults,
 }
 
 /// One file or server entry that could not be used.
@@ -618,6 +622,14 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         }
         set.add_policy(policy);
         set.project.extend(file.project);
+        // Only the person's own files choose defaults: a project file cannot lift them.
+        if let Some(defaults) = file.sandbox {
+            if candidate.scope == Scope::Project {
+                tracing::warn!(file = %path.display(), "a project file's [sandbox] defaults are ignored: set them in your own mcpmux.toml");
+            } else {
+                set.sandbox_defaults = defaults;
+            }
+        }
         for (name, entry) in file.entries {
             let step = Step {
                 file: path,
@@ -629,6 +641,22 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     }
 
     set.servers = merged.into_values().flatten().collect();
+    for spec in &mut set.servers {
+        if spec.options.sandbox.is_none() {
+            let written_by_person = spec.origin.is_hand_written()
+                && scopes.get(&spec.name) != Some(&Scope::Project)
+                && !matches!(&spec.origin, Origin::File { dialect, .. } if Dialect::IMPORTABLE.contains(dialect));
+            let default = if written_by_person {
+                &set.sandbox_defaults.servers
+            } else {
+                &set.sandbox_defaults.others
+            };
+            // Off stays `None`: a server without a sandbox looks as it always did.
+            if !default.is_off() {
+                spec.options.sandbox = Some(default.clone());
+            }
+        }
+    }
     set
 }
 

@@ -59,6 +59,7 @@ pub(crate) struct RawOptions {
     agents: Option<Value>,
     side_effects: Option<Value>,
     lazy: Option<Value>,
+    sandbox: Option<Value>,
 }
 
 impl RawOptions {
@@ -76,6 +77,7 @@ impl RawOptions {
             agents: take("agents"),
             side_effects: take("side_effects"),
             lazy: take("lazy"),
+            sandbox: take("sandbox"),
         }
     }
 }
@@ -111,6 +113,8 @@ pub(crate) struct OptionsOverlay {
     pub side_effects: BTreeMap<String, Vec<String>>,
     /// `lazy`.
     pub lazy: Option<bool>,
+    /// `sandbox`, replacing the server's whole.
+    pub sandbox: Option<super::sandbox::Sandbox>,
 }
 
 impl OptionsOverlay {
@@ -133,6 +137,7 @@ impl OptionsOverlay {
             agents,
             side_effects,
             lazy,
+            sandbox,
         } = self;
 
         let initial = backoff_initial.unwrap_or(options.backoff.initial);
@@ -161,6 +166,7 @@ impl OptionsOverlay {
             agents: to_agents,
             side_effects: to_side_effects,
             lazy: to_lazy,
+            sandbox: to_sandbox,
         } = options;
         set(to_max_retries, max_retries);
         set(to_max_result_bytes, max_result_bytes);
@@ -181,6 +187,9 @@ impl OptionsOverlay {
         to_side_effects.extend(side_effects);
         if lazy.is_some() {
             *to_lazy = lazy;
+        }
+        if sandbox.is_some() {
+            *to_sandbox = sandbox;
         }
         Ok(())
     }
@@ -213,6 +222,7 @@ pub(crate) fn read(
         agents,
         side_effects,
         lazy,
+        sandbox,
     } = raw;
     let mut overlay = OptionsOverlay::default();
 
@@ -268,6 +278,11 @@ pub(crate) fn read(
     }
     if let Some(value) = lazy {
         overlay.lazy = Some(at.boolean("lazy", value)?);
+    }
+    if let Some(value) = sandbox {
+        let sandbox =
+            super::sandbox::parse(value).map_err(|message| at.invalid("sandbox", message))?;
+        overlay.sandbox = Some(sandbox);
     }
     Ok(overlay)
 }
@@ -712,6 +727,7 @@ mod tests {
             "agents",
             "side_effects",
             "lazy",
+            "sandbox",
         ];
         let mut map: Map<String, Value> = keys
             .iter()
@@ -731,6 +747,7 @@ mod tests {
             agents,
             side_effects,
             lazy,
+            sandbox,
         } = raw;
         let taken = [
             max_retries,
@@ -743,6 +760,7 @@ mod tests {
             agents,
             side_effects,
             lazy,
+            sandbox,
         ];
         assert!(taken.iter().all(Option::is_some));
     }

@@ -376,6 +376,9 @@ pub struct ServerOptions {
     /// Start on first use rather than with the hub (`lazy`); `None` follows the hub's
     /// `HubOptions::lazy`.
     pub lazy: Option<bool>,
+    /// What a local server (and a `headersHelper`) may touch (`sandbox`); `None` until the
+    /// config's defaults are applied, then `None` means unsandboxed.
+    pub sandbox: Option<super::sandbox::Sandbox>,
 }
 
 /// Global permission rules (`[policy]` in mcpmux.toml). Each entry is a tool-name glob
@@ -439,6 +442,7 @@ impl Default for ServerOptions {
             agents: None,
             side_effects: BTreeMap::new(),
             lazy: None,
+            sandbox: None,
         }
     }
 }

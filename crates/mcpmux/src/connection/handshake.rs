@@ -370,7 +370,15 @@ async fn attempt(
                 },
                 (_, Some(exit)) => Error::Connect {
                     server: spec.name.clone(),
-                    message: format!("{exit} before completing the MCP handshake"),
+                    message: match transport::sandbox_denial(
+                        spec.options.sandbox.as_ref(),
+                        &stderr_tail,
+                    ) {
+                        Some(denial) => {
+                            format!("{exit} before completing the MCP handshake: {denial}")
+                        }
+                        None => format!("{exit} before completing the MCP handshake"),
+                    },
                     stderr_tail,
                 },
                 (HandshakeFailure::Init(e), None) => Error::Connect {

@@ -50,6 +50,9 @@ pub struct ServerStatus {
     /// Whether its live session's server declares the Tasks extension (SEP-2663): its calls
     /// may be made as tasks ([`Hub::call_task`]).
     pub tasks: bool,
+    /// Its sandbox (`project`, `offline +read 2`), for a local server or `headersHelper` that
+    /// runs in one; `None` when it runs with the user's full rights.
+    pub sandbox: Option<String>,
 }
 
 /// One flat JSON object per server, each key once: what `mcpmux servers --json` prints.
@@ -99,8 +102,20 @@ impl Serialize for ServerStatus {
         }
         map.serialize_entry("dialect", &self.dialect)?;
         map.serialize_entry("warnings", &self.warnings)?;
+        map.serialize_entry("sandbox", &self.sandbox)?;
         map.end()
     }
+}
+
+/// The sandbox a server's processes run in, if it starts any and has one.
+fn sandbox_of(spec: &crate::config::ServerSpec) -> Option<String> {
+    let runs_processes = matches!(spec.transport, crate::config::TransportSpec::Stdio { .. })
+        || spec.auth.headers_helper.is_some();
+    spec.options
+        .sandbox
+        .as_ref()
+        .filter(|sandbox| runs_processes && !sandbox.is_off())
+        .map(crate::config::Sandbox::summary)
 }
 
 impl ServerStatus {
@@ -168,6 +183,7 @@ impl Hub {
                     completions: c.offers_completions(),
                     logging: c.offers_logging(),
                     tasks: c.offers_tasks(),
+                    sandbox: sandbox_of(spec),
                 }
             })
             .collect();
@@ -198,6 +214,7 @@ impl Hub {
                 completions: false,
                 logging: false,
                 tasks: false,
+                sandbox: sandbox_of(spec),
             });
         }
         for problem in &table.problems {
@@ -238,6 +255,7 @@ impl Hub {
                 completions: false,
                 logging: false,
                 tasks: false,
+                sandbox: None,
             });
         }
         // Printed, served and logged: no URL's query or userinfo, whatever text made it.

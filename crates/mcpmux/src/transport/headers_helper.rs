@@ -26,6 +26,7 @@ pub(crate) struct Helper {
     server: String,
     command: String,
     within: Duration,
+    sandbox: Option<crate::config::Sandbox>,
     /// Held across a run, so a burst of refused requests runs the helper once.
     latest: tokio::sync::Mutex<HashMap<HeaderName, HeaderValue>>,
     /// Whether the server took `latest` once: only headers that worked can have gone stale; a
@@ -39,12 +40,14 @@ impl Helper {
         server: &str,
         command: &str,
         within: Duration,
+        sandbox: Option<&crate::config::Sandbox>,
         printed: &BTreeMap<String, String>,
     ) -> Result<Self, Error> {
         Ok(Self {
             server: server.to_owned(),
             command: command.to_owned(),
             within,
+            sandbox: sandbox.cloned(),
             latest: tokio::sync::Mutex::new(header_values(server, printed)?),
             worked: std::sync::atomic::AtomicBool::new(false),
         })
@@ -78,9 +81,14 @@ impl Helper {
         {
             return None;
         }
-        let printed = run(&self.server, &self.command, self.within)
-            .await
-            .and_then(|printed| header_values(&self.server, &printed));
+        let printed = run(
+            &self.server,
+            &self.command,
+            self.within,
+            self.sandbox.as_ref(),
+        )
+        .await
+        .and_then(|printed| header_values(&self.server, &printed));
         match printed {
             Ok(fresh) if fresh != *latest => {
                 tracing::info!(server = %self.server, "the server refused the headersHelper's headers; it printed new ones");
@@ -119,13 +127,18 @@ pub(super) async fn run(
     server: &str,
     command: &str,
     within: Duration,
+    sandbox: Option<&crate::config::Sandbox>,
 ) -> Result<BTreeMap<String, String>, Error> {
+    let prepared = super::sandbox::prepare(server, "sh", sandbox, &BTreeMap::new(), None)?;
     let failed = |message: String| Error::Connect {
         server: server.to_owned(),
         message: format!("headersHelper `{command}` {message}"),
         stderr_tail: Vec::new(),
     };
-    let mut child = tokio::process::Command::new("sh")
+    let mut cmd = tokio::process::Command::new("sh");
+    // Lives until the helper is reaped below.
+    let _keep = prepared.map(|prepared| prepared.install(&mut cmd));
+    let mut child = cmd
         .arg("-c")
         .arg(command)
         .env("MCPMUX_SERVER_NAME", server)
@@ -265,6 +278,7 @@ mod tests {
             "api",
             r#"printf '{"Authorization": "Bearer %s", "X-Server": "%s"}' tok "$MCPMUX_SERVER_NAME""#,
             Duration::from_secs(5),
+            None,
         )
         .await
         .unwrap();
@@ -274,7 +288,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_say_what_the_helper_did() {
-        let error = run("api", "echo nope >&2; exit 3", Duration::from_secs(5))
+        let error = run("api", "echo nope >&2; exit 3", Duration::from_secs(5), None)
             .await
             .unwrap_err()
             .to_string();
@@ -282,12 +296,12 @@ mod tests {
             error.contains("exited with") && error.contains("nope"),
             "{error}"
         );
-        let error = run("api", "echo '[1]'", Duration::from_secs(5))
+        let error = run("api", "echo '[1]'", Duration::from_secs(5), None)
             .await
             .unwrap_err()
             .to_string();
         assert!(error.contains("not an object"), "{error}");
-        let error = run("api", "sleep 5", Duration::from_millis(100))
+        let error = run("api", "sleep 5", Duration::from_millis(100), None)
             .await
             .unwrap_err()
             .to_string();
@@ -300,7 +314,7 @@ mod tests {
         let pid_file = dir.path().join("grandchild.pid");
         let command = format!("sleep 60 & echo $! > {}; sleep 60", pid_file.display());
         let started = std::time::Instant::now();
-        let error = run("api", &command, Duration::from_millis(300))
+        let error = run("api", &command, Duration::from_millis(300), None)
             .await
             .unwrap_err()
             .to_string();
@@ -340,7 +354,7 @@ mod tests {
     #[tokio::test]
     async fn a_helper_that_prints_without_end_is_cut_at_the_cap() {
         let started = std::time::Instant::now();
-        let error = run("api", "yes", Duration::from_secs(10))
+        let error = run("api", "yes", Duration::from_secs(10), None)
             .await
             .unwrap_err()
             .to_string();

@@ -15,6 +15,8 @@ pub(crate) mod lines;
 pub(crate) mod nesting;
 mod oversize;
 mod refusal;
+mod sandbox;
+pub(crate) use sandbox::denial as sandbox_denial;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 pub(crate) mod ws;
@@ -181,8 +183,15 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
             env,
             cwd,
         } => {
-            let (transport, process) =
-                stdio::spawn(&spec.name, command, args, env, cwd.as_deref(), ctx)?;
+            let (transport, process) = stdio::spawn(
+                &spec.name,
+                command,
+                args,
+                env,
+                cwd.as_deref(),
+                spec.options.sandbox.as_ref(),
+                ctx,
+            )?;
             Ok(Opened::Stdio { transport, process })
         }
         TransportSpec::Http { url, headers } => {
@@ -197,6 +206,7 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
                         &spec.name,
                         command,
                         spec.startup_timeout,
+                        spec.options.sandbox.as_ref(),
                         printed,
                     )?))
                 }
@@ -285,7 +295,13 @@ async fn with_helper_headers(
 async fn helper_output(spec: &ServerSpec) -> Result<Option<BTreeMap<String, String>>, Error> {
     match &spec.auth.headers_helper {
         Some(command) => Ok(Some(
-            headers_helper::run(&spec.name, command, spec.startup_timeout).await?,
+            headers_helper::run(
+                &spec.name,
+                command,
+                spec.startup_timeout,
+                spec.options.sandbox.as_ref(),
+            )
+            .await?,
         )),
         None => Ok(None),
     }

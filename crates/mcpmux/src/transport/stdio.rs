@@ -166,8 +166,10 @@ pub(crate) fn spawn(
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&Path>,
+    sandbox: Option<&crate::config::Sandbox>,
     ctx: &super::TransportContext,
 ) -> Result<(StdioTransport, ProcessHandle), Error> {
+    let prepared = super::sandbox::prepare(server, command, sandbox, env, cwd)?;
     let mut cmd = Command::new(command);
     cmd.args(args)
         .env_clear()
@@ -197,6 +199,9 @@ pub(crate) fn spawn(
             Ok(())
         });
     }
+    // After ours: PR_SET_PDEATHSIG must come before the sandbox, which sets it again after
+    // changing credentials.
+    let keep = prepared.map(|prepared| prepared.install(&mut cmd));
 
     let mut child = cmd
         .spawn()
@@ -221,9 +226,14 @@ pub(crate) fn spawn(
         pgid: pid as i32,
         armed: true,
     };
-    let reaper = ctx
-        .reapers
-        .spawn(reap(server.to_string(), child, guard, exit_tx, stop_rx));
+    let reaper = ctx.reapers.spawn(reap(
+        server.to_string(),
+        child,
+        guard,
+        exit_tx,
+        stop_rx,
+        keep,
+    ));
 
     let (stdout, kick) =
         BusyPipe::new(stdout, ctx.polling.clone()).map_err(|e| Error::Connect {
@@ -298,6 +308,8 @@ async fn reap(
     mut guard: GroupGuard,
     exit_tx: watch::Sender<Option<ExitInfo>>,
     stop_rx: oneshot::Receiver<Duration>,
+    // The sandbox's private temp dir, removed once the server is reaped.
+    keep: Option<super::sandbox::Keep>,
 ) {
     let status = tokio::select! {
         status = child.wait() => status,
@@ -340,6 +352,7 @@ async fn reap(
         }
     };
     tracing::debug!(server = %server, %info, "server process reaped");
+    drop(keep);
     let _ = exit_tx.send(Some(info));
 }
 

@@ -298,6 +298,11 @@ async fn a_server_of_each_dialect_starts_with_its_environment_and_answers_a_tool
             json_args("test \"$W\" = yes", "1005")
         ),
     );
+    // Imported servers run in the `project` sandbox; `sh -c` hides the test server from it.
+    dirs.write(
+        dirs.home.join(".config/mcpmux/config.toml"),
+        &support::sandbox_reads_testserver(),
+    );
     dirs.set("PASSED", "yes");
     let options = dirs
         .importing_all()

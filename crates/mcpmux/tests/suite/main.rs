@@ -35,6 +35,7 @@ mod resilience;
 mod resilience_breaker;
 mod resilience_calls;
 mod resilience_http;
+mod sandbox;
 mod secrets;
 mod spills;
 mod surface;

@@ -82,6 +82,12 @@ impl Sandbox {
             &self.home.join(".claude").join("settings.json"),
             r#"{"enableAllProjectMcpServers": true}"#,
         );
+        // Approved project servers run in the `project` sandbox; one that starts the test
+        // server behind `sh -c` needs its directory granted, as the person would.
+        let user_config = self.home.join(".config/mcpmux/config.toml");
+        if !user_config.exists() {
+            self.write_file(&user_config, &sandbox_reads_testserver());
+        }
     }
 
     /// Writes `text` to `path`, creating its folders.

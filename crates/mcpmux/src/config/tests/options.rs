@@ -53,8 +53,14 @@ command = "x"
         agents,
         side_effects,
         lazy,
+        sandbox,
     } = options;
     assert_eq!(*lazy, Some(true));
+    // A project file's server: the person did not write it.
+    assert_eq!(
+        sandbox.as_ref().map(|s| s.profile),
+        Some(crate::config::Profile::Project)
+    );
     assert_eq!(*max_retries, 0);
     assert_eq!(*max_result_bytes, 2 * 1024 * 1024);
     assert_eq!(*shutdown_grace, Duration::from_millis(500));
@@ -98,7 +104,18 @@ command = "x"
         (Duration::from_secs(1), Duration::from_secs(1))
     );
     assert_eq!(decimal.backoff.give_up, defaults::BACKOFF_GIVE_UP);
-    assert_eq!(server(&set, "plain").options, ServerOptions::default());
+    // Project files' servers get the `project` sandbox; nothing else differs.
+    assert_eq!(server(&set, "plain").options, project_defaults());
+}
+
+/// The options of a project file's server that sets none.
+fn project_defaults() -> ServerOptions {
+    ServerOptions {
+        sandbox: Some(crate::config::Sandbox::profile(
+            crate::config::Profile::Project,
+        )),
+        ..ServerOptions::default()
+    }
 }
 
 #[test]
@@ -118,7 +135,7 @@ fn options_are_the_defaults_when_absent() {
     assert!(set.problems.is_empty(), "{:#?}", messages(&set));
     for name in ["claude", "toml"] {
         let options = &server(&set, name).options;
-        assert_eq!(options, &ServerOptions::default(), "{name}");
+        assert_eq!(options, &project_defaults(), "{name}");
         assert_eq!(options.max_retries, defaults::MAX_RETRIES);
         assert_eq!(options.max_result_bytes, defaults::MAX_RESULT_BYTES);
         assert_eq!(options.shutdown_grace, defaults::SHUTDOWN_GRACE);
@@ -528,4 +545,69 @@ backoff = { maximum = "1m" }
         &set.problems[0].error,
         ConfigError::UnknownKey { suggestion: Some(s), .. } if s == "backoff.initial"
     ));
+}
+
+#[test]
+fn sandboxes_come_from_the_entry_else_the_users_defaults_by_who_wrote_the_server() {
+    use crate::config::{Network, Profile};
+    let fx = Fixture::new();
+    fx.home_file(
+        ".config/mcpmux/config.toml",
+        r#"
+[sandbox]
+servers = "readonly"
+
+[servers.mine]
+command = "m"
+
+[servers.explicit]
+command = "e"
+sandbox = { profile = "offline", read = ["${HOME}/data"], network = [443], processes = 64 }
+
+[servers.free]
+command = "f"
+sandbox = "none"
+"#,
+    );
+    fx.project_file(
+        "mcpmux.toml",
+        "[sandbox]\nothers = \"none\"\n\n[servers.theirs]\ncommand = \"t\"\n",
+    );
+    let set = fx.load();
+    assert!(set.problems.is_empty(), "{:#?}", messages(&set));
+    let profile = |name: &str| {
+        server(&set, name)
+            .options
+            .sandbox
+            .as_ref()
+            .map(|sandbox| sandbox.profile)
+    };
+    assert_eq!(
+        profile("mine"),
+        Some(Profile::Readonly),
+        "the user's default"
+    );
+    assert_eq!(profile("free"), Some(Profile::None));
+    // The project file's own [sandbox] cannot lift the default for its servers.
+    assert_eq!(profile("theirs"), Some(Profile::Project));
+    let explicit = server(&set, "explicit").options.sandbox.clone().unwrap();
+    assert_eq!(explicit.profile, Profile::Offline);
+    assert_eq!(explicit.read, ["${HOME}/data"]);
+    assert_eq!(explicit.network, Some(Network::Ports(vec![443])));
+    assert_eq!(explicit.limits.processes, Some(64));
+}
+
+#[test]
+fn a_bad_sandbox_names_the_field_and_what_to_write() {
+    let fx = Fixture::new();
+    fx.project_file(
+        "mcpmux.toml",
+        "[servers.x]\ncommand = \"x\"\nsandbox = \"projet\"\n",
+    );
+    let message = only_message(&fx.load());
+    assert!(message.contains("sandbox"), "{message}");
+    assert!(
+        message.contains("project, offline, readonly, none"),
+        "{message}"
+    );
 }

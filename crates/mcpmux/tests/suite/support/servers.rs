@@ -67,6 +67,15 @@ pub fn testserver() -> PathBuf {
     bin
 }
 
+/// A user's `mcpmux.toml` `[sandbox]` that lets the servers they did not write (approved
+/// project files, imports) run the test server from its build directory, as one hidden behind
+/// `sh -c` is not found by the sandbox itself.
+pub fn sandbox_reads_testserver() -> String {
+    let dir = testserver().canonicalize().unwrap();
+    let dir = dir.parent().unwrap().display().to_string();
+    format!("[sandbox]\nothers = {{ profile = \"project\", read = [{dir:?}] }}\n")
+}
+
 /// A third-party server binary installed by `scripts/install-test-deps.sh`.
 pub fn npm_bin(name: &str) -> PathBuf {
     let path = workspace().join("test-deps/node_modules/.bin").join(name);

@@ -1,0 +1,83 @@
+"""A server for the sandbox tests (Python `mcp` SDK): tools that try what a sandbox forbids
+and answer what the system said, so the test sees EACCES rather than a crash."""
+
+import os
+import socket
+
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("sandboxed")
+
+
+def failed(error: OSError) -> str:
+    return f"error: {os.strerror(error.errno or 0)} (errno {error.errno})"
+
+
+@mcp.tool()
+def read(path: str) -> str:
+    """Reads a file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "ok: " + f.read()
+    except OSError as e:
+        return failed(e)
+
+
+@mcp.tool()
+def write(path: str, text: str) -> str:
+    """Writes a file."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return "ok"
+    except OSError as e:
+        return failed(e)
+
+
+@mcp.tool()
+def connect(port: int) -> str:
+    """Connects to 127.0.0.1:port over TCP."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return "connected"
+    except OSError as e:
+        return failed(e)
+
+
+@mcp.tool()
+def own_loopback() -> str:
+    """Listens on 127.0.0.1 and connects to itself."""
+    try:
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", 0))
+            server.listen(1)
+            socket.create_connection(server.getsockname(), timeout=2).close()
+        return "connected"
+    except OSError as e:
+        return failed(e)
+
+
+@mcp.tool()
+def allocate(mib: int) -> str:
+    """Holds mib MiB of memory."""
+    try:
+        block = bytearray(mib * 1024 * 1024)
+        return f"allocated {len(block) >> 20} MiB"
+    except MemoryError:
+        return "error: out of memory"
+
+
+@mcp.tool()
+def spin() -> str:
+    """Burns CPU until stopped."""
+    while True:
+        pass
+
+
+@mcp.tool()
+def tmpdir() -> str:
+    """Where temp files go."""
+    return os.environ.get("TMPDIR", "")
+
+
+mcp.run()
