@@ -139,16 +139,16 @@ fn no_secret_in_a_url_or_header_reaches_any_output() {
     ] {
         assert!(errors.contains(&shown), "{shown} not in {errors}");
     }
-    let tools = sandbox.run_with_env(&["-v", "debug", "tools"], &env);
-    assert_no_secret("`mcpmux -v debug tools`", &format!("{tools:#?}"));
-    let call = sandbox.run_with_env(&["-v", "trace", "call", "mcp__broken__echo", "{}"], &env);
+    let tools = sandbox.run_with_env(&["--log", "debug", "tools"], &env);
+    assert_no_secret("`mcpmux --log debug tools`", &format!("{tools:#?}"));
+    let call = sandbox.run_with_env(&["--log", "trace", "call", "mcp__broken__echo", "{}"], &env);
     assert_ne!(call.code, Some(0), "{call:#?}");
     assert!(call.stderr.contains("server `broken`"), "{call:#?}");
-    assert_no_secret("`mcpmux -v trace call`", &format!("{call:#?}"));
+    assert_no_secret("`mcpmux --log trace call`", &format!("{call:#?}"));
 
     sandbox.write_file(&user_config, &config(true));
     let mut serve = sandbox.command(&[
-        "-v",
+        "--log",
         "debug",
         "serve",
         "--http",
