@@ -49,6 +49,11 @@ fn clean(text: &str) -> String {
     mcpmux::redact::redact_text(text).into_owned()
 }
 
+/// A server's stderr lines, each [`clean`]ed.
+fn clean_lines(lines: &[String]) -> Vec<String> {
+    lines.iter().map(|line| clean(line)).collect()
+}
+
 fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
     let fields = PyDict::new(py);
     let set = |key: &str, value: Bound<'_, PyAny>| fields.set_item(key, value);
@@ -79,12 +84,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             set("reason", clean(message).into_pyobject(py)?.into_any())?;
             set(
                 "stderr_tail",
-                stderr_tail
-                    .iter()
-                    .map(|line| clean(line))
-                    .collect::<Vec<_>>()
-                    .into_pyobject(py)?
-                    .into_any(),
+                clean_lines(stderr_tail).into_pyobject(py)?.into_any(),
             )?;
             "ServerUnavailable"
         }
@@ -143,12 +143,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             set("reason", clean(reason).into_pyobject(py)?.into_any())?;
             set(
                 "stderr_tail",
-                stderr_tail
-                    .iter()
-                    .map(|line| clean(line))
-                    .collect::<Vec<_>>()
-                    .into_pyobject(py)?
-                    .into_any(),
+                clean_lines(stderr_tail).into_pyobject(py)?.into_any(),
             )?;
             "ConnectionLost"
         }
