@@ -88,7 +88,13 @@ impl Sandbox {
     }
 }
 
-impl Running {
+/// What these tests do to a running `mcpmux` (its type lives in the shared test support).
+trait Watched {
+    fn signal(&self, signal: i32);
+    fn wait_for_servers(&mut self, sandbox: &Sandbox, servers: usize) -> BTreeSet<i32>;
+}
+
+impl Watched for Running {
     fn signal(&self, signal: i32) {
         // SAFETY: kill(2) has no memory-safety preconditions; the pid is our own unreaped child.
         assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);

@@ -15,7 +15,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Run, Sandbox, assert_code, table_row};
 
-impl Sandbox {
+/// Project files written and approved (`Sandbox` is the shared test support's).
+trait ProjectFiles {
+    fn mcp_json(&self, servers: Value);
+    fn write(&self, name: &str, text: &str) -> PathBuf;
+}
+
+impl ProjectFiles for Sandbox {
     /// Writes `.mcp.json` in the project with these `mcpServers`.
     fn mcp_json(&self, servers: Value) {
         self.write(".mcp.json", &json!({ "mcpServers": servers }).to_string());

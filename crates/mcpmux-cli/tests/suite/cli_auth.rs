@@ -18,7 +18,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Sandbox, assert_code, json, table_row};
 
-impl Sandbox {
+/// The servers and token file of these tests (`Sandbox` is the shared test support's).
+trait AuthSandbox {
+    fn with_servers(remote_url: &str) -> Self;
+    fn token_file(&self) -> PathBuf;
+}
+
+impl AuthSandbox for Sandbox {
     /// A sandbox whose `.mcp.json` has the OAuth server as `remote` and a stdio server as
     /// `local`, approved.
     fn with_servers(remote_url: &str) -> Self {

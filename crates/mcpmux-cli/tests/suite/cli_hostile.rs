@@ -14,7 +14,12 @@ use support::Sandbox;
 /// Longest a single run may take: startup, one listing or call, shutdown.
 const DEADLINE: Duration = Duration::from_secs(20);
 
-impl Sandbox {
+/// The hostile test server as the person's own (`Sandbox` is the shared test support's).
+trait HostileSandbox {
+    fn with_testserver(args: &[&str]) -> Self;
+}
+
+impl HostileSandbox for Sandbox {
     /// A hermetic HOME whose `~/.claude.json` runs the test server as `ts` (the person's own
     /// config: the hostile part here is the server, not the project), and a project to run in.
     fn with_testserver(args: &[&str]) -> Self {

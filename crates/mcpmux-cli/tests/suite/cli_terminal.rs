@@ -17,7 +17,14 @@ const CLEAR: &str = "\u{1b}[2J";
 
 // Each sandbox's `~/.claude.json` holds the servers (the person's own config: these tests are
 // about what a server shows, not about approving a project's).
-impl Sandbox {
+/// Runs on a terminal and on pipes (`Sandbox` is the shared test support's).
+trait TerminalSandbox {
+    fn env(&self, cmd: &mut Command);
+    fn on_terminal(&self, args: &[&str]) -> (Option<i32>, String);
+    fn piped(&self, args: &[&str]) -> Output;
+}
+
+impl TerminalSandbox for Sandbox {
     fn env(&self, cmd: &mut Command) {
         self.hermetic(cmd)
             .env("TERM", "xterm")

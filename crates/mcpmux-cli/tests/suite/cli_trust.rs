@@ -10,7 +10,15 @@ use std::process::{Command, Stdio};
 use serde_json::json;
 use support::Sandbox;
 
-impl Sandbox {
+/// The repository server and what it left (`Sandbox` is the shared test support's).
+trait TrustSandbox {
+    fn marker(&self) -> PathBuf;
+    fn repo_mcp_json(&self, extra: &str);
+    fn outcome(&self, args: &[&str]) -> (i32, String, String);
+    fn state_of(&self, name: &str) -> (String, String);
+}
+
+impl TrustSandbox for Sandbox {
     fn marker(&self) -> PathBuf {
         self.project.join("ran")
     }

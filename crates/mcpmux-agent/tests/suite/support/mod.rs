@@ -1,14 +1,9 @@
-//! Shared by the agent's integration tests: where the real MCP servers are (the library's test
-//! support), a hub on the test server, a provider pointed at a scripted model endpoint with
+//! Shared by the agent's integration tests: where the real MCP servers are (the workspace's
+//! test support crate), a hub on the test server, a provider pointed at a scripted model endpoint with
 //! short retries, and a run that records its events.
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../../mcpmux/tests/suite/support/poll.rs"]
-mod poll;
-#[path = "../../../../mcpmux/tests/suite/support/servers.rs"]
-mod servers;
-
-pub use servers::*;
+pub use mcpmux_test_support::*;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,25 +1,14 @@
-//! Shared by the gateway's integration tests: the library's test support (where the test
-//! server is, polling, its call log, a hub on real servers with short timeouts), a gateway
+//! Shared by the gateway's integration tests: the workspace's test support (the
+//! `mcpmux-test-support` crate: where the test server is, polling, its call log, a hub on real
+//! servers with short timeouts, `mcpmux serve` as a process and the SDK clients), a gateway
 //! served over HTTP on 127.0.0.1 with a port of 0, stopped like a signal would stop it, and an
 //! OAuth authorization server for it to trust (`issuer.rs`).
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../../mcpmux/tests/suite/support/call_log.rs"]
-mod call_log;
-#[path = "../../../../mcpmux/tests/suite/support/hub.rs"]
-mod hub;
-#[path = "../../../../mcpmux/tests/suite/support/poll.rs"]
-mod poll;
-#[path = "../../../../mcpmux/tests/suite/support/servers.rs"]
-mod servers;
-
 mod issuer;
 
-pub use call_log::*;
-pub use hub::*;
 pub use issuer::*;
-pub use poll::*;
-pub use servers::*;
+pub use mcpmux_test_support::*;
 
 use mcpmux::{Hub, ServerSpec};
 use mcpmux_gateway::{Gateway, GatewayOptions, HttpError, HttpOptions, HttpServer};

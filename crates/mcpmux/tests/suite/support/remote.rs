@@ -8,7 +8,7 @@ use mcpmux::auth::TokenStore;
 use mcpmux::{HubOptions, ServerSpec};
 use serde_json::Value;
 
-use super::servers::{ServerProcess, testserver_http};
+use super::{ServerProcess, testserver_http};
 
 /// The origin of an `http://ADDR/mcp` URL: where the admin and OAuth endpoints live.
 pub fn origin(mcp_url: &str) -> String {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Sandbox, call_log, eventually_blocking, testserver, venv_bin, workspace};
+use crate::{Sandbox, call_log, eventually_blocking, mcpmux_bin, testserver, venv_bin, workspace};
 
 /// Longest an SDK client run may take (node and Python start in about a second).
 pub const CLIENT_DEADLINE: Duration = Duration::from_secs(60);
@@ -32,7 +32,7 @@ pub fn stdio_target(sandbox: &Sandbox, args: &[&str]) -> Value {
     let mut argv = vec!["serve"];
     argv.extend_from_slice(args);
     json!({
-        "command": env!("CARGO_BIN_EXE_mcpmux"),
+        "command": mcpmux_bin(),
         "args": argv,
         "cwd": sandbox.project,
         "env": {
