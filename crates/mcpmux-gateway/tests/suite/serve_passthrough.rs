@@ -4,7 +4,7 @@
 //! and refused with a clear message when more than one server is configured.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! broken edit changes nothing. Over HTTP in both eras, and over stdio.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};

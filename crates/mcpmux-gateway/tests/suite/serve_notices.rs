@@ -8,7 +8,7 @@
 //! the test server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use serde_json::{Value, json};
 use support::*;

@@ -6,7 +6,7 @@
 //! tests (`crates/mcpmux-gateway/tests/gateway_sse.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! `input_required`), upstream over streamable HTTP and over stdio.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use serde_json::{Value, json};
 use support::*;

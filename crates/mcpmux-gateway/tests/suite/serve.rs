@@ -5,7 +5,7 @@
 //! `crates/mcpmux-gateway/tests/clients/`; what they print is what the client was told.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::time::{Duration, Instant};
 
@@ -241,7 +241,7 @@ fn an_entry_that_runs_mcpmux_serve_is_not_served_by_it() {
     // The client's config lists the gateway; the gateway reads that config too.
     let sandbox = Sandbox::with_user_servers(json!({
         "t": { "command": testserver(), "args": [] },
-        "mcpmux": { "command": env!("CARGO_BIN_EXE_mcpmux"), "args": ["serve"] },
+        "mcpmux": { "command": mcpmux_bin(), "args": ["serve"] },
     }));
     let started = Instant::now();
     let lines = ts_client(

@@ -6,7 +6,7 @@
 //! declared only when some upstream offers them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use serde_json::{Value, json};
 use support::*;
