@@ -6,7 +6,7 @@
 //! here are raw JSON-RPC over HTTP: handshake-era sessions and stateless 2026-07-28 requests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::time::Duration;
 

@@ -3,12 +3,11 @@
 //! and `--access-log` (its lines on stderr: what they carry, and never a token).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::issuer;
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::time::Duration;
 
-use issuer::Issuer;
+use crate::support::Issuer;
 use serde_json::{Value, json};
 use support::*;
 

@@ -4,7 +4,7 @@
 //! escaped so the exposition stays parseable; the door's rules (`Host`, token) hold for it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use serde_json::json;
 use support::*;

@@ -2,7 +2,7 @@
 //! stdout) where an SDK client cannot show it: a signal while a call is in flight.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;

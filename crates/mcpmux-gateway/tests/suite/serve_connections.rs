@@ -6,7 +6,7 @@
 //! raises it: connections past what the soft limit allowed are held.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;

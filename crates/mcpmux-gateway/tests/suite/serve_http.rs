@@ -3,7 +3,7 @@
 //! the grace period running out) and `--threads` (one thread by default, more asked for).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::time::{Duration, Instant};
 
