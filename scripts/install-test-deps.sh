@@ -37,7 +37,7 @@ for suite in "$root/conformance" "$root/conformance/alpha"; do
     (cd "$suite" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 done
-# HAProxy, for the test of deploy/haproxy.cfg (crates/mcpmux-cli/tests/suite/cli_deploy_haproxy.rs),
+# HAProxy, for the test of deploy/haproxy.cfg (crates/mcpmux-gateway/tests/suite/deploy_haproxy.rs),
 # from Debian. The scripts run as root in CI.
 if ! command -v haproxy >/dev/null 2>&1 && [[ ! -x /usr/sbin/haproxy ]]; then
   echo "== apt: installing haproxy"

@@ -1,4 +1,6 @@
-//! The CLI's integration tests: the real `mcpmux` binary in a hermetic home.
+//! The CLI's integration tests: the real `mcpmux` binary in a hermetic home, for what the CLI
+//! itself does (arguments, output, its commands). What `mcpmux serve` does is the gateway's
+//! and tested in its suite (`crates/mcpmux-gateway/tests/suite/serve*.rs`).
 //!
 //! Every test of `tests/` is a module of this one binary rather than a binary of its own: each
 //! binary links the whole library and its dependencies (about 70 MB apiece, in debug), so a
@@ -6,15 +8,11 @@
 //! apart: its timing and /proc checks need the machine to themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-/// The gateway's OAuth authorization server, for `cli_serve_oauth`.
-#[path = "../../../mcpmux-gateway/tests/suite/support/issuer.rs"]
-mod issuer;
 mod support;
 
 mod cli;
 mod cli_auth;
 mod cli_call_args;
-mod cli_deploy_haproxy;
 mod cli_dialects;
 mod cli_edit;
 mod cli_get;

@@ -1,4 +1,6 @@
-//! The gateway's integration tests: served on 127.0.0.1, driven by real clients.
+//! The gateway's integration tests: served on 127.0.0.1, driven by real clients; in this
+//! process (`gateway_*`), and as the real `mcpmux serve` (`serve*`, `deploy_haproxy` behind
+//! HAProxy), the binary `scripts/build-test-programs.sh` builds.
 //!
 //! Every test of `tests/` is a module of this one binary rather than a binary of its own: each
 //! binary links the whole library and its dependencies (about 70 MB apiece, in debug), so a
@@ -7,6 +9,7 @@
 
 mod support;
 
+mod deploy_haproxy;
 mod gateway_access;
 mod gateway_connections;
 mod gateway_http;

@@ -6,7 +6,7 @@
 //! on with the other replica.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+use mcpmux_test_support as support;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
