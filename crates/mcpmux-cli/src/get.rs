@@ -20,7 +20,12 @@ pub struct Entries {
 }
 
 /// Prints the server `name` (`json`: as one object).
-pub fn run(hub: &Hub, entries: &Entries, name: &str, json: bool) -> Result<(), crate::Failure> {
+pub fn run(
+    hub: &Hub,
+    entries: &Entries,
+    name: &str,
+    json: bool,
+) -> Result<(), crate::failure::Failure> {
     let status = hub
         .servers()
         .into_iter()

@@ -5,11 +5,14 @@ mod agent;
 mod arguments;
 mod auth;
 mod completions;
+mod demo;
 mod edit;
+mod failure;
 mod get;
 mod logging;
 mod output;
 mod prompts;
+mod resources;
 mod runtime;
 mod secret;
 mod serve;
@@ -25,6 +28,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
 use mcpmux::{CallOptions, Hub, HubOptions, LoadOptions};
+
+use demo::with_demo;
+use failure::{Failure, exit_code};
+use runtime::interrupted;
+use spinner::startup;
 
 /// Many MCP servers, one tool set.
 #[derive(Parser)]
@@ -140,30 +148,9 @@ enum Command {
         #[arg(long, value_name = "STAGE/AGENT")]
         scope: Option<mcpmux::Scope>,
     },
-    /// List the resources of every connected server that offers them.
-    Resources {
-        /// Only this server's resources.
-        #[arg(long, short = 's')]
-        server: Option<String>,
-        /// List the resource templates (URI patterns) instead.
-        #[arg(long)]
-        templates: bool,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// List the prompts of every connected server that offers them; `prompts get NAME --arg
-    /// KEY=VALUE` fills one in.
-    Prompts {
-        #[command(subcommand)]
-        command: Option<prompts::PromptsCommand>,
-        /// Only this server's prompts.
-        #[arg(long, short = 's')]
-        server: Option<String>,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    /// `resources`, `prompts`, `read`: what servers offer beside tools.
+    #[command(flatten)]
+    Resource(resources::ResourceCommand),
     /// Log in to remote servers with OAuth, log out, and show the stored logins.
     Auth {
         #[command(subcommand)]
@@ -192,17 +179,6 @@ enum Command {
     /// (or anthropic:MODEL). The answer streams to stdout, tool calls show on stderr; exits
     /// 0 on a final answer, 3 when a limit or a refusal stopped the run, 2 on errors.
     Run(agent::RunArgs),
-    /// Read a resource: `mcpmux read file:///notes/todo.md`.
-    Read {
-        /// The resource's URI (see `mcpmux resources`).
-        uri: String,
-        /// The server to read it from (default: the one that lists it).
-        #[arg(long, short = 's')]
-        server: Option<String>,
-        /// Print the contents as JSON (text, or base64 `blob` for binary).
-        #[arg(long)]
-        json: bool,
-    },
     /// Serve every configured server's tools as one MCP server: over stdio for a client that
     /// spawns `mcpmux serve`, or over streamable HTTP with `--http 127.0.0.1:PORT`.
     Serve(serve::ServeArgs),
@@ -410,18 +386,6 @@ async fn run(cli: Cli) -> ExitCode {
     exit_code(outcome)
 }
 
-/// The demo server for a config with no server and no problem, and whether it was used.
-fn with_demo(config: mcpmux::ConfigSet) -> (mcpmux::ConfigSet, bool) {
-    if !config.servers.is_empty() || !config.problems.is_empty() {
-        return (config, false);
-    }
-    let demo = mcpmux::ConfigSet {
-        servers: vec![mcpmux_demo::demo_spec()],
-        ..config
-    };
-    (demo, true)
-}
-
 /// `mcpmux run`: Ctrl-C cancels the run (its transcript is still written); the exit code says
 /// how it stopped.
 async fn run_agent(
@@ -440,7 +404,7 @@ async fn run_agent(
     let outcome = tokio::select! {
         started = startup(hub) => match started {
             Ok(()) => agent::run(hub, model, args, &cancel).await.map_err(Failure::Other),
-            Err(e) => Err(e),
+            Err(e) => Err(Failure::from(e)),
         },
         () = cancel.cancelled() => Ok(mcpmux_agent::StopReason::Cancelled),
     };
@@ -460,42 +424,6 @@ async fn run_agent(
             ExitCode::from(3)
         }
         Err(failure) => exit_code(Err(failure)),
-    }
-}
-
-/// 0 on success, 1 for a tool's own error, 130 when interrupted, 2 for everything else
-/// (printed here).
-fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::ToolError) => ExitCode::from(1),
-        Err(Failure::Interrupted) => ExitCode::from(130),
-        Err(Failure::Other(e)) => {
-            output::say!("mcpmux: {e:#}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-async fn interrupted() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -533,54 +461,13 @@ fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
     })
 }
 
-enum Failure {
-    /// The tool answered with `isError: true`; already printed.
-    ToolError,
-    Interrupted,
-    Other(anyhow::Error),
-}
-
-impl From<anyhow::Error> for Failure {
-    fn from(e: anyhow::Error) -> Self {
-        Failure::Other(e)
-    }
-}
-
-impl From<mcpmux::Error> for Failure {
-    /// The library words errors for a harness and its model; a person at the terminal is
-    /// also told which command shows what they need.
-    fn from(e: mcpmux::Error) -> Self {
-        let advice = match &e {
-            mcpmux::Error::UnknownTool { .. } => Some("`mcpmux tools` lists the tools".into()),
-            mcpmux::Error::UnknownServer { .. } => {
-                Some("`mcpmux servers` lists the servers".into())
-            }
-            mcpmux::Error::NoResourceServer { .. } => {
-                Some("`mcpmux resources` lists what each server offers".into())
-            }
-            mcpmux::Error::Unavailable {
-                server,
-                state: mcpmux::ServerState::NeedsAuth { login: true, .. },
-                ..
-            } => Some(output::login_advice(server)),
-            _ => None,
-        };
-        match advice {
-            Some(advice) => Failure::Other(anyhow::anyhow!("{e}\n  {advice}")),
-            None => Failure::Other(e.into()),
-        }
-    }
-}
-
 async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result<(), Failure> {
     match command {
         Command::Get { name, json } => {
             startup(hub).await?;
             get::run(hub, entries, name, *json)
         }
-        Command::Resources { .. } | Command::Prompts { .. } | Command::Read { .. } => {
-            resource_command(hub, command).await
-        }
+        Command::Resource(command) => resources::run(hub, command).await,
         // Run in `run` before any hub is built.
         Command::Auth { .. }
         | Command::Trust { .. }
@@ -705,156 +592,4 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
             Ok(())
         }
     }
-}
-
-/// `mcpmux resources`, `mcpmux prompts` and `mcpmux read`.
-async fn resource_command(hub: &Hub, command: &Command) -> Result<(), Failure> {
-    startup(hub).await?;
-    match command {
-        Command::Resources {
-            server,
-            templates: false,
-            json,
-        } => {
-            let listing = hub.resources(server.as_deref()).await?;
-            if *json {
-                output::print_json(&listing.items)?;
-            } else {
-                let rows = listing
-                    .items
-                    .iter()
-                    .map(|r| {
-                        let about = r.title.as_deref().or(r.description.as_deref());
-                        [
-                            r.server.as_str(),
-                            r.uri.as_str(),
-                            r.mime_type.as_deref().unwrap_or("-"),
-                            about.unwrap_or(&r.name),
-                        ]
-                    })
-                    .collect::<Vec<_>>();
-                output::print_rows(["SERVER", "URI", "TYPE", "NAME"], &rows, "no resources")?;
-            }
-            warn_listing_errors(hub, &listing.errors);
-        }
-        Command::Resources {
-            server, json: true, ..
-        } => {
-            let listing = hub.resource_templates(server.as_deref()).await?;
-            output::print_json(&listing.items)?;
-            warn_listing_errors(hub, &listing.errors);
-        }
-        Command::Resources { server, .. } => {
-            let listing = hub.resource_templates(server.as_deref()).await?;
-            let rows = listing
-                .items
-                .iter()
-                .map(|t| {
-                    let about = t.title.as_deref().or(t.description.as_deref());
-                    [
-                        t.server.as_str(),
-                        t.uri_template.as_str(),
-                        t.mime_type.as_deref().unwrap_or("-"),
-                        about.unwrap_or(&t.name),
-                    ]
-                })
-                .collect::<Vec<_>>();
-            output::print_rows(
-                ["SERVER", "URI TEMPLATE", "TYPE", "NAME"],
-                &rows,
-                "no resource templates",
-            )?;
-            warn_listing_errors(hub, &listing.errors);
-        }
-        Command::Prompts {
-            command: Some(get), ..
-        } => prompts::run(hub, get).await?,
-        Command::Prompts { server, json, .. } => {
-            let listing = hub.prompts(server.as_deref()).await?;
-            if *json {
-                output::print_json(&listing.items)?;
-            } else {
-                let arguments: Vec<String> = listing
-                    .items
-                    .iter()
-                    .map(|p| {
-                        p.arguments
-                            .iter()
-                            .map(|a| {
-                                if a.required {
-                                    a.name.clone()
-                                } else {
-                                    format!("[{}]", a.name)
-                                }
-                            })
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .collect();
-                let rows = listing
-                    .items
-                    .iter()
-                    .zip(&arguments)
-                    .map(|(p, args)| {
-                        let about = p.title.as_deref().or(p.description.as_deref());
-                        [
-                            p.server.as_str(),
-                            p.name.as_str(),
-                            args.as_str(),
-                            about.unwrap_or(""),
-                        ]
-                    })
-                    .collect::<Vec<_>>();
-                output::print_rows(
-                    ["SERVER", "PROMPT", "ARGUMENTS", "DESCRIPTION"],
-                    &rows,
-                    "no prompts",
-                )?;
-            }
-            warn_listing_errors(hub, &listing.errors);
-        }
-        Command::Read { uri, server, json } => {
-            let contents = hub.read_resource(server.as_deref(), uri).await?;
-            if *json {
-                output::print_json(&contents)?;
-            } else {
-                for part in &contents {
-                    match part {
-                        mcpmux::ResourceContents::Text { text, .. } => output::print_text(text)?,
-                        mcpmux::ResourceContents::Blob {
-                            uri,
-                            mime_type,
-                            blob,
-                            ..
-                        } => output::print_text(&format!(
-                            "[binary {} from {uri}: {} bytes of base64; --json prints it]",
-                            mime_type.as_deref().unwrap_or("data"),
-                            blob.len()
-                        ))?,
-                        _ => {}
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// Says on stderr which servers could not list, and which are not connected.
-fn warn_listing_errors(hub: &Hub, errors: &[mcpmux::Error]) {
-    for error in errors {
-        output::say!("mcpmux: {error}");
-    }
-    output::warn_unavailable(&hub.servers());
-}
-
-/// Waits for startup to settle, with a spinner when a person is watching.
-async fn startup(hub: &Hub) -> Result<(), Failure> {
-    if std::io::stderr().is_terminal() {
-        spinner::wait_with_spinner(hub).await?;
-    } else {
-        hub.wait_ready().await?;
-    }
-    Ok(())
 }

@@ -224,7 +224,7 @@ pub fn prepare(
         reload: Some((
             baseline,
             Box::new(move || {
-                let (config, _) = crate::with_demo(mcpmux::config::load(&options));
+                let (config, _) = crate::demo::with_demo(mcpmux::config::load(&options));
                 ready(config, scope.as_ref(), &options, false)
             }),
         )),
@@ -329,7 +329,7 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         });
     }
     let Some(addr) = args.http else {
-        mcpmux_gateway::serve_stdio(gateway, crate::interrupted(), grace).await?;
+        mcpmux_gateway::serve_stdio(gateway, crate::runtime::interrupted(), grace).await?;
         return Ok(());
     };
     let token = match (&args.token_file, std::env::var(TOKEN_ENV)) {
@@ -375,6 +375,6 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
             .and_then(|()| stdout.flush())
             .context("writing to stdout")?;
     }
-    server.serve(crate::interrupted()).await?;
+    server.serve(crate::runtime::interrupted()).await?;
     Ok(())
 }

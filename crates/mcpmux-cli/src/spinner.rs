@@ -1,11 +1,21 @@
 //! A startup spinner on stderr with per-server progress; only when stderr is a terminal.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use mcpmux::{Hub, ServerState};
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Waits for startup to settle, with a spinner when a person is watching.
+pub async fn startup(hub: &Hub) -> Result<(), mcpmux::Error> {
+    if std::io::stderr().is_terminal() {
+        wait_with_spinner(hub).await?;
+    } else {
+        hub.wait_ready().await?;
+    }
+    Ok(())
+}
 
 /// Waits for the hub's startup to settle, redrawing one status line.
 pub async fn wait_with_spinner(hub: &Hub) -> Result<(), mcpmux::Error> {

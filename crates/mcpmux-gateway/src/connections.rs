@@ -32,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
-use crate::Gateway;
 use crate::deadlines::{self, Clock, Counted, Deadline, Deadlined, Timeouts, Watched};
+use crate::handler::Gateway;
 
 /// How long a request's head (request line and headers) may take to arrive: from the accept
 /// for a connection's first request, from its first byte for a later one. Go's

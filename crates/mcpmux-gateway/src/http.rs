@@ -26,12 +26,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::{
-    Gateway,
     access::Access,
     access_log,
     connections::{self, Admission, ConnectionLimits, Serving},
     door::{self, Door, Requests},
     guard::{self, GuardError, Token},
+    handler::Gateway,
     identity::{Caller, Identity},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
     rate_limit::{Limiter, RateLimit},

@@ -20,7 +20,7 @@ use notify::Watcher;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::Gateway;
+use crate::handler::Gateway;
 
 /// How long writes must have stopped before a reload: an editor's save (write, rename,
 /// chmod) or a Kubernetes ConfigMap swap is one burst of events.

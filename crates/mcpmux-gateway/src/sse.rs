@@ -37,7 +37,7 @@ use rmcp::{
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::Gateway;
+use crate::handler::Gateway;
 use crate::identity::{Caller, Identity};
 
 /// Legacy SSE sessions open at once, at most; past it `GET /sse` answers 503.

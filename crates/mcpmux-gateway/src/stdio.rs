@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rmcp::{ServiceExt, service::ServerInitializeError};
 
-use crate::Gateway;
+use crate::handler::Gateway;
 
 /// Why stdio serving failed.
 #[derive(Debug, thiserror::Error)]
