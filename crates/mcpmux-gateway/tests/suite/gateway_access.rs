@@ -46,17 +46,7 @@ async fn answer_to(answer: reqwest::Response, id: u64) -> Value {
 /// A session opened with `bearer`, its handshake done: its id.
 async fn session(url: &str, bearer: &str) -> String {
     let auth = format!("Bearer {bearer}");
-    let answer = post(url, &initialize(), &[("authorization", &auth)]).await;
-    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
-    let id = answer.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    let _ = answer.text().await;
-    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let sent = post(url, &done, &in_session(&auth, &id)).await;
-    assert_eq!(sent.status(), 202);
-    id
+    open_session(&reqwest::Client::new(), url, &[("authorization", &auth)]).await
 }
 
 fn in_session<'a>(auth: &'a str, id: &'a str) -> [(&'static str, &'a str); 3] {

@@ -49,17 +49,16 @@ async fn send(
     body: &Value,
     session: Option<&str>,
 ) -> reqwest::Response {
-    let mut request = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
+    match session {
+        Some(session) => {
+            let headers = [
+                ("mcp-session-id", session),
+                ("mcp-protocol-version", "2025-06-18"),
+            ];
+            post_by(client, url, body, &headers).await
+        }
+        None => post_by(client, url, body, &[]).await,
     }
-    request.send().await.unwrap()
 }
 
 /// `initialize` by `client`: the answer.
@@ -69,17 +68,7 @@ async fn open(client: &reqwest::Client, url: &str) -> reqwest::Response {
 
 /// A session of `client`'s with its handshake finished: its id.
 async fn session_of(client: &reqwest::Client, url: &str) -> String {
-    let answer = open(client, url).await;
-    assert_eq!(answer.status(), 200);
-    let id = answer.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    let _ = answer.text().await.unwrap();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let sent = send(client, url, &initialized, Some(&id)).await;
-    assert_eq!(sent.status(), 202);
-    id
+    open_session(client, url, &[]).await
 }
 
 fn tools_list() -> Value {

@@ -2,8 +2,8 @@
 //! and with mcpmux's own legacy SSE client: a session's answers come on its stream; what a
 //! hostile client cannot do (guess or reuse a session, open past the cap, pass the door, send
 //! garbage, stall the gateway by not reading); a session ends with its stream; a call in
-//! flight finishes at shutdown. The official SDK clients over `/sse`, against `mcpmux serve`, are
-//! (`serve_sse.rs`).
+//! flight finishes at shutdown. The official SDK clients over `/sse`, against `mcpmux serve`, are in
+//! `serve_sse.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;

@@ -92,7 +92,17 @@ pub async fn post(
     body: &serde_json::Value,
     extra: &[(&str, &str)],
 ) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
+    post_by(&reqwest::Client::new(), url, body, extra).await
+}
+
+/// [`post`] sent by `client` (one bound to a local address: another identity).
+pub async fn post_by(
+    client: &reqwest::Client,
+    url: &str,
+    body: &serde_json::Value,
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -101,6 +111,27 @@ pub async fn post(
         request = request.header(*name, *value);
     }
     request.send().await.unwrap()
+}
+
+/// A handshake-era session opened by `client` with `extra` headers on each request
+/// (`initialize`, then `notifications/initialized`), its handshake done: its id.
+pub async fn open_session(client: &reqwest::Client, url: &str, extra: &[(&str, &str)]) -> String {
+    let answer = post_by(client, url, &initialize(), extra).await;
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    let id = answer.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = answer.text().await;
+    let mut in_session = extra.to_vec();
+    in_session.extend([
+        ("mcp-session-id", id.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ]);
+    let done = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = post_by(client, url, &done, &in_session).await;
+    assert_eq!(sent.status(), 202);
+    id
 }
 
 /// An `initialize` request of the handshake era.
