@@ -106,7 +106,7 @@ fn ms(d: Duration) -> String {
 /// Runs the scenarios and prints their medians.
 pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let args = parse(args)?;
-    let (built_mcpmux, server) = super::build_cli_and_testserver()?;
+    let (built_mcpmux, server) = crate::programs::build_cli_and_testserver()?;
     let mcpmux = args.mcpmux.clone().unwrap_or(built_mcpmux);
     let dir = std::env::temp_dir().join(format!("mcpmux-bench-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

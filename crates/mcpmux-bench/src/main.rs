@@ -12,19 +12,21 @@
 //! memory (see `result.rs`); `-- gateway` loads `mcpmux serve --http` with many sessions and
 //! measures its added latency and memory per session (see `gateway/`).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use mcpmux_bench::clients::{Client, hub_connect, raw_connect};
-use mcpmux_bench::memory::{peak_rss_kib, reset_peak_rss, rss_kib};
+use mcpmux_bench::memory::{peak_rss_kib, reset_peak_rss};
 
 mod cli;
 mod gateway;
 mod peers;
+mod programs;
 mod result;
 mod search;
+
+use programs::{build_testserver, percentile};
 
 struct Args {
     server: PathBuf,
@@ -60,67 +62,6 @@ fn parse_args() -> anyhow::Result<Args> {
         args.server = build_testserver()?;
     }
     Ok(args)
-}
-
-/// The workspace root.
-fn workspace() -> anyhow::Result<PathBuf> {
-    Ok(Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .context("workspace root")?
-        .to_path_buf())
-}
-
-/// Where cargo puts the builds of `workspace`.
-fn target_dir(workspace: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"))
-}
-
-/// `cargo build --quiet ARGS` in the workspace; `what` names what was built, for the error.
-fn cargo_build<A: AsRef<std::ffi::OsStr>>(
-    args: impl IntoIterator<Item = A>,
-    what: &str,
-) -> anyhow::Result<()> {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet"])
-        .args(args)
-        .current_dir(workspace()?)
-        .status()?;
-    if !status.success() {
-        bail!("building {what} failed");
-    }
-    Ok(())
-}
-
-/// Builds the release test server next to this binary's workspace.
-fn build_testserver() -> anyhow::Result<PathBuf> {
-    cargo_build(
-        ["--release", "-p", "mcpmux-testserver"],
-        "mcpmux-testserver",
-    )?;
-    Ok(target_dir(&workspace()?)
-        .join("release")
-        .join("mcpmux-testserver"))
-}
-
-/// Builds the release CLI and test server; their paths.
-fn build_cli_and_testserver() -> anyhow::Result<(PathBuf, PathBuf)> {
-    cargo_build(
-        ["--release", "-p", "mcpmux-cli", "-p", "mcpmux-testserver"],
-        "mcpmux and mcpmux-testserver",
-    )?;
-    let release = target_dir(&workspace()?).join("release");
-    Ok((release.join("mcpmux"), release.join("mcpmux-testserver")))
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
 }
 
 fn us(d: Duration) -> String {

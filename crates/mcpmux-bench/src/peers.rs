@@ -59,7 +59,7 @@ impl Peers {
     /// (`cargo run` builds only the program it runs, and a stale client would measure old code).
     fn find(prebuilt: bool) -> anyhow::Result<Self> {
         let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let workspace = crate::workspace()?;
+        let workspace = crate::programs::workspace()?;
         let modules = workspace.join("test-deps");
         let python = modules.join(".venv/bin/python");
         let sdk = modules.join("node_modules/@modelcontextprotocol/sdk/package.json");
@@ -153,7 +153,7 @@ fn build_rust_clients(dir: &Path) -> anyhow::Result<()> {
     for client in RUST_CLIENTS {
         args.extend([OsStr::new("--bin"), client.as_ref()]);
     }
-    crate::cargo_build(args, &RUST_CLIENTS.join(", "))
+    crate::programs::cargo_build(args, &RUST_CLIENTS.join(", "))
 }
 
 /// `mcpmux-bench peers`: every client, interleaved for `rounds` rounds, medians as a table.

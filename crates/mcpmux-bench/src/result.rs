@@ -13,7 +13,8 @@ use mcpmux::{Hub, HubOptions, ServerSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::{build_testserver, peak_rss_kib, reset_peak_rss};
+use crate::programs::build_testserver;
+use mcpmux_bench::memory::{peak_rss_kib, reset_peak_rss};
 
 /// One measurement, as `result-client` prints it.
 #[derive(Serialize, Deserialize, Clone, Copy, Default)]
@@ -137,7 +138,7 @@ pub(crate) fn client_main(mut args: impl Iterator<Item = String>) -> anyhow::Res
         hub.wait_ready().await?;
         // Everything a call touches, touched once before the measurement.
         hub.call("mcp__big__huge", json!({"mb": 0.01})).await?;
-        let before_mb = crate::rss_kib("self")? as f64 / 1024.0;
+        let before_mb = mcpmux_bench::memory::rss_kib("self")? as f64 / 1024.0;
         reset_peak_rss();
         let start = std::time::Instant::now();
         let result = hub.call("mcp__big__huge", json!({"mb": mb})).await?;

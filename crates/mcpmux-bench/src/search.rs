@@ -204,11 +204,11 @@ fn micros(d: Duration) -> f64 {
 /// Builds the catalogs, measures, prints.
 pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let args = parse(args)?;
-    let workspace = super::workspace()?;
+    let workspace = crate::programs::workspace()?;
     let set = queries(&workspace)?;
     let server = match &args.server {
         Some(path) => path.clone(),
-        None => super::build_testserver()?,
+        None => crate::programs::build_testserver()?,
     };
     let dir = std::env::temp_dir().join(format!("mcpmux-bench-search-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{eventually_blocking, sandbox_reads_testserver, test_programs};
+use crate::poll::eventually_blocking;
+use crate::servers::{sandbox_reads_testserver, test_programs};
 
 /// The `mcpmux` binary, built on first use if `cargo test` ran without it.
 pub fn mcpmux_bin() -> PathBuf {

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{Sandbox, call_log, eventually_blocking, mcpmux_bin, testserver, venv_bin, workspace};
+use crate::call_log::call_log;
+use crate::cli::{Sandbox, mcpmux_bin};
+use crate::poll::eventually_blocking;
+use crate::servers::{testserver, venv_bin, workspace};
 
 /// Longest an SDK client run may take (node and Python start in about a second).
 pub const CLIENT_DEADLINE: Duration = Duration::from_secs(60);

@@ -20,8 +20,9 @@ use serde_json::Value;
 
 use crate::ids::next_id_suffix;
 use crate::{
-    Received, Wire, anthropic, checks, openai,
+    anthropic, checks, openai,
     script::{Step, Turn},
+    wire::{Received, Wire},
 };
 
 /// The largest request body read: far above any real conversation a test sends, small enough

@@ -181,7 +181,7 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let (mcpmux, server) = match (&args.mcpmux, &args.server) {
         (Some(mcpmux), Some(server)) => (mcpmux.clone(), server.clone()),
         _ => {
-            let (mcpmux, server) = crate::build_cli_and_testserver()?;
+            let (mcpmux, server) = crate::programs::build_cli_and_testserver()?;
             (
                 args.mcpmux.clone().unwrap_or(mcpmux),
                 args.server.clone().unwrap_or(server),
@@ -466,7 +466,7 @@ async fn load(args: &Args, gateway: &Listening, http: &reqwest::Client) -> anyho
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    crate::percentile(sorted, p)
+    crate::programs::percentile(sorted, p)
 }
 
 fn micros(d: Duration) -> f64 {

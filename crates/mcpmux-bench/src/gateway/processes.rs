@@ -63,7 +63,7 @@ impl Listening {
 
     /// Its resident set size now, in KiB (Linux).
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
-        crate::rss_kib(&self.pid().to_string())
+        mcpmux_bench::memory::rss_kib(&self.pid().to_string())
     }
 }
 

@@ -8,7 +8,7 @@ use proptest::test_runner::Config;
 use serde_json::{Map, Value, json};
 
 use super::check;
-use crate::Wire;
+use crate::wire::Wire;
 
 /// Cases per wire.
 const CASES: u32 = 400;

@@ -10,7 +10,7 @@ mod openai;
 
 use serde_json::Value;
 
-use crate::Wire;
+use crate::wire::Wire;
 
 /// How deep the strict-schema walk goes; serde_json already refuses deeper documents (128).
 const MAX_SCHEMA_DEPTH: usize = 128;
