@@ -43,6 +43,7 @@ use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::{ExitInfo, TransportContext};
 use breaker::CircuitBreaker;
+pub(crate) use call::{CallKind, Trip};
 use era::EraCache;
 use progress_routes::ProgressRoutes;
 pub(crate) use requests::ListKind;
@@ -67,6 +68,8 @@ struct Live {
     direct: Option<Arc<crate::transport::lines::Direct>>,
     /// What rmcp adds to each request's `_meta` in this session (a 2026-07-28 session's).
     session_meta: Option<rmcp::model::RequestMetaObject>,
+    /// The session's protocol era.
+    era: crate::state::Era,
 }
 
 impl Live {

@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Connection;
+use super::call::{CallKind, Trip};
 use super::rounds::{Roundtrip, service_error};
 use crate::call::CallOptions;
 use crate::defaults;
@@ -184,11 +185,15 @@ impl Connection {
         &self,
         uri: &str,
         options: &CallOptions,
+        trip: &mut Trip,
     ) -> Result<Vec<ResourceContents>> {
         let roundtrip = Roundtrip::Read {
             uri: uri.to_string(),
         };
-        let value = match self.roundtrip("resources/read", roundtrip, options).await? {
+        let value = match self
+            .roundtrip("resources/read", roundtrip, options, trip)
+            .await?
+        {
             ServerResult::ReadResourceResult(result) => to_json(&self.spec.name, &result)?,
             other => return Err(self.not_an_answer("resources/read", "resource contents", &other)),
         };
@@ -202,13 +207,17 @@ impl Connection {
         name: &str,
         arguments: Map<String, Value>,
         options: &CallOptions,
+        trip: &mut Trip,
     ) -> Result<PromptMessages> {
         let server = self.spec.name.as_str();
         let roundtrip = Roundtrip::Prompt {
             name: name.to_string(),
             arguments: (!arguments.is_empty()).then_some(arguments),
         };
-        let value = match self.roundtrip("prompts/get", roundtrip, options).await? {
+        let value = match self
+            .roundtrip("prompts/get", roundtrip, options, trip)
+            .await?
+        {
             ServerResult::GetPromptResult(result) => to_json(server, &result)?,
             other => return Err(self.not_an_answer("prompts/get", "prompt", &other)),
         };
@@ -226,10 +235,13 @@ impl Connection {
         what: &str,
         roundtrip: Roundtrip,
         options: &CallOptions,
+        trip: &mut Trip,
     ) -> Result<ServerResult> {
         let live = self.live_part(what, Connection::live).await?;
+        trip.attempts += 1;
+        trip.era = Some(live.era);
         let timeout = options.timeout.unwrap_or(self.spec.call_timeout);
-        self.exchange(&live, roundtrip, options, timeout, false)
+        self.exchange(&live, roundtrip, options, timeout, CallKind::Plain)
             .await
     }
 
@@ -251,6 +263,7 @@ impl Connection {
         reference: &CompletionRef,
         argument: (&str, &str),
         context: std::collections::HashMap<String, String>,
+        trip: &mut Trip,
     ) -> Result<Completion> {
         let server = self.spec.name.as_str();
         let reference = match reference {
@@ -262,11 +275,11 @@ impl Connection {
         if !context.is_empty() {
             params.context = Some(CompletionContext::with_arguments(context));
         }
-        let result = self
-            .request("completion/complete", |peer| async move {
-                peer.complete(params).await
-            })
-            .await?;
+        let what = "completion/complete";
+        let live = self.live_part(what, Connection::live).await?;
+        trip.attempts += 1;
+        trip.era = Some(live.era);
+        let result = self.send(what, live.peer.complete(params)).await?;
         let value = to_json(server, &result)?;
         value
             .get("completion")

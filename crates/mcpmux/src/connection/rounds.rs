@@ -21,6 +21,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, Sleep};
 
+use super::call::CallKind;
 use super::callers::Caller;
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
@@ -99,7 +100,7 @@ impl Connection {
         roundtrip: Roundtrip,
         options: &CallOptions,
         timeout: Duration,
-        as_task: bool,
+        kind: CallKind,
     ) -> Result<ServerResult, Error> {
         let server = &self.spec.name;
         let what = roundtrip.what();
@@ -129,7 +130,7 @@ impl Connection {
         let mut idle_rounds = 0;
         loop {
             let answer = self
-                .send_round(live, &what, request, options, as_task, &mut clock)
+                .send_round(live, &what, request, options, kind, &mut clock)
                 .await?;
             let (asked, kept) = match (answer, &kept) {
                 (ServerResult::InputRequiredResult(asked), Some(kept)) => (asked, kept),
@@ -188,12 +189,12 @@ impl Connection {
         what: &str,
         request: ClientRequest,
         options: &CallOptions,
-        as_task: bool,
+        kind: CallKind,
         clock: &mut Clock<'_>,
     ) -> Result<ServerResult, Error> {
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
-        let request_options = declared(live, options, as_task);
+        let own_meta = request_meta(live, options, kind);
         // The call's progress route is in place before the server can answer: the reader may
         // hand on the first steps before this task runs again.
         let route = |token: &ProgressToken| {
@@ -215,7 +216,7 @@ impl Connection {
             // its line is written.
             (Some(direct), ClientRequest::CallToolRequest(_)) => {
                 let mut meta = live.session_meta.clone();
-                if let Some(own) = request_options.meta {
+                if let Some(own) = own_meta {
                     meta.get_or_insert_default().extend(own);
                 }
                 let ticket = direct.ticket();
@@ -230,7 +231,7 @@ impl Connection {
             // later: the route is added as soon as its token is known.
             _ => live
                 .peer
-                .send_cancellable_request(request, request_options)
+                .send_cancellable_request(request, options_with(own_meta))
                 .await
                 .map(|handle| {
                     let guard = route(&handle.progress_token);
@@ -464,12 +465,27 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// How one request is sent: to a 2026-07-28 session, declaring the capabilities of whoever
-/// answers what the server asks — the call's relay, when it says; else the hub's own, which
-/// rmcp puts in every request. A task-augmented call (`as_task`) declares the Tasks extension
-/// beside them, in any era.
-fn declared(live: &Live, options: &CallOptions, as_task: bool) -> PeerRequestOptions {
+/// rmcp's options for a request whose own `_meta` is `meta`.
+fn options_with(meta: Option<RequestMetaObject>) -> PeerRequestOptions {
     let sent = PeerRequestOptions::no_options();
+    match meta {
+        Some(meta) => sent.with_meta(meta),
+        None => sent,
+    }
+}
+
+/// A request's own `_meta` — the one place it is built, whichever way the request goes (the
+/// session's, which every request of a 2026-07-28 session carries, is added beneath it where
+/// it is sent): to a 2026-07-28 session, the capabilities of whoever answers what the server
+/// asks — the call's relay, when it says; else the hub's own, which the session's `_meta`
+/// carries already. A task-augmented call ([`CallKind::Task`]) declares the Tasks extension
+/// beside them, in any era. `None`: the request adds nothing of its own.
+pub(super) fn request_meta(
+    live: &Live,
+    options: &CallOptions,
+    kind: CallKind,
+) -> Option<RequestMetaObject> {
+    let as_task = kind == CallKind::Task;
     let relayed = mrtr::possible(&live.peer)
         .then(|| {
             options
@@ -487,7 +503,7 @@ fn declared(live: &Live, options: &CallOptions, as_task: bool) -> PeerRequestOpt
             })
         });
     let mut capabilities = match (relayed, as_task) {
-        (None, false) => return sent,
+        (None, false) => return None,
         (Some(relayed), _) => relayed,
         (None, true) => super::client::client_info(&live.host).capabilities,
     };
@@ -496,7 +512,7 @@ fn declared(live: &Live, options: &CallOptions, as_task: bool) -> PeerRequestOpt
     }
     let mut meta = RequestMetaObject::new();
     meta.set_client_capabilities(capabilities);
-    sent.with_meta(meta)
+    Some(meta)
 }
 
 /// An rmcp request failure as an [`Error`]: the server's own JSON-RPC error, a timeout, a
