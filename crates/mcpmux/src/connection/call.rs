@@ -14,23 +14,13 @@ use rmcp::model::{JsonObject, ServerResult};
 use tokio::time::Instant;
 
 use super::breaker::Admission;
-use super::rounds::Roundtrip;
+use super::rounds::{CallKind, Roundtrip};
 use super::task_wire::{self, Answer};
 use super::{Connection, Live, ServerState};
 use crate::call::CallOptions;
 use crate::error::Error;
 use crate::state::Era;
 use crate::task::TaskCall;
-
-/// Which answer a tool call may take: a result only, or, declaring the Tasks extension
-/// (SEP-2663), the task the server makes for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CallKind {
-    /// A plain `tools/call`: its answer is a result.
-    Plain,
-    /// A task-augmented `tools/call`: the server may answer with a task.
-    Task,
-}
 
 /// What one request's way through a connection was, for whoever observes calls: the attempts
 /// it took and the era of the session that answered.

@@ -43,10 +43,11 @@ use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::{ExitInfo, TransportContext};
 use breaker::CircuitBreaker;
-pub(crate) use call::{CallKind, Trip};
+pub(crate) use call::Trip;
 use era::EraCache;
 use progress_routes::ProgressRoutes;
 pub(crate) use requests::ListKind;
+pub(crate) use rounds::CallKind;
 
 /// A live session: what calls need, shared with every caller.
 struct Live {

@@ -22,8 +22,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Connection;
-use super::call::{CallKind, Trip};
-use super::rounds::{Roundtrip, service_error};
+use super::call::Trip;
+use super::rounds::{CallKind, Roundtrip, service_error};
 use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::{Error, Result};

@@ -21,7 +21,6 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, Sleep};
 
-use super::call::CallKind;
 use super::callers::Caller;
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
@@ -33,6 +32,16 @@ use crate::error::Error;
 use crate::transport::ExitInfo;
 use crate::transport::lines::DirectCall;
 use crate::transport::stdio::StderrTail;
+
+/// Which answer a tool call may take: a result only, or, declaring the Tasks extension
+/// (SEP-2663), the task the server makes for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallKind {
+    /// A plain `tools/call`: its answer is a result.
+    Plain,
+    /// A task-augmented `tools/call`: the server may answer with a task.
+    Task,
+}
 
 /// A request a 2026-07-28 server may answer `input_required`: what is sent again, with the
 /// answers, until the server answers it.
