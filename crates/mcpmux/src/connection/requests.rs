@@ -3,19 +3,20 @@
 //! a completion of an argument, the level of the logs it sends. Each goes to the live session
 //! (waiting for the first connection attempt to settle) within the server's call deadline, and
 //! its failure is said as an [`Error`] naming the server. A read and a prompt may take rounds
-//! of a 2026-07-28 server's `input_required`, as a tool call does (`rounds.rs`). Knows nothing
-//! of other servers: the hub fans out.
+//! of a 2026-07-28 server's `input_required`, as a tool call does (`rounds.rs`); a completion
+//! and the log level leave the session the same one way (`outgoing.rs`); the lists still
+//! through rmcp's peer (its list cache). Knows nothing of other servers: the hub fans out.
 
 use std::collections::HashSet;
 use std::future::Future;
 
 use rmcp::model::{
-    ArgumentInfo, CompleteRequestParams, CompletionContext, PaginatedRequestParams, Reference,
-    ServerCapabilities, ServerResult,
+    ArgumentInfo, ClientRequest, CompleteRequest, CompleteRequestParams, CompletionContext,
+    PaginatedRequestParams, Reference, ServerCapabilities, ServerResult,
 };
 // Logging is SEP-2577-deprecated, yet part of the handshake era.
 #[allow(deprecated)]
-use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{SetLevelRequest, SetLevelRequestParams};
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -23,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::Connection;
 use super::call::Trip;
-use super::rounds::{CallKind, Roundtrip, service_error};
+use super::rounds::{CallKind, CancelOnDrop, Roundtrip, service_error};
 use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::{Error, Result};
@@ -275,12 +276,12 @@ impl Connection {
         if !context.is_empty() {
             params.context = Some(CompletionContext::with_arguments(context));
         }
-        let what = "completion/complete";
-        let live = self.live_part(what, Connection::live).await?;
-        trip.attempts += 1;
-        trip.era = Some(live.era);
-        let result = self.send(what, live.peer.complete(params)).await?;
-        let value = to_json(server, &result)?;
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        let answer = self.ask("completion/complete", request, trip).await?;
+        let value = match answer {
+            ServerResult::CompleteResult(result) => to_json(server, &result)?,
+            _ => Value::Null,
+        };
         value
             .get("completion")
             .cloned()
@@ -295,10 +296,36 @@ impl Connection {
     #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet part of the handshake era.
     pub(crate) async fn set_log_level(&self, level: LogLevel) -> Result<()> {
         let params = SetLevelRequestParams::new(super::client::logging_level(level));
-        self.request("logging/setLevel", |peer| async move {
-            peer.set_level(params).await
-        })
-        .await
+        let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(params));
+        self.ask("logging/setLevel", request, &mut Trip::default())
+            .await
+            .map(drop)
+    }
+
+    /// Sends `request` on the live session (waiting for the first connection attempt to
+    /// settle) the one way every request leaves it (`Live::send`), within the server's call
+    /// deadline; the server is told to stop if it is given up.
+    async fn ask(
+        &self,
+        what: &str,
+        request: ClientRequest,
+        trip: &mut Trip,
+    ) -> Result<ServerResult> {
+        let live = self.live_part(what, Connection::live).await?;
+        trip.attempts += 1;
+        trip.era = Some(live.era);
+        let answer = async {
+            let sent = live.send(request, None, None, None).await?;
+            let mut cancel = CancelOnDrop {
+                peer: Some(live.peer.clone()),
+                id: sent.id.clone(),
+            };
+            let answer = sent.answer.await;
+            // Answered, or the session is gone: nothing left to cancel.
+            cancel.peer = None;
+            answer.unwrap_or(Err(ServiceError::TransportClosed))
+        };
+        self.send(what, answer).await
     }
 
     /// Sends one request on the live session (waiting for the first connection attempt to
