@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::Connection;
 use super::call::Trip;
-use super::rounds::{CallKind, CancelOnDrop, Roundtrip, service_error};
+use super::rounds::{CallKind, CancelOnDrop, Roundtrip, request_meta, service_error};
 use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::{Error, Result};
@@ -315,7 +315,8 @@ impl Connection {
         trip.attempts += 1;
         trip.era = Some(live.era);
         let answer = async {
-            let sent = live.send(request, None, None, None).await?;
+            let meta = request_meta(&live, &CallOptions::default(), CallKind::Plain);
+            let sent = live.send(request, meta, None, None).await?;
             let mut cancel = CancelOnDrop {
                 peer: Some(live.peer.clone()),
                 id: sent.id.clone(),

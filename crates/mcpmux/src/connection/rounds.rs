@@ -406,9 +406,10 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// A request's own `_meta` — the one place it is built, whichever way the request goes (the
-/// session's, which every request of a 2026-07-28 session carries, is added beneath it where
-/// it is sent): to a 2026-07-28 session, the capabilities of whoever answers what the server
+/// A request's own `_meta` — the one place it is built for every request the connection
+/// builds itself (tool calls, prompts, reads, completions, the log level), whichever way it
+/// goes (the session's, which every request of a 2026-07-28 session carries, is added beneath
+/// it where it is sent): to a 2026-07-28 session, the capabilities of whoever answers what the server
 /// asks — the call's relay, when it says; else the hub's own, which the session's `_meta`
 /// carries already. A task-augmented call ([`CallKind::Task`]) declares the Tasks extension
 /// beside them, in any era. `None`: the request adds nothing of its own.
