@@ -3,7 +3,8 @@
 //! session (`rounds.rs`: our own progress-extended deadline, cancellation on drop, the rounds
 //! of a 2026-07-28 server's `input_required`, errors that say what happened). A
 //! task-augmented call (SEP-2663) takes the same path, declaring the Tasks extension on each
-//! round, and may end in the task the server made instead of a result (`task_wire.rs`).
+//! round, and may end in the task the server made instead of a result (`task_wire.rs`):
+//! which of the two a call is, is its [`CallKind`].
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,46 +14,62 @@ use rmcp::model::{JsonObject, ServerResult};
 use tokio::time::Instant;
 
 use super::breaker::Admission;
-use super::rounds::Roundtrip;
+use super::rounds::{CallKind, Roundtrip};
 use super::task_wire::{self, Answer};
 use super::{Connection, Live, ServerState};
 use crate::call::CallOptions;
 use crate::error::Error;
-use crate::result::ToolResult;
+use crate::state::Era;
+use crate::task::TaskCall;
+
+/// What one request's way through a connection was, for whoever observes calls: the attempts
+/// it took and the era of the session that answered.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Trip {
+    /// Sessions the request was sent on (more than one after a safe retry).
+    pub(crate) attempts: u32,
+    /// The era of the last session it was sent on; `None` when it was never sent.
+    pub(crate) era: Option<Era>,
+}
 
 impl Connection {
-    /// Calls `tool` (its raw name) with `arguments`: waits for a reconnecting server within the
-    /// deadline (unless the caller asked to fail fast), respects the circuit breaker, and
-    /// retries a `safe` (read-only or idempotent) tool after a lost connection.
+    /// Calls `tool` (its raw name) with `arguments` as `kind` says: waits for a reconnecting
+    /// server within the deadline (unless the caller asked to fail fast), respects the circuit
+    /// breaker, and retries a `safe` (read-only or idempotent) tool after a lost connection.
+    /// `trip` learns the attempts made and the era that answered. A task the server made is
+    /// remembered with the session it lives in.
     pub(crate) async fn call(
         &self,
         tool: &str,
-        arguments: Option<JsonObject>,
+        arguments: JsonObject,
         safe: bool,
         options: &CallOptions,
-    ) -> Result<ToolResult, Error> {
-        match self.call_as(tool, arguments, safe, options, false).await? {
-            Answer::Result(result) => Ok(result),
-            // Only a call that declared the extension takes a task (`call_once`).
-            Answer::Task(task, _) => Err(Error::Protocol {
-                server: self.spec.name.clone(),
-                message: format!(
-                    "answered tools/call `{tool}` with task `{}`, which the call did not ask for",
-                    task_wire::cut(&task.id)
-                ),
-            }),
+        kind: CallKind,
+        trip: &mut Trip,
+    ) -> Result<TaskCall, Error> {
+        match self
+            .attempts(tool, arguments, safe, options, kind, trip)
+            .await?
+        {
+            Answer::Result(result) => Ok(TaskCall::Completed(result)),
+            Answer::Task(task, live) => {
+                tracing::debug!(server = %self.spec.name, tool, task = %task_wire::cut(&task.id), "the server runs the call as a task");
+                self.tasks.record(&task, tool, &live);
+                Ok(TaskCall::Started(task))
+            }
         }
     }
 
-    /// [`Connection::call`], declaring the Tasks extension when `as_task`: the server may then
-    /// answer with a task.
-    pub(super) async fn call_as(
+    /// The attempts of one call ([`Connection::call`]): a new one only for a safe call whose
+    /// session was lost.
+    async fn attempts(
         &self,
         tool: &str,
-        arguments: Option<JsonObject>,
+        arguments: JsonObject,
         safe: bool,
         options: &CallOptions,
-        as_task: bool,
+        kind: CallKind,
+        trip: &mut Trip,
     ) -> Result<Answer, Error> {
         let timeout = options.timeout.unwrap_or(self.spec.call_timeout);
         let deadline = Instant::now() + timeout;
@@ -72,11 +89,13 @@ impl Connection {
                 .await?;
             let args = match arguments.take() {
                 Some(args) => args,
-                None => spare.clone().flatten(),
+                None => spare.clone().unwrap_or_default(),
             };
+            trip.attempts += 1;
+            trip.era = Some(live.era);
             let flight = live.flights.start();
             let result = self
-                .call_once(&live, tool, args, options, timeout, as_task)
+                .call_once(&live, tool, args, options, timeout, kind)
                 .await;
             let session_lost = matches!(result, Err(Error::ConnectionLost { .. })) && live.ended();
             // A session that ended under the call is the supervisor's to count (a crash during
@@ -163,31 +182,33 @@ impl Connection {
     }
 
     /// One attempt on the live session: the call, in as many rounds as a 2026-07-28 server
-    /// asks for (`rounds.rs`), read as a tool result (or, `as_task`, the task it made).
+    /// asks for (`rounds.rs`), read as a tool result (or, a [`CallKind::Task`], the task it
+    /// made; a plain call answered with a task fails).
     async fn call_once(
         &self,
         live: &Arc<Live>,
         tool: &str,
-        arguments: Option<JsonObject>,
+        arguments: JsonObject,
         options: &CallOptions,
         timeout: Duration,
-        as_task: bool,
+        kind: CallKind,
     ) -> Result<Answer, Error> {
         let roundtrip = Roundtrip::Tool {
             name: tool.to_string(),
-            arguments,
+            arguments: Some(arguments),
         };
         match self
-            .exchange(live, roundtrip, options, timeout, as_task)
+            .exchange(live, roundtrip, options, timeout, kind)
             .await?
         {
             ServerResult::CallToolResult(result) => {
                 Ok(Answer::Result(super::tool_result::from_rmcp(result)))
             }
-            ServerResult::CreateTaskResult(created) if as_task => {
+            ServerResult::CreateTaskResult(created) if kind == CallKind::Task => {
                 let task = task_wire::task_of(&self.spec.name, created.task)?;
                 Ok(Answer::Task(task, live.clone()))
             }
+
             other => Err(Error::Protocol {
                 server: self.spec.name.clone(),
                 message: format!(

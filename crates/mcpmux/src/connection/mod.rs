@@ -2,8 +2,9 @@
 //! its state, the era probe and handshake, the circuit breaker, the call path and the tasks
 //! (SEP-2663) a server runs for calls.
 //!
-//! The hub observes connections; it never pokes their state. Calls go straight to the shared
-//! rmcp `Peer` (it multiplexes concurrent requests), not through the supervisor, so the hot
+//! The hub observes connections; it never pokes their state. Calls go straight to the session
+//! (`outgoing.rs`: on a lines transport beside rmcp's session task, else the shared rmcp
+//! `Peer`, which multiplexes concurrent requests), not through the supervisor, so the hot
 //! path has no extra hop.
 
 mod breaker;
@@ -14,6 +15,7 @@ pub mod era;
 mod flights;
 mod handshake;
 mod mrtr;
+mod outgoing;
 mod probe;
 mod progress_routes;
 mod progress_tap;
@@ -43,9 +45,11 @@ use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::{ExitInfo, TransportContext};
 use breaker::CircuitBreaker;
+pub(crate) use call::Trip;
 use era::EraCache;
 use progress_routes::ProgressRoutes;
 pub(crate) use requests::ListKind;
+pub(crate) use rounds::CallKind;
 
 /// A live session: what calls need, shared with every caller.
 struct Live {
@@ -63,10 +67,13 @@ struct Live {
     /// The calls in flight on this session, by whom they are made for: whose a server→client
     /// request is (shared with the session's client handler).
     callers: callers::Callers,
-    /// Where its tool calls are sent beside rmcp's session task, if they can be.
+    /// Where its requests are sent beside rmcp's session task: a lines transport's
+    /// (`outgoing.rs`).
     direct: Option<Arc<crate::transport::lines::Direct>>,
     /// What rmcp adds to each request's `_meta` in this session (a 2026-07-28 session's).
     session_meta: Option<rmcp::model::RequestMetaObject>,
+    /// The session's protocol era.
+    era: crate::state::Era,
 }
 
 impl Live {

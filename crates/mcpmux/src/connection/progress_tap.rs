@@ -8,7 +8,8 @@
 //! answer it, and marks its token, so that steps read before the call has added its route
 //! wait for it (`progress_routes.rs`), even past the call's answer, which its caller reads
 //! only after adding the route. A call cancelled before rmcp wrote it never adds one: its
-//! cancellation, written after it, clears the mark.
+//! cancellation, written after it, clears the mark. (Only rmcp's requests need the mark: on a
+//! lines transport the connection sends its own, their routes added first, `outgoing.rs`.)
 //!
 //! A log message (`notifications/message`) names no call, and rmcp too hands it to a task of
 //! its own, which may run once the call that caused it has ended: here, as it is read (before

@@ -3,26 +3,28 @@
 //! a completion of an argument, the level of the logs it sends. Each goes to the live session
 //! (waiting for the first connection attempt to settle) within the server's call deadline, and
 //! its failure is said as an [`Error`] naming the server. A read and a prompt may take rounds
-//! of a 2026-07-28 server's `input_required`, as a tool call does (`rounds.rs`). Knows nothing
-//! of other servers: the hub fans out.
+//! of a 2026-07-28 server's `input_required`, as a tool call does (`rounds.rs`); a completion
+//! and the log level leave the session the same one way (`outgoing.rs`); the lists still
+//! through rmcp's peer (its list cache). Knows nothing of other servers: the hub fans out.
 
 use std::collections::HashSet;
 use std::future::Future;
 
 use rmcp::model::{
-    ArgumentInfo, CompleteRequestParams, CompletionContext, PaginatedRequestParams, Reference,
-    ServerCapabilities, ServerResult,
+    ArgumentInfo, ClientRequest, CompleteRequest, CompleteRequestParams, CompletionContext,
+    PaginatedRequestParams, Reference, ServerCapabilities, ServerResult,
 };
 // Logging is SEP-2577-deprecated, yet part of the handshake era.
 #[allow(deprecated)]
-use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{SetLevelRequest, SetLevelRequestParams};
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Connection;
-use super::rounds::{Roundtrip, service_error};
+use super::call::Trip;
+use super::rounds::{CallKind, CancelOnDrop, Roundtrip, request_meta, service_error};
 use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::{Error, Result};
@@ -184,11 +186,15 @@ impl Connection {
         &self,
         uri: &str,
         options: &CallOptions,
+        trip: &mut Trip,
     ) -> Result<Vec<ResourceContents>> {
         let roundtrip = Roundtrip::Read {
             uri: uri.to_string(),
         };
-        let value = match self.roundtrip("resources/read", roundtrip, options).await? {
+        let value = match self
+            .roundtrip("resources/read", roundtrip, options, trip)
+            .await?
+        {
             ServerResult::ReadResourceResult(result) => to_json(&self.spec.name, &result)?,
             other => return Err(self.not_an_answer("resources/read", "resource contents", &other)),
         };
@@ -202,13 +208,17 @@ impl Connection {
         name: &str,
         arguments: Map<String, Value>,
         options: &CallOptions,
+        trip: &mut Trip,
     ) -> Result<PromptMessages> {
         let server = self.spec.name.as_str();
         let roundtrip = Roundtrip::Prompt {
             name: name.to_string(),
             arguments: (!arguments.is_empty()).then_some(arguments),
         };
-        let value = match self.roundtrip("prompts/get", roundtrip, options).await? {
+        let value = match self
+            .roundtrip("prompts/get", roundtrip, options, trip)
+            .await?
+        {
             ServerResult::GetPromptResult(result) => to_json(server, &result)?,
             other => return Err(self.not_an_answer("prompts/get", "prompt", &other)),
         };
@@ -226,10 +236,13 @@ impl Connection {
         what: &str,
         roundtrip: Roundtrip,
         options: &CallOptions,
+        trip: &mut Trip,
     ) -> Result<ServerResult> {
         let live = self.live_part(what, Connection::live).await?;
+        trip.attempts += 1;
+        trip.era = Some(live.era);
         let timeout = options.timeout.unwrap_or(self.spec.call_timeout);
-        self.exchange(&live, roundtrip, options, timeout, false)
+        self.exchange(&live, roundtrip, options, timeout, CallKind::Plain)
             .await
     }
 
@@ -251,6 +264,7 @@ impl Connection {
         reference: &CompletionRef,
         argument: (&str, &str),
         context: std::collections::HashMap<String, String>,
+        trip: &mut Trip,
     ) -> Result<Completion> {
         let server = self.spec.name.as_str();
         let reference = match reference {
@@ -262,12 +276,12 @@ impl Connection {
         if !context.is_empty() {
             params.context = Some(CompletionContext::with_arguments(context));
         }
-        let result = self
-            .request("completion/complete", |peer| async move {
-                peer.complete(params).await
-            })
-            .await?;
-        let value = to_json(server, &result)?;
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        let answer = self.ask("completion/complete", request, trip).await?;
+        let value = match answer {
+            ServerResult::CompleteResult(result) => to_json(server, &result)?,
+            _ => Value::Null,
+        };
         value
             .get("completion")
             .cloned()
@@ -282,10 +296,37 @@ impl Connection {
     #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet part of the handshake era.
     pub(crate) async fn set_log_level(&self, level: LogLevel) -> Result<()> {
         let params = SetLevelRequestParams::new(super::client::logging_level(level));
-        self.request("logging/setLevel", |peer| async move {
-            peer.set_level(params).await
-        })
-        .await
+        let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(params));
+        self.ask("logging/setLevel", request, &mut Trip::default())
+            .await
+            .map(drop)
+    }
+
+    /// Sends `request` on the live session (waiting for the first connection attempt to
+    /// settle) the one way every request leaves it (`Live::send`), within the server's call
+    /// deadline; the server is told to stop if it is given up.
+    async fn ask(
+        &self,
+        what: &str,
+        request: ClientRequest,
+        trip: &mut Trip,
+    ) -> Result<ServerResult> {
+        let live = self.live_part(what, Connection::live).await?;
+        trip.attempts += 1;
+        trip.era = Some(live.era);
+        let answer = async {
+            let meta = request_meta(&live, &CallOptions::default(), CallKind::Plain);
+            let sent = live.send(request, meta, None, None).await?;
+            let mut cancel = CancelOnDrop {
+                peer: Some(live.peer.clone()),
+                id: sent.id.clone(),
+            };
+            let answer = sent.answer.await;
+            // Answered, or the session is gone: nothing left to cancel.
+            cancel.peer = None;
+            answer.unwrap_or(Err(ServiceError::TransportClosed))
+        };
+        self.send(what, answer).await
     }
 
     /// Sends one request on the live session (waiting for the first connection attempt to

@@ -5,8 +5,9 @@
 //! relay, else the host) and the request is sent again with the answers and the server's
 //! `requestState`, round after round, all under the one deadline. To a 2026-07-28 server each
 //! request declares the capabilities of whoever answers (the relay's, else the hub's own).
-//! Errors say what happened (exit status, stderr tail). Knows nothing of what the answer
-//! means: the caller reads it.
+//! Each round leaves the session the one way every request does (`outgoing.rs`), whatever
+//! the transport. Errors say what happened (exit status, stderr tail). Knows nothing of what
+//! the answer means: the caller reads it.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,24 +15,34 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientRequest, GetPromptRequest,
-    GetPromptRequestParams, InputResponses, JsonObject, ProgressToken, ReadResourceRequest,
+    GetPromptRequestParams, InputResponses, JsonObject, ReadResourceRequest,
     ReadResourceRequestParams, RequestId, RequestMetaObject, ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::service::{Peer, RoleClient, ServiceError};
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, Sleep};
 
 use super::callers::Caller;
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::mrtr;
-use super::progress_routes::{ProgressRoutes, Route};
+use super::outgoing::Sent;
+use super::progress_routes::Route;
 use super::{Connection, Live};
 use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::Error;
 use crate::transport::ExitInfo;
-use crate::transport::lines::DirectCall;
 use crate::transport::stdio::StderrTail;
+
+/// Which answer a tool call may take: a result only, or, declaring the Tasks extension
+/// (SEP-2663), the task the server makes for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallKind {
+    /// A plain `tools/call`: its answer is a result.
+    Plain,
+    /// A task-augmented `tools/call`: the server may answer with a task.
+    Task,
+}
 
 /// A request a 2026-07-28 server may answer `input_required`: what is sent again, with the
 /// answers, until the server answers it.
@@ -99,7 +110,7 @@ impl Connection {
         roundtrip: Roundtrip,
         options: &CallOptions,
         timeout: Duration,
-        as_task: bool,
+        kind: CallKind,
     ) -> Result<ServerResult, Error> {
         let server = &self.spec.name;
         let what = roundtrip.what();
@@ -129,7 +140,7 @@ impl Connection {
         let mut idle_rounds = 0;
         loop {
             let answer = self
-                .send_round(live, &what, request, options, as_task, &mut clock)
+                .send_round(live, &what, request, options, kind, &mut clock)
                 .await?;
             let (asked, kept) = match (answer, &kept) {
                 (ServerResult::InputRequiredResult(asked), Some(kept)) => (asked, kept),
@@ -188,57 +199,23 @@ impl Connection {
         what: &str,
         request: ClientRequest,
         options: &CallOptions,
-        as_task: bool,
+        kind: CallKind,
         clock: &mut Clock<'_>,
     ) -> Result<ServerResult, Error> {
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
-        let request_options = declared(live, options, as_task);
+        let meta = request_meta(live, options, kind);
         // The call's progress route is in place before the server can answer: the reader may
         // hand on the first steps before this task runs again.
-        let route = |token: &ProgressToken| {
-            live.progress.add(
-                token.clone(),
-                Route {
-                    tx: options.progress.clone(),
-                    bump: clock.bump.clone(),
-                },
-            );
-            RouteGuard {
-                routes: &live.progress,
-                token: token.clone(),
-            }
+        let route = Route {
+            tx: options.progress.clone(),
+            bump: clock.bump.clone(),
         };
-        let sent = match (&live.direct, &request) {
-            // A tool call goes beside rmcp's session task, with the `_meta` rmcp would add:
-            // the session's, then the request's own. Its route and caller are known before
-            // its line is written.
-            (Some(direct), ClientRequest::CallToolRequest(_)) => {
-                let mut meta = live.session_meta.clone();
-                if let Some(own) = request_options.meta {
-                    meta.get_or_insert_default().extend(own);
-                }
-                let ticket = direct.ticket();
-                let guard = route(&ticket.progress_token);
-                caller.identify(ticket.id.clone());
-                direct
-                    .call(ticket, request, meta)
-                    .await
-                    .map(|call| (call.id.clone(), Awaited::Direct(call), guard))
-            }
-            // rmcp numbers the request as it queues it for its session task, which writes it
-            // later: the route is added as soon as its token is known.
-            _ => live
-                .peer
-                .send_cancellable_request(request, request_options)
-                .await
-                .map(|handle| {
-                    let guard = route(&handle.progress_token);
-                    caller.identify(handle.id.clone());
-                    (handle.id, Awaited::Session(handle.rx), guard)
-                }),
-        };
-        let (id, answer, _route) = match sent {
+        let Sent {
+            id,
+            answer,
+            route: _route,
+        } = match live.send(request, meta, Some(route), Some(&caller)).await {
             Ok(sent) => sent,
             Err(e) => return Err(self.service_error(live, what, e).await),
         };
@@ -385,47 +362,12 @@ struct Clock<'a> {
     cap: Instant,
 }
 
-/// What a request's answer resolves to, however it was sent.
-type Answered = Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>;
-
-/// The answer awaited: from rmcp's session task, or beside it (`transport/lines/direct.rs`).
-enum Awaited {
-    Session(tokio::sync::oneshot::Receiver<Result<ServerResult, ServiceError>>),
-    Direct(DirectCall),
-}
-
-impl Future for Awaited {
-    type Output = Answered;
-
-    fn poll(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        match self.get_mut() {
-            Awaited::Session(rx) => Pin::new(rx).poll(cx),
-            Awaited::Direct(call) => Pin::new(call).poll(cx),
-        }
-    }
-}
-
 /// Why a call stopped before its work finished.
 enum Stopped {
     /// The session closed under it: the connection is lost.
     Closed,
     /// The deadline passed or the caller cancelled.
     Waiting(Error),
-}
-
-/// Removes a call's progress route however the call ends.
-struct RouteGuard<'a> {
-    routes: &'a ProgressRoutes,
-    token: rmcp::model::ProgressToken,
-}
-
-impl Drop for RouteGuard<'_> {
-    fn drop(&mut self) {
-        self.routes.remove(&self.token);
-    }
 }
 
 pub(super) fn result_kind(result: &ServerResult) -> String {
@@ -464,12 +406,19 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// How one request is sent: to a 2026-07-28 session, declaring the capabilities of whoever
-/// answers what the server asks — the call's relay, when it says; else the hub's own, which
-/// rmcp puts in every request. A task-augmented call (`as_task`) declares the Tasks extension
-/// beside them, in any era.
-fn declared(live: &Live, options: &CallOptions, as_task: bool) -> PeerRequestOptions {
-    let sent = PeerRequestOptions::no_options();
+/// A request's own `_meta` — the one place it is built for every request the connection
+/// builds itself (tool calls, prompts, reads, completions, the log level), whichever way it
+/// goes (the session's, which every request of a 2026-07-28 session carries, is added beneath
+/// it where it is sent): to a 2026-07-28 session, the capabilities of whoever answers what the server
+/// asks — the call's relay, when it says; else the hub's own, which the session's `_meta`
+/// carries already. A task-augmented call ([`CallKind::Task`]) declares the Tasks extension
+/// beside them, in any era. `None`: the request adds nothing of its own.
+pub(super) fn request_meta(
+    live: &Live,
+    options: &CallOptions,
+    kind: CallKind,
+) -> Option<RequestMetaObject> {
+    let as_task = kind == CallKind::Task;
     let relayed = mrtr::possible(&live.peer)
         .then(|| {
             options
@@ -487,7 +436,7 @@ fn declared(live: &Live, options: &CallOptions, as_task: bool) -> PeerRequestOpt
             })
         });
     let mut capabilities = match (relayed, as_task) {
-        (None, false) => return sent,
+        (None, false) => return None,
         (Some(relayed), _) => relayed,
         (None, true) => super::client::client_info(&live.host).capabilities,
     };
@@ -496,7 +445,7 @@ fn declared(live: &Live, options: &CallOptions, as_task: bool) -> PeerRequestOpt
     }
     let mut meta = RequestMetaObject::new();
     meta.set_client_capabilities(capabilities);
-    sent.with_meta(meta)
+    Some(meta)
 }
 
 /// An rmcp request failure as an [`Error`]: the server's own JSON-RPC error, a timeout, a

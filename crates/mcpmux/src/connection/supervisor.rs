@@ -334,6 +334,7 @@ impl Supervisor {
                 callers: callers.clone(),
                 direct: direct.clone(),
                 session_meta: session_meta.clone(),
+                era,
             })
         };
         let mut tools_version: u64 = 1;

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 
 use rmcp::model::{
     CancelTaskParams, CancelTaskRequest, ClientRequest, ErrorCode, GetTaskParams, GetTaskRequest,
-    JsonObject, ServerResult, UpdateTaskParams, UpdateTaskRequest,
+    ServerResult, UpdateTaskParams, UpdateTaskRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Map, Value};
@@ -25,12 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::breaker::Admission;
 use super::rounds::{self, CancelOnDrop};
-use super::task_wire::{self, Answer};
+use super::task_wire;
 use super::{Connection, Live};
-use crate::call::CallOptions;
 use crate::defaults;
 use crate::error::{Error, Result};
-use crate::task::{Task, TaskCall, TaskState};
+use crate::task::{Task, TaskState};
 use crate::transport::ExitInfo;
 use crate::transport::stdio::StderrTail;
 
@@ -112,7 +111,7 @@ impl Book {
     }
 
     /// Remembers `task`, made by calling `tool` in the session of `live`.
-    fn record(&self, task: &Task, tool: &str, live: &Live) {
+    pub(super) fn record(&self, task: &Task, tool: &str, live: &Live) {
         let now = Instant::now();
         let mut entries = self.lock();
         if entries.len() >= defaults::MAX_REMEMBERED_TASKS {
@@ -169,26 +168,6 @@ impl Connection {
     /// Whether the live session's server declares the Tasks extension.
     pub(crate) fn offers_tasks(&self) -> bool {
         self.peer().is_some_and(|peer| task_wire::offered_by(&peer))
-    }
-
-    /// Calls `tool` declaring the Tasks extension: the server's task (remembered with the
-    /// session it lives in), or its result when it answered at once. Otherwise as
-    /// [`Connection::call`]: deadline, breaker, `input_required` rounds, safe retries.
-    pub(crate) async fn call_task(
-        &self,
-        tool: &str,
-        arguments: Option<JsonObject>,
-        safe: bool,
-        options: &CallOptions,
-    ) -> Result<TaskCall> {
-        match self.call_as(tool, arguments, safe, options, true).await? {
-            Answer::Result(result) => Ok(TaskCall::Completed(result)),
-            Answer::Task(task, live) => {
-                tracing::debug!(server = %self.spec.name, tool, task = %task_wire::cut(&task.id), "the server runs the call as a task");
-                self.tasks.record(&task, tool, &live);
-                Ok(TaskCall::Started(task))
-            }
-        }
     }
 
     /// `tasks/get`: the task's state, and the tool it runs when this hub made it.

@@ -2,20 +2,34 @@
 //! validation, the call itself (a server's connection or a local tool), then the checks and
 //! the cut of its result. A task-augmented call (`Hub::call_task`) takes the same path.
 //! Routing is a lookup, never a parse of the name.
+//!
+//! And the seam every call crosses ([`Hub::carry`]): a tool call (plain or task-augmented, to
+//! a server or a local tool), a resource read, a prompt, a completion all start and end
+//! there, whichever path carries them, with what an observer names a call by ([`Work`],
+//! [`Site`]) and how it ended ([`Ended`]).
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::Hub;
 use crate::call::CallOptions;
 use crate::catalog::Tool;
 use crate::catalog::merge::ToolOrigin;
+use crate::config::ServerSpec;
+use crate::connection::{CallKind, Trip};
 use crate::defaults;
 use crate::error::{Error, Result};
 use crate::policy::SideEffects;
 use crate::result::{self, ToolResult};
 use crate::schema;
-use crate::state::ServerState;
+use crate::state::{Era, ServerState};
 use crate::task::TaskCall;
+
+/// A call's arguments from the hub's entry to the wire (rmcp's `JsonObject`).
+type JsonObject = serde_json::Map<String, Value>;
 
 impl Hub {
     /// Calls the tool exposed as `name` with JSON `arguments` (an object, or null for none).
@@ -31,7 +45,10 @@ impl Hub {
         arguments: Value,
         options: CallOptions,
     ) -> Result<ToolResult> {
-        match self.call_as(name, arguments, options, false).await? {
+        match self
+            .call_tool(name, arguments, options, CallKind::Plain)
+            .await?
+        {
             TaskCall::Completed(result) => Ok(result),
             // The connection takes a task only from a call that declared the extension.
             TaskCall::Started(task) => Err(Error::Protocol {
@@ -41,18 +58,38 @@ impl Hub {
         }
     }
 
-    /// One call, declaring the Tasks extension when `as_task` (the server may then answer
-    /// with a task): lookup, scope, policy, validation, the call, the checks and the cut.
-    pub(super) async fn call_as(
+    /// One tool call of `kind` through the seam ([`Hub::carry`]).
+    pub(super) async fn call_tool(
         &self,
         name: &str,
         arguments: Value,
         options: CallOptions,
-        as_task: bool,
+        kind: CallKind,
     ) -> Result<TaskCall> {
-        let arguments = match arguments {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
+        self.carry(Work::Tool(name), async move {
+            let mut site = Site::default();
+            let result = self
+                .route_tool(name, arguments, options, kind, &mut site)
+                .await;
+            (result, site)
+        })
+        .await
+    }
+
+    /// The way of one tool call: lookup, scope, policy, validation, the call (a server's
+    /// connection, or a local tool), the checks and the cut. `site` learns where it went.
+    async fn route_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        kind: CallKind,
+        site: &mut Site,
+    ) -> Result<TaskCall> {
+        // The one conversion: an object from here to the wire.
+        let arguments: JsonObject = match arguments {
+            Value::Object(map) => map,
+            Value::Null => JsonObject::new(),
             other => {
                 return Err(Error::InvalidArguments {
                     tool: name.to_string(),
@@ -91,7 +128,10 @@ impl Hub {
                 (!table.policy.is_allow_all()).then(|| table.policy.clone()),
             )
         };
-        let arguments = Value::Object(arguments.unwrap_or_default());
+        match &server {
+            Some(server) => site.spec = Some(server.spec.clone()),
+            None => site.local = true,
+        }
 
         // Scope: what `tools_for` leaves out cannot be called by name either.
         if let (Some(scope), Some(server)) = (&options.scope, &server) {
@@ -142,27 +182,18 @@ impl Hub {
 
         let (result, max_bytes) = match &server {
             Some(server) => {
-                let Value::Object(map) = arguments else {
-                    return Err(Error::InvalidArguments {
-                        tool: tool.name.clone(),
-                        message: "arguments must be a JSON object".into(),
-                    });
-                };
-                let connection = &server.connection;
-                let result = if as_task {
-                    let call =
-                        connection.call_task(&tool.raw_name, Some(map), is_safe(tool), &options);
-                    match call.await.map_err(|e| server.explain(e))? {
-                        TaskCall::Completed(result) => result,
-                        started @ TaskCall::Started(_) => return Ok(started),
-                    }
-                } else {
-                    connection
-                        .call(&tool.raw_name, Some(map), is_safe(tool), &options)
-                        .await
-                        .map_err(|e| server.explain(e))?
-                };
-                (result, server.spec.options.max_result_bytes)
+                let call = server.connection.call(
+                    &tool.raw_name,
+                    arguments,
+                    is_safe(tool),
+                    &options,
+                    kind,
+                    &mut site.trip,
+                );
+                match call.await.map_err(|e| server.explain(e))? {
+                    TaskCall::Completed(result) => (result, server.spec.options.max_result_bytes),
+                    started @ TaskCall::Started(_) => return Ok(started),
+                }
             }
             None => {
                 let Some(resolved) = inner.registry.resolve(&tool.name) else {
@@ -171,8 +202,9 @@ impl Hub {
                         suggestion: None,
                     });
                 };
+                // A local tool takes a `Value` (its public face): the map moved in, not copied.
                 (
-                    resolved.call(arguments, &options).await?,
+                    resolved.call(Value::Object(arguments), &options).await?,
                     defaults::MAX_RESULT_BYTES,
                 )
             }
@@ -341,4 +373,118 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// What a call asks, as the seam names it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Work<'a> {
+    /// `tools/call` of the tool exposed as this name.
+    Tool(&'a str),
+    /// `resources/read` of this URI.
+    Read(&'a str),
+    /// `prompts/get` of this prompt.
+    Prompt(&'a str),
+    /// `completion/complete` of this argument.
+    Complete(&'a str),
+}
+
+impl<'a> Work<'a> {
+    /// The MCP method it is.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            Work::Tool(_) => "tools/call",
+            Work::Read(_) => "resources/read",
+            Work::Prompt(_) => "prompts/get",
+            Work::Complete(_) => "completion/complete",
+        }
+    }
+
+    /// What it names: the tool, the URI, the prompt or the argument.
+    pub(crate) fn target(self) -> &'a str {
+        match self {
+            Work::Tool(name) | Work::Read(name) | Work::Prompt(name) | Work::Complete(name) => name,
+        }
+    }
+}
+
+/// Where a call went, learnt on its way (a tool's server is known only once its name is
+/// looked up): what an observer names a call by besides its [`Work`].
+#[derive(Debug, Default)]
+pub(crate) struct Site {
+    /// The server that carried it; `None` for a local tool, or a call refused before a
+    /// server was chosen.
+    pub(crate) spec: Option<Arc<ServerSpec>>,
+    /// A local tool ran it.
+    pub(crate) local: bool,
+    /// The attempts it took and the era of the session that answered.
+    pub(crate) trip: Trip,
+}
+
+impl Site {
+    /// The server's name, if a server carried it.
+    pub(crate) fn server(&self) -> Option<&str> {
+        self.spec.as_deref().map(|spec| spec.name.as_str())
+    }
+
+    /// How it was carried: the transport's short name (`stdio`, `http`, `sse`, `ws`,
+    /// `inproc`), `local` for a local tool, `none` when refused before either.
+    pub(crate) fn transport(&self) -> &'static str {
+        match (&self.spec, self.local) {
+            (Some(spec), _) => spec.transport.kind(),
+            (None, true) => "local",
+            (None, false) => "none",
+        }
+    }
+
+    /// The era of the session that answered, if one was reached.
+    pub(crate) fn era(&self) -> Option<Era> {
+        self.trip.era
+    }
+}
+
+/// How a call ended, as the seam saw it.
+#[derive(Debug)]
+pub(crate) struct Ended<'a> {
+    /// Its error; `None` when it succeeded.
+    pub(crate) error: Option<&'a Error>,
+    /// From the seam's start to its end.
+    pub(crate) elapsed: Duration,
+}
+
+impl Hub {
+    /// The seam: every call a caller makes through the hub starts and ends here — a tool
+    /// call, plain or task-augmented, to a server or a local tool ([`Hub::call_tool`]), a
+    /// resource read, a prompt, a completion (`hub/resources.rs`) — whichever path carries
+    /// it. `body` routes and carries it, and says where it went ([`Site`]: server, transport,
+    /// era, attempts). What observes calls (logs; spans and metrics) hangs here, and only
+    /// here. Costs a clock read; no allocation, lock or task.
+    pub(crate) async fn carry<T>(
+        &self,
+        work: Work<'_>,
+        body: impl Future<Output = (Result<T>, Site)>,
+    ) -> Result<T> {
+        let started = Instant::now();
+        let (result, site) = body.await;
+        let ended = Ended {
+            error: result.as_ref().err(),
+            elapsed: started.elapsed(),
+        };
+        observe(work, &site, &ended);
+        result
+    }
+}
+
+/// What the library itself says of each call: a trace line.
+fn observe(work: Work<'_>, site: &Site, ended: &Ended<'_>) {
+    tracing::trace!(
+        method = work.method(),
+        target = work.target(),
+        server = site.server(),
+        transport = site.transport(),
+        era = ?site.era(),
+        attempts = site.trip.attempts,
+        elapsed = ?ended.elapsed,
+        error = ended.error.map(tracing::field::display),
+        "call"
+    );
 }

@@ -3,6 +3,7 @@
 //! subscriptions a harness makes, completions of prompt and template arguments, and the
 //! level of the logs servers send. Each request itself is the connection's
 //! (`connection::requests`, `connection::subscriptions`); this file only chooses the servers.
+//! A read, a prompt and a completion are calls: they cross the seam (`Hub::carry`).
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Hub;
+use super::call::{Site, Work};
 use crate::call::CallOptions;
 use crate::connection::{Connection, ListKind};
 use crate::error::{Error, Result};
@@ -68,11 +70,22 @@ impl Hub {
         uri: &str,
         options: CallOptions,
     ) -> Result<Vec<ResourceContents>> {
-        let connection = match server {
-            Some(name) => self.connection_named(name)?,
-            None => self.owner_of(uri).await?,
-        };
-        connection.read_resource(uri, &options).await
+        self.carry(Work::Read(uri), async move {
+            let mut site = Site::default();
+            let result = async {
+                let connection = match server {
+                    Some(name) => self.connection_named(name)?,
+                    None => self.owner_of(uri).await?,
+                };
+                site.spec = Some(connection.spec.clone());
+                connection
+                    .read_resource(uri, &options, &mut site.trip)
+                    .await
+            }
+            .await;
+            (result, site)
+        })
+        .await
     }
 
     /// The prompt `name` of `server` filled in with `arguments`.
@@ -96,9 +109,19 @@ impl Hub {
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<PromptMessages> {
-        self.connection_named(server)?
-            .get_prompt(name, arguments, &options)
-            .await
+        self.carry(Work::Prompt(name), async move {
+            let mut site = Site::default();
+            let result = async {
+                let connection = self.connection_named(server)?;
+                site.spec = Some(connection.spec.clone());
+                connection
+                    .get_prompt(name, arguments, &options, &mut site.trip)
+                    .await
+            }
+            .await;
+            (result, site)
+        })
+        .await
     }
 
     /// The server a read of `uri` goes to (see [`Hub::read_resource`]): the one that lists
@@ -118,9 +141,19 @@ impl Hub {
         value: &str,
         context: std::collections::HashMap<String, String>,
     ) -> Result<Completion> {
-        self.connection_named(server)?
-            .complete(reference, (argument, value), context)
-            .await
+        self.carry(Work::Complete(argument), async move {
+            let mut site = Site::default();
+            let result = async {
+                let connection = self.connection_named(server)?;
+                site.spec = Some(connection.spec.clone());
+                connection
+                    .complete(reference, (argument, value), context, &mut site.trip)
+                    .await
+            }
+            .await;
+            (result, site)
+        })
+        .await
     }
 
     /// Asks every connected server that sends log messages to send those of `level` and

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::Hub;
 use crate::call::CallOptions;
+use crate::connection::CallKind;
 use crate::error::Result;
 use crate::result;
 use crate::task::{TaskCall, TaskOutcome, TaskState};
@@ -25,7 +26,8 @@ impl Hub {
         arguments: Value,
         options: CallOptions,
     ) -> Result<TaskCall> {
-        self.call_as(name, arguments, options, true).await
+        self.call_tool(name, arguments, options, CallKind::Task)
+            .await
     }
 
     /// What `server` says of its task `task_id` now (`tasks/get`): its status, and what the

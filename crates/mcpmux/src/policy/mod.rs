@@ -163,7 +163,7 @@ impl Policy {
         &self,
         tool: &Tool,
         effects: SideEffects,
-        arguments: &Value,
+        arguments: &serde_json::Map<String, Value>,
         approver: &dyn Approver,
     ) -> Result<(), Refusal> {
         match self.decide_tool(tool, effects) {
@@ -177,7 +177,7 @@ impl Policy {
             Decision::Ask { rule } => {
                 let request = ApprovalRequest {
                     tool: tool.clone(),
-                    arguments: arguments.clone(),
+                    arguments: Value::Object(arguments.clone()),
                     rule: rule.clone(),
                     effects,
                 };
@@ -196,6 +196,7 @@ impl Policy {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -228,7 +229,7 @@ mod tests {
             .enforce(
                 &tool("mcp__gh__delete_repo"),
                 SideEffects::only(SideEffect::Mutate),
-                &json!({}),
+                json!({}).as_object().unwrap(),
                 &approver,
             )
             .await;
@@ -243,7 +244,7 @@ mod tests {
             .enforce(
                 &tool("mcp__gh__get"),
                 SideEffects::only(SideEffect::Read),
-                &json!({}),
+                json!({}).as_object().unwrap(),
                 &approver,
             )
             .await;
@@ -277,12 +278,22 @@ mod tests {
         let effects = SideEffects::from_annotations(&t.annotations);
         assert!(
             policy
-                .enforce(&t, effects, &json!({"ok": true}), &approver)
+                .enforce(
+                    &t,
+                    effects,
+                    json!({"ok": true}).as_object().unwrap(),
+                    &approver
+                )
                 .await
                 .is_ok()
         );
         let refusal = policy
-            .enforce(&t, effects, &json!({"ok": false}), &approver)
+            .enforce(
+                &t,
+                effects,
+                json!({"ok": false}).as_object().unwrap(),
+                &approver,
+            )
             .await
             .err()
             .unwrap_or_else(|| panic!("not refused"));
@@ -308,9 +319,13 @@ mod tests {
         let policy = policy();
         let t = tool("mcp__gh__create_issue");
         let effects = SideEffects::only(SideEffect::Mutate);
-        let denied = policy.enforce(&t, effects, &json!({}), &DenyAll).await;
+        let denied = policy
+            .enforce(&t, effects, json!({}).as_object().unwrap(), &DenyAll)
+            .await;
         assert!(matches!(denied, Err(Refusal { asked: true, .. })));
-        let approved = policy.enforce(&t, effects, &json!({}), &ApproveAll).await;
+        let approved = policy
+            .enforce(&t, effects, json!({}).as_object().unwrap(), &ApproveAll)
+            .await;
         assert!(approved.is_ok());
     }
 }

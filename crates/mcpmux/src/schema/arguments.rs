@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::export::refs::{MAX_WALK_DEPTH, follow_refs, inferred_type, merge_all_of, types_of};
 use super::validate::{ArgumentProblem, Compiled, ValidatorCache};
@@ -25,13 +25,16 @@ impl ValidatorCache {
     /// schema already `compiled` when the caller holds it (else compiled and cached here): a
     /// schema that cannot be used refuses the call before any walk over it; otherwise strict
     /// `null`s are dropped and the rest validated. A schema that does not compile lets the
-    /// call through unvalidated. Returns the arguments to send.
+    /// call through unvalidated. Returns the arguments to send: the object it was given, the
+    /// same map, never copied.
     pub fn prepare(
         &self,
         tool: &Tool,
         compiled: Option<&Compiled>,
-        mut arguments: Value,
-    ) -> Result<Value, CallRefusal> {
+        arguments: Map<String, Value>,
+    ) -> Result<Map<String, Value>, CallRefusal> {
+        // The walks and the validator read a `Value`: the map moved in and out, not copied.
+        let mut arguments = Value::Object(arguments);
         let compiled = match compiled {
             Some(compiled) => compiled.clone(),
             None => self.input(&tool.server, &tool.raw_name, &tool.input_schema),
@@ -47,14 +50,23 @@ impl ValidatorCache {
                 validator
                     .validate(&arguments)
                     .map_err(CallRefusal::Arguments)?;
-                Ok(arguments)
+                Ok(into_object(arguments))
             }
             // Within the bounds but not compilable: sent unvalidated, as documented.
             Err(_) => {
                 drop_null_optionals(schema, &mut arguments);
-                Ok(arguments)
+                Ok(into_object(arguments))
             }
         }
+    }
+}
+
+/// The object `prepare` wrapped: dropping `null`s removes members, it never changes the kind
+/// of the value at the top.
+fn into_object(arguments: Value) -> Map<String, Value> {
+    match arguments {
+        Value::Object(map) => map,
+        _ => Map::new(),
     }
 }
 
@@ -204,10 +216,14 @@ mod tests {
                 "required": ["path"]
             }),
         );
-        let args = json!({"path": "/a", "tail": null});
-        assert_eq!(cache.prepare(&tool, None, args), Ok(json!({"path": "/a"})));
+        let object = |value: Value| value.as_object().cloned().unwrap();
+        let args = object(json!({"path": "/a", "tail": null}));
+        assert_eq!(
+            cache.prepare(&tool, None, args),
+            Ok(object(json!({"path": "/a"})))
+        );
 
-        let args = json!({"path": null, "tail": "3"});
+        let args = object(json!({"path": null, "tail": "3"}));
         let Err(CallRefusal::Arguments(problems)) = cache.prepare(&tool, None, args) else {
             panic!("refused for its arguments");
         };

@@ -690,7 +690,11 @@ mod tests {
         for schema in bad {
             assert!(Validator::compile(&schema).is_err(), "{schema}");
             let tool = crate::catalog::Tool::local("t", schema);
-            assert!(cache.prepare(&tool, None, json!({"x": 1})).is_ok());
+            assert!(
+                cache
+                    .prepare(&tool, None, json!({"x": 1}).as_object().cloned().unwrap())
+                    .is_ok()
+            );
         }
     }
 
@@ -708,7 +712,7 @@ mod tests {
         assert_eq!(cache.len(), 1, "a new schema version replaces the old one");
         let mut tool = crate::catalog::Tool::local("read", changed);
         tool.server = "fs".into();
-        assert!(cache.prepare(&tool, None, json!({})).is_err());
+        assert!(cache.prepare(&tool, None, serde_json::Map::new()).is_err());
         cache.input("other", "read", &schema);
         assert_eq!(cache.len(), 2);
         cache.forget_server("fs");

@@ -118,7 +118,8 @@ where
         }
     }
 
-    /// Where tool calls are sent beside rmcp's session task (`lines/direct.rs`).
+    /// Where the connection's requests are sent beside rmcp's session task
+    /// (`lines/direct.rs`).
     pub(crate) fn direct(&self) -> Arc<Direct> {
         self.reader.direct.clone()
     }
@@ -426,7 +427,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         let (Some(id), Some(result), None) = (envelope.id, envelope.result, envelope.method) else {
             return None;
         };
-        if !crate::sync::lock(&self.tool_calls).answered(&id) && !self.direct.awaits(&id) {
+        if !crate::sync::lock(&self.tool_calls).answered(&id) && !self.direct.awaits_tool_call(&id)
+        {
             return None;
         }
         let result = call_result::read(result.get())?;

@@ -1,15 +1,18 @@
-//! Tool calls sent beside rmcp's session task rather than through it. rmcp passes each request
-//! to its session task over a channel, spawns a task to write it, and hands the answer back
-//! from that session task: a call pays two task hops and a spawn, on two cores often a wake
-//! of the other core. A direct call is queued by its caller in the transport's own outbox (in
-//! order with everything rmcp sends) and written there; its answer, read by the same reader
-//! as every other message, is handed over when rmcp's `receive` reaches it, so the progress
-//! read before it still reaches the call first (`connection/progress_tap.rs`).
+//! Requests sent beside rmcp's session task rather than through it: the connection's own
+//! (`connection/outgoing.rs` sends every request it makes on a lines transport here). rmcp
+//! passes each request to its session task over a channel, spawns a task to write it, and
+//! hands the answer back from that session task: a request pays two task hops and a spawn,
+//! on two cores often a wake of the other core. A direct request is queued by its caller in
+//! the transport's own outbox (in order with everything rmcp sends) and written there; its
+//! answer, read by the same reader as every other message, is handed over when rmcp's
+//! `receive` reaches it, so the progress read before it still reaches the caller first. The
+//! answer to a `tools/call` is read straight into a tool result (`call_result.rs`).
 //!
-//! Ids and progress tokens are numbered from 2³², a range rmcp's u32 counters never reach, so
-//! the two never answer each other's requests. A call whose caller gives up forgets its id; a
-//! transport that ends (its stream's end, or dropped) fails every call still waiting at once.
-//! Knows nothing of which calls are worth sending this way: the connection decides.
+//! Ids and progress tokens are numbered from 2³², a range rmcp's u32 counters (its handshake,
+//! and the few requests still its own) never reach, so the two never answer each other's
+//! requests. A request whose caller gives up forgets its id; a transport that ends (its
+//! stream's end, or dropped) fails every request still waiting at once. Knows nothing of
+//! which requests are sent this way: the connection decides.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -53,7 +56,8 @@ pub(crate) struct Direct {
 }
 
 struct Awaited {
-    calls: HashMap<RequestId, oneshot::Sender<Answer>>,
+    /// Each request's waiter, and whether it is a `tools/call` (its answer a tool result).
+    calls: HashMap<RequestId, (oneshot::Sender<Answer>, bool)>,
     /// The transport ended: nothing more is sent or answered.
     closed: bool,
 }
@@ -91,6 +95,7 @@ impl Direct {
         meta: Option<RequestMetaObject>,
     ) -> Result<DirectCall, ServiceError> {
         let Ticket { id, progress_token } = ticket;
+        let tool_call = matches!(request, ClientRequest::CallToolRequest(_));
         if let Some(meta) = meta {
             request.get_meta_mut().extend(meta);
         }
@@ -110,7 +115,7 @@ impl Direct {
             if awaited.closed {
                 return Err(ServiceError::TransportClosed);
             }
-            awaited.calls.insert(id.clone(), tx);
+            awaited.calls.insert(id.clone(), (tx, tool_call));
             alone = awaited.calls.len() == 1;
         }
         let call = DirectCall {
@@ -156,20 +161,26 @@ impl Direct {
         !crate::sync::lock(&self.awaited).calls.is_empty()
     }
 
-    /// Whether the call `id` awaits its answer.
-    pub(super) fn awaits(&self, id: &RequestId) -> bool {
-        crate::sync::lock(&self.awaited).calls.contains_key(id)
+    /// Whether the `tools/call` `id` awaits its answer (a tool result, read as one).
+    pub(super) fn awaits_tool_call(&self, id: &RequestId) -> bool {
+        crate::sync::lock(&self.awaited)
+            .calls
+            .get(id)
+            .is_some_and(|(_, tool_call)| *tool_call)
     }
 
-    /// The waiter of call `id`, which its answer is now for.
+    /// The waiter of request `id`, which its answer is now for.
     pub(super) fn take(&self, id: &RequestId) -> Option<oneshot::Sender<Answer>> {
-        crate::sync::lock(&self.awaited).calls.remove(id)
+        crate::sync::lock(&self.awaited)
+            .calls
+            .remove(id)
+            .map(|(tx, _)| tx)
     }
 
-    /// The waiters of every call awaited, which one answer too large to read may be for.
+    /// The waiters of every request awaited, which one answer too large to read may be for.
     pub(super) fn take_all(&self) -> Vec<oneshot::Sender<Answer>> {
         let calls = std::mem::take(&mut crate::sync::lock(&self.awaited).calls);
-        calls.into_values().collect()
+        calls.into_values().map(|(tx, _)| tx).collect()
     }
 
     /// Drops the waiter of call `id`: its answer, if it comes, is ignored; its caller, if
@@ -329,6 +340,34 @@ mod tests {
         let answer = (&mut call).await.unwrap();
         assert_eq!(text_of(&answer), "hi");
         assert!(!direct.awaits_any());
+    }
+
+    #[tokio::test]
+    async fn a_read_sent_beside_a_tool_call_is_answered_as_a_read_not_a_tool_result() {
+        let (mut transport, mut server_out, mut server_in) = pair(1 << 20);
+        let direct = transport.direct();
+        // A tool call in flight: the reader looks for tool results in every answer.
+        let call = direct.call(direct.ticket(), echo("x"), None).await.unwrap();
+        let read = ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(
+            rmcp::model::ReadResourceRequestParams::new("file:///a"),
+        ));
+        let read = direct.call(direct.ticket(), read, None).await.unwrap();
+        let _ = read_request(&mut server_in).await;
+        let request = read_request(&mut server_in).await;
+        assert_eq!(request["method"], "resources/read");
+        let contents = json!({"jsonrpc": "2.0", "id": request["id"],
+            "result": {"contents": [{"uri": "file:///a", "text": "hello"}]}});
+        server_out
+            .write_all(format!("{contents}\n").as_bytes())
+            .await
+            .unwrap();
+        let receiving = tokio::spawn(async move { while transport.receive().await.is_some() {} });
+        match read.await.unwrap() {
+            Ok(ServerResult::ReadResourceResult(result)) => assert_eq!(result.contents.len(), 1),
+            other => panic!("not read as a read's answer: {other:?}"),
+        }
+        drop((call, server_out));
+        receiving.await.unwrap();
     }
 
     #[tokio::test]
