@@ -60,7 +60,9 @@ impl World {
                 .to_string_lossy()
                 .to_string()],
         )
-        .with_env("HOME", self.home.path().to_string_lossy());
+        .with_env("HOME", self.home.path().to_string_lossy())
+        // The SDK's imports take seconds; several servers at once on a loaded machine more.
+        .with_startup_timeout(std::time::Duration::from_secs(120));
         if let TransportSpec::Stdio { cwd, .. } = &mut spec.transport {
             *cwd = Some(self.project().to_path_buf());
         }
@@ -364,5 +366,40 @@ async fn a_cpu_hog_is_killed_by_its_limit_and_the_hub_and_other_servers_carry_on
     )
     .await;
     assert_eq!(calm, "ok: project notes\n");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_fork_bomb_is_stopped_by_its_process_limit_even_for_root_and_others_carry_on() {
+    // Bounded: at most 200 children, each waiting on a pipe the tool closes before it
+    // answers, and that closes when the server dies: nothing outlives the test.
+    let world = World::new();
+    let mut limits = Limits::default();
+    limits.processes = Some(32);
+    let hub = support::started(vec![
+        world.python(
+            "bomb",
+            Some(Sandbox::profile(Profile::Project).with_limits(limits)),
+        ),
+        world.python("calm", Some(Sandbox::profile(Profile::Project))),
+    ])
+    .await;
+    let bomb = call(&hub, "mcp__bomb__fork_bomb", json!({"tries": 200})).await;
+    let started: usize = bomb
+        .strip_prefix("started ")
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{bomb}"));
+    assert!(started < 32, "{bomb}");
+    assert!(
+        bomb.contains("errno 11"),
+        "EAGAIN at the limit expected: {bomb}"
+    );
+    // Another server is unharmed and can fork as many as it needs.
+    let calm = call(&hub, "mcp__calm__fork_bomb", json!({"tries": 40})).await;
+    assert_eq!(calm, "started 40");
+    // The bombed server keeps serving, its limit freed as its children exit.
+    let again = call(&hub, "mcp__bomb__fork_bomb", json!({"tries": 4})).await;
+    assert_eq!(again, "started 4");
     hub.shutdown().await;
 }

@@ -68,6 +68,33 @@ def allocate(mib: int) -> str:
 
 
 @mcp.tool()
+def fork_bomb(tries: int) -> str:
+    """Starts up to `tries` processes at once, each waiting until this call is over (or this
+    server is gone), and says how many the system let it start."""
+    read_end, write_end = os.pipe()
+    started = []
+    refused = None
+    for _ in range(tries):
+        try:
+            pid = os.fork()
+        except OSError as e:
+            refused = e
+            break
+        if pid == 0:
+            os.close(write_end)
+            os.read(read_end, 1)
+            os._exit(0)
+        started.append(pid)
+    os.close(write_end)
+    os.close(read_end)
+    for pid in started:
+        os.waitpid(pid, 0)
+    if refused is not None:
+        return f"started {len(started)}, then {failed(refused)}"
+    return f"started {len(started)}"
+
+
+@mcp.tool()
 def spin() -> str:
     """Burns CPU until stopped."""
     while True:
