@@ -93,6 +93,13 @@ pub(crate) fn prepare(
         let Some(mut grants) = sandbox.grants(home.as_deref(), &project, tmp.path()) else {
             return Ok(None);
         };
+        if !sandbox.hosts.is_empty() && matches!(grants.network, crate::config::Network::Ports(_)) {
+            tracing::warn!(
+                server = %server,
+                "its sandbox.network names hosts ({}): the kernel enforces only their ports, so it may connect to any host on those ports",
+                sandbox.hosts.join(", ")
+            );
+        }
         // The program the person approved, wherever it is installed: its own directory, read
         // only (a binary's data files, a script's modules beside it).
         if let Some(dir) = program_dir(command, env, &project) {

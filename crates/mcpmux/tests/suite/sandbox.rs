@@ -204,6 +204,12 @@ async fn offline_reaches_nothing_loopback_only_itself_and_a_port_list_only_its_p
             "ports",
             Some(Sandbox::profile(Profile::Project).with_network(Network::Ports(vec![port]))),
         ),
+        world.python(
+            "host",
+            Some(from_config(&format!(
+                "{{ network = [\"127.0.0.1:{port}\"] }}"
+            ))),
+        ),
     ])
     .await;
     let to = |port: u16| json!({"port": port});
@@ -231,7 +237,42 @@ async fn offline_reaches_nothing_loopback_only_itself_and_a_port_list_only_its_p
     );
     let denied = call(&hub, "mcp__ports__connect", to(other_port)).await;
     assert!(denied.contains("errno 13"), "{denied}");
+
+    // A `host:port` entry: its port is enforced, and the server says its host is not.
+    assert_eq!(
+        call(&hub, "mcp__host__connect", to(port)).await,
+        "connected"
+    );
+    let denied = call(&hub, "mcp__host__connect", to(other_port)).await;
+    assert!(denied.contains("errno 13"), "{denied}");
+    let shown = hub
+        .servers()
+        .into_iter()
+        .find(|s| s.name == "host")
+        .unwrap();
+    assert!(
+        shown
+            .sandbox
+            .as_deref()
+            .is_some_and(|s| s.ends_with("(hosts not enforced)")),
+        "{:?}",
+        shown.sandbox
+    );
     hub.shutdown().await;
+}
+
+/// The sandbox an entry's `sandbox = <toml>` in a `mcpmux.toml` gives, read by the loader.
+fn from_config(toml: &str) -> Sandbox {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("mcpmux.toml"),
+        format!("[servers.x]\ncommand = \"x\"\nsandbox = {toml}\n"),
+    )
+    .unwrap();
+    let options = mcpmux::config::LoadOptions::new(None, home.path()).with_approver(|_| true);
+    let set = mcpmux::config::load_with_env(&options, &|_| None);
+    assert!(set.problems.is_empty(), "{:?}", set.problems);
+    set.servers[0].options.sandbox.clone().unwrap()
 }
 
 #[tokio::test]
