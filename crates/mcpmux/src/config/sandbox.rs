@@ -4,6 +4,7 @@
 //!
 //! Only the policy lives here; `transport::sandbox` applies it to a child process.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -232,6 +233,45 @@ impl Sandbox {
             required: self.required,
         })
     }
+
+    /// The grants of a server started as `command` with `env` (set on top of ours: its `HOME`
+    /// wins) in `project`, with private temp dir `tmp`: [`Sandbox::grants`] plus, read only,
+    /// the directory of the program the person approved, wherever it is installed (a
+    /// binary's data files, a script's modules beside it).
+    pub fn server_grants(
+        &self,
+        command: &str,
+        env: &BTreeMap<String, String>,
+        project: &Path,
+        tmp: &Path,
+    ) -> Option<Grants> {
+        let home = env
+            .get("HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(PathBuf::from));
+        let mut grants = self.grants(home.as_deref(), project, tmp)?;
+        if let Some(dir) = program_dir(command, env, project) {
+            grants.read.push(dir);
+        }
+        Some(grants)
+    }
+}
+
+/// The directory of the program `command` runs (after symbolic links), found like `exec` finds
+/// it: a path with a slash from `project`, else on `PATH`.
+fn program_dir(command: &str, env: &BTreeMap<String, String>, project: &Path) -> Option<PathBuf> {
+    let found = if command.contains('/') {
+        Some(project.join(command))
+    } else {
+        let path = env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok())?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(command))
+            .find(|candidate| candidate.is_file())
+    }?;
+    Some(found.canonicalize().ok()?.parent()?.to_path_buf())
 }
 
 /// System paths every runtime reads: binaries, libraries, configuration, `/proc` (Landlock
@@ -553,6 +593,25 @@ fn bytes(value: &Value) -> Result<u64, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_program_directory_is_found_on_path_or_from_the_project() {
+        let env = BTreeMap::from([("PATH".to_owned(), "/nonexistent:/bin".to_owned())]);
+        let sh = program_dir("sh", &env, Path::new("/")).unwrap();
+        assert!(sh.is_dir(), "{sh:?}");
+        assert_eq!(
+            program_dir("./bin/sh", &env, Path::new("/")),
+            Some(sh.clone())
+        );
+        assert_eq!(
+            program_dir("no-such-program-here", &env, Path::new("/")),
+            None
+        );
+        let grants = Sandbox::profile(Profile::Project)
+            .server_grants("sh", &env, Path::new("/p"), Path::new("/t"))
+            .unwrap();
+        assert_eq!(grants.read.last(), Some(&sh));
+    }
 
     #[test]
     fn a_profile_name_or_a_table_is_read() {

@@ -10,7 +10,7 @@
 //! ARCHITECTURE.md sketches the macOS and Windows counterparts this seam is shaped for.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tokio::process::Command;
 
@@ -81,16 +81,12 @@ pub(crate) fn prepare(
             .prefix(&format!("mcpmux-{}-", safe_name(server)))
             .tempdir()
             .map_err(|e| refused(format!("cannot create its private temp dir: {e}")))?;
-        let home = env
-            .get("HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(PathBuf::from));
         let project = match cwd {
             Some(dir) => dir.to_path_buf(),
             None => std::env::current_dir()
                 .map_err(|e| refused(format!("cannot tell the project directory: {e}")))?,
         };
-        let Some(mut grants) = sandbox.grants(home.as_deref(), &project, tmp.path()) else {
+        let Some(grants) = sandbox.server_grants(command, env, &project, tmp.path()) else {
             return Ok(None);
         };
         if !sandbox.hosts.is_empty() && matches!(grants.network, crate::config::Network::Ports(_)) {
@@ -99,11 +95,6 @@ pub(crate) fn prepare(
                 "its sandbox.network names hosts ({}): the kernel enforces only their ports, so it may connect to any host on those ports",
                 sandbox.hosts.join(", ")
             );
-        }
-        // The program the person approved, wherever it is installed: its own directory, read
-        // only (a binary's data files, a script's modules beside it).
-        if let Some(dir) = program_dir(command, env, &project) {
-            grants.read.push(dir);
         }
         let (child, pids) = match linux::ChildSetup::new(server, &grants) {
             Ok(child) => child,
@@ -163,23 +154,6 @@ pub(crate) fn denial(sandbox: Option<&Sandbox>, stderr: &[String]) -> Option<Str
             "it runs in the `{profile}` sandbox and was denied something (see its stderr): grant the path in sandbox.read or sandbox.write, or the port in sandbox.network"
         ),
     })
-}
-
-/// The directory of the program `command` runs (after symbolic links), found like `exec` finds
-/// it: a path with a slash from `project`, else on `PATH`.
-fn program_dir(command: &str, env: &BTreeMap<String, String>, project: &Path) -> Option<PathBuf> {
-    let found = if command.contains('/') {
-        Some(project.join(command))
-    } else {
-        let path = env
-            .get("PATH")
-            .cloned()
-            .or_else(|| std::env::var("PATH").ok())?;
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(command))
-            .find(|candidate| candidate.is_file())
-    }?;
-    Some(found.canonicalize().ok()?.parent()?.to_path_buf())
 }
 
 /// The server's name as a temp dir prefix: letters, digits, `-`, `_`; the rest becomes `_`.
@@ -546,18 +520,6 @@ mod linux {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_program_directory_is_found_on_path_or_from_the_project() {
-        let env = BTreeMap::from([("PATH".to_owned(), "/nonexistent:/bin".to_owned())]);
-        let sh = program_dir("sh", &env, Path::new("/")).unwrap();
-        assert!(sh.is_dir(), "{sh:?}");
-        assert_eq!(program_dir("./bin/sh", &env, Path::new("/")), Some(sh));
-        assert_eq!(
-            program_dir("no-such-program-here", &env, Path::new("/")),
-            None
-        );
-    }
 
     #[test]
     fn a_denial_on_stderr_names_the_path_to_grant() {
