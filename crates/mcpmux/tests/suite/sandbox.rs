@@ -131,6 +131,29 @@ async fn under_project_a_planted_ssh_key_is_denied_and_the_project_is_read_and_w
 }
 
 #[tokio::test]
+async fn a_server_that_dies_of_a_denial_mid_session_fails_the_call_naming_the_grant() {
+    let world = World::new();
+    let hub = support::started(vec![
+        world.python("dies", Some(Sandbox::profile(Profile::Project))),
+    ])
+    .await;
+    let error = hub
+        .call("mcp__dies__read_or_die", json!({"path": world.key()}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("connection lost"), "{error}");
+    assert!(
+        error.contains(&format!(
+            "fs denied: {} — add it (or its folder) to this server's sandbox.read",
+            world.key().display()
+        )),
+        "{error}"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
 async fn writes_outside_the_write_list_fail_and_inside_succeed() {
     let world = World::new();
     let elsewhere = tempfile::tempdir().unwrap();

@@ -3,6 +3,8 @@ and answer what the system said, so the test sees EACCES rather than a crash."""
 
 import os
 import socket
+import sys
+import traceback
 
 from mcp.server.mcpserver import MCPServer
 
@@ -21,6 +23,19 @@ def read(path: str) -> str:
             return "ok: " + f.read()
     except OSError as e:
         return failed(e)
+
+
+@mcp.tool()
+def read_or_die(path: str) -> str:
+    """Reads a file, and dies of an error it does not handle (as many servers do), with the
+    traceback on stderr."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 @mcp.tool()
