@@ -10,7 +10,8 @@
 //! cache, see `cli.rs`); `-- search` measures tool search on a real
 //! catalog and at 10 000 tools (see `search.rs`); `-- result` what a large result costs in
 //! memory (see `result.rs`); `-- gateway` loads `mcpmux serve --http` with many sessions and
-//! measures its added latency and memory per session (see `gateway/`).
+//! measures its added latency and memory per session (see `gateway/`); `-- sandbox` what a
+//! server's sandbox adds to its start and calls (see `sandbox.rs`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,6 +25,7 @@ mod gateway;
 mod peers;
 mod programs;
 mod result;
+mod sandbox;
 mod search;
 
 use programs::{build_testserver, percentile};
@@ -140,6 +142,7 @@ fn main() -> anyhow::Result<()> {
         Some("result") => return result::main(std::env::args().skip(2)),
         Some("result-client") => return result::client_main(std::env::args().skip(2)),
         Some("gateway") => return gateway::main(std::env::args().skip(2)),
+        Some("sandbox") => return sandbox::main(std::env::args().skip(2)),
         _ => {}
     }
     let args = parse_args()?;

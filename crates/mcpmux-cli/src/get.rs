@@ -1,11 +1,13 @@
 //! `mcpmux get NAME`: one server's entry as resolved (command or URL, env keys, header names,
-//! where it was read, whether it is approved, lazy/required, timeouts) beside its state and
-//! tool count. Secrets are never printed: env and header values, a `headersHelper` command
+//! where it was read, whether it is approved, lazy/required, timeouts, its sandbox's grants)
+//! beside its state and tool count. Secrets are never printed: env and header values, a `headersHelper` command
 //! and a URL's query and userinfo are left out.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
-use mcpmux::config::{Origin, ProjectEntry, ServerSpec, TransportSpec};
+use mcpmux::config::{Limits, Network, Origin, ProjectEntry, Sandbox, ServerSpec, TransportSpec};
 use mcpmux::{Hub, ServerStatus};
 use serde_json::{Value, json};
 
@@ -124,7 +126,84 @@ fn describe(status: &ServerStatus, spec: Option<&ServerSpec>, project: &[Project
     value["startup_timeout"] = secs(spec.startup_timeout).into();
     value["call_timeout"] = secs(spec.call_timeout).into();
     value["probe_timeout"] = secs(spec.probe_timeout).into();
+    // A sandbox confines what mcpmux runs: a local server, or a remote one's headersHelper.
+    let runs =
+        matches!(spec.transport, TransportSpec::Stdio { .. }) || spec.auth.headers_helper.is_some();
+    if let Some(sandbox) = spec
+        .options
+        .sandbox
+        .as_ref()
+        .filter(|s| runs && !s.is_off())
+    {
+        grants(&mut value, sandbox, &spec.transport);
+    }
     value
+}
+
+/// The sandbox's grants as the server (or its `headersHelper`) would get them at its next
+/// start: paths expanded (only those that exist, as the kernel is given them), `${TMP}` for the
+/// private temp dir made at each start, network, limits.
+fn grants(value: &mut Value, sandbox: &Sandbox, transport: &TransportSpec) {
+    value["sandbox"] = sandbox.summary().into();
+    let empty = BTreeMap::new();
+    // A remote server's sandbox is its `headersHelper`'s, run by `sh` in our directory.
+    let (command, env, cwd) = match transport {
+        TransportSpec::Stdio {
+            command, env, cwd, ..
+        } => (command.as_str(), env, cwd.clone()),
+        _ => ("sh", &empty, None),
+    };
+    let Some(project) = cwd.or_else(|| std::env::current_dir().ok()) else {
+        return;
+    };
+    let Some(grants) = sandbox.server_grants(command, env, &project, Path::new("${TMP}")) else {
+        return;
+    };
+    let shown = |paths: &[std::path::PathBuf]| -> Vec<String> {
+        let mut shown: Vec<String> = Vec::new();
+        for path in paths {
+            let text = path.display().to_string();
+            if (path.exists() || text.starts_with("${TMP}")) && !shown.contains(&text) {
+                shown.push(text);
+            }
+        }
+        shown
+    };
+    value["sandbox_read"] = shown(&grants.read).into();
+    value["sandbox_write"] = shown(&grants.write).into();
+    value["sandbox_network"] = match (&grants.network, sandbox.hosts.is_empty()) {
+        (Network::Ports(_), false) => format!(
+            "{} (named hosts {}: only their ports are enforced, any host on them is reachable)",
+            grants.network,
+            sandbox.hosts.join(", ")
+        ),
+        (network, _) => network.to_string(),
+    }
+    .into();
+    value["sandbox_limits"] = limits(&grants.limits).into();
+    value["sandbox_required"] = grants.required.into();
+}
+
+/// `memory 512 MiB`, `cpu_time 30s`, `processes 64`, `open_files 1024`: the limits set.
+fn limits(limits: &Limits) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(bytes) = limits.memory {
+        out.push(if bytes % (1 << 20) == 0 {
+            format!("memory {} MiB", bytes >> 20)
+        } else {
+            format!("memory {bytes} bytes")
+        });
+    }
+    if let Some(time) = limits.cpu_time {
+        out.push(format!("cpu_time {}", secs(time)));
+    }
+    if let Some(n) = limits.processes {
+        out.push(format!("processes {n}"));
+    }
+    if let Some(n) = limits.open_files {
+        out.push(format!("open_files {n}"));
+    }
+    out
 }
 
 /// `30s`, `1.5s`.
@@ -170,6 +249,12 @@ const ORDER: &[&str] = &[
     "startup_timeout",
     "call_timeout",
     "probe_timeout",
+    "sandbox",
+    "sandbox_read",
+    "sandbox_write",
+    "sandbox_network",
+    "sandbox_limits",
+    "sandbox_required",
     "state",
     "protocol",
     "tools",

@@ -128,3 +128,93 @@ fn a_remote_servers_connection_error_does_not_quote_its_urls_query() {
     assert!(!error.contains("s3cr3t"), "{run:#?}");
     assert!(!run.stderr.contains("s3cr3t"), "{run:#?}");
 }
+
+#[test]
+fn get_lists_a_sandboxed_servers_grants_expanded_with_network_and_limits() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.home.join("data")).unwrap();
+    std::fs::create_dir_all(sandbox.project.join("out")).unwrap();
+    sandbox.write_file(
+        &sandbox.home.join(".config/mcpmux/config.toml"),
+        &format!(
+            "[servers.boxed]\ncommand = {:?}\nsandbox = {{ profile = \"readonly\", read = [\"${{HOME}}/data\"], write = [\"${{PROJECT}}/out\"], network = [443, \"api.example.com:8443\"], memory = \"512MiB\", processes = 64 }}\n",
+            testserver()
+        ),
+    );
+    let home = sandbox.home.canonicalize().unwrap();
+    let project = sandbox.project.canonicalize().unwrap();
+    let run = sandbox.run(&["get", "boxed"]);
+    assert_code(&run, 0);
+    let line = |key: &str| {
+        run.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap_or_else(|| panic!("no {key}: {run:#?}"))
+            .to_owned()
+    };
+    assert_eq!(
+        line("sandbox"),
+        "readonly +read 1 +write 1 net=tcp ports 443,8443 (hosts not enforced) +limits"
+    );
+    assert!(line("sandbox_read").contains("/usr"), "{run:#?}");
+    assert_eq!(line("sandbox_limits"), "memory 512 MiB, processes 64");
+
+    let run = sandbox.run(&["get", "boxed", "--json"]);
+    assert_code(&run, 0);
+    let entry = json(&run);
+    let list = |key: &str| -> Vec<String> {
+        entry[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {key}: {run:#?}"))
+            .iter()
+            .map(|p| p.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let read = list("sandbox_read");
+    let write = list("sandbox_write");
+    let under = |paths: &[String], path: &std::path::Path| {
+        paths
+            .iter()
+            .any(|p| std::path::Path::new(p).canonicalize().ok().as_deref() == Some(path))
+    };
+    assert!(under(&read, &home.join("data")), "{read:?}");
+    assert!(
+        under(&read, &project),
+        "readonly reads the project: {read:?}"
+    );
+    assert!(!under(&write, &project), "{write:?}");
+    assert!(under(&write, &project.join("out")), "{write:?}");
+    assert!(write.contains(&"${TMP}".to_owned()), "{write:?}");
+    assert!(
+        !read
+            .iter()
+            .chain(&write)
+            .any(|p| std::path::Path::new(p) == home),
+        "the home itself is not granted: {read:?}"
+    );
+    // The test server's own directory: the program is readable wherever it is installed.
+    let program = std::path::Path::new(&testserver()).canonicalize().unwrap();
+    assert!(under(&read, program.parent().unwrap()), "{read:?}");
+    let network = entry["sandbox_network"].as_str().unwrap();
+    assert!(
+        network.starts_with("tcp ports 443,8443")
+            && network.contains("api.example.com:8443")
+            && network.contains("only their ports are enforced"),
+        "{network}"
+    );
+    assert_eq!(
+        entry["sandbox_limits"],
+        json!(["memory 512 MiB", "processes 64"])
+    );
+    assert_eq!(entry["sandbox_required"], false);
+}
+
+#[test]
+fn get_of_an_unsandboxed_server_lists_no_grants() {
+    let sandbox = Sandbox::with_user_servers(json!({
+        "t": { "command": testserver(), "args": [] },
+    }));
+    let entry = json(&sandbox.run(&["get", "t", "--json"]));
+    assert!(entry.get("sandbox").is_none(), "{entry}");
+    assert!(entry.get("sandbox_read").is_none(), "{entry}");
+}

@@ -4,6 +4,7 @@
 //!
 //! Only the policy lives here; `transport::sandbox` applies it to a child process.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -61,7 +62,8 @@ pub enum Network {
     /// Any host, any port.
     Any,
     /// TCP connections to these ports only, on any host (Landlock restricts by port);
-    /// UDP is not restricted.
+    /// UDP is not restricted. A `host:port` entry in the config gives its port here and its
+    /// host to [`Sandbox::hosts`].
     Ports(Vec<u16>),
 }
 
@@ -105,6 +107,9 @@ pub struct Sandbox {
     pub write: Vec<String>,
     /// Replaces the profile's network when set.
     pub network: Option<Network>,
+    /// The `host:port` entries of `network`, as written: the kernel enforces only their
+    /// ports (any host on them is reachable), which is warned about and shown with them.
+    pub hosts: Vec<String>,
     /// Resource limits.
     pub limits: Limits,
     /// Refuse to start the server where the kernel cannot sandbox it, instead of running it
@@ -120,6 +125,7 @@ impl Sandbox {
             read: Vec::new(),
             write: Vec::new(),
             network: None,
+            hosts: Vec::new(),
             limits: Limits::default(),
             required: false,
         }
@@ -175,6 +181,9 @@ impl Sandbox {
         if let Some(network) = &self.network {
             out.push_str(&format!(" net={network}"));
         }
+        if !self.hosts.is_empty() {
+            out.push_str(" (hosts not enforced)");
+        }
         if self.limits != Limits::default() {
             out.push_str(" +limits");
         }
@@ -224,6 +233,45 @@ impl Sandbox {
             required: self.required,
         })
     }
+
+    /// The grants of a server started as `command` with `env` (set on top of ours: its `HOME`
+    /// wins) in `project`, with private temp dir `tmp`: [`Sandbox::grants`] plus, read only,
+    /// the directory of the program the person approved, wherever it is installed (a
+    /// binary's data files, a script's modules beside it).
+    pub fn server_grants(
+        &self,
+        command: &str,
+        env: &BTreeMap<String, String>,
+        project: &Path,
+        tmp: &Path,
+    ) -> Option<Grants> {
+        let home = env
+            .get("HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(PathBuf::from));
+        let mut grants = self.grants(home.as_deref(), project, tmp)?;
+        if let Some(dir) = program_dir(command, env, project) {
+            grants.read.push(dir);
+        }
+        Some(grants)
+    }
+}
+
+/// The directory of the program `command` runs (after symbolic links), found like `exec` finds
+/// it: a path with a slash from `project`, else on `PATH`.
+fn program_dir(command: &str, env: &BTreeMap<String, String>, project: &Path) -> Option<PathBuf> {
+    let found = if command.contains('/') {
+        Some(project.join(command))
+    } else {
+        let path = env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok())?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(command))
+            .find(|candidate| candidate.is_file())
+    }?;
+    Some(found.canonicalize().ok()?.parent()?.to_path_buf())
 }
 
 /// System paths every runtime reads: binaries, libraries, configuration, `/proc` (Landlock
@@ -381,7 +429,9 @@ pub(crate) fn parse(value: Value) -> Result<Sandbox, String> {
     sandbox.read = paths(&mut table, "read")?;
     sandbox.write = paths(&mut table, "write")?;
     if let Some(value) = table.remove("network") {
-        sandbox.network = Some(network(value)?);
+        let (network, hosts) = network(value)?;
+        sandbox.network = Some(network);
+        sandbox.hosts = hosts;
     }
     if let Some(value) = table.remove("memory") {
         sandbox.limits.memory = Some(bytes(&value)?);
@@ -431,34 +481,68 @@ fn paths(table: &mut Map<String, Value>, key: &str) -> Result<Vec<String>, Strin
         .collect()
 }
 
-fn network(value: Value) -> Result<Network, String> {
+/// A `network` value, and the `host:port` entries of a list (whose hosts are not enforced).
+fn network(value: Value) -> Result<(Network, Vec<String>), String> {
     match value {
         Value::String(name) => match name.as_str() {
-            "none" => Ok(Network::None),
-            "loopback" => Ok(Network::Loopback),
-            "any" => Ok(Network::Any),
+            "none" => Ok((Network::None, Vec::new())),
+            "loopback" => Ok((Network::Loopback, Vec::new())),
+            "any" => Ok((Network::Any, Vec::new())),
             _ => Err(format!(
-                "network: unknown `{name}`: write \"none\", \"loopback\", \"any\" or a list of TCP ports like [443, 5432]"
+                "network: unknown `{name}`: write \"none\", \"loopback\", \"any\" or a list of TCP ports like [443, \"db.internal:5432\"]"
             )),
         },
-        Value::Array(items) => items
-            .into_iter()
-            .map(|item| {
-                item.as_u64()
-                    .and_then(|port| u16::try_from(port).ok())
-                    .filter(|port| *port > 0)
-                    .ok_or_else(|| {
-                        format!(
-                            "network: `{item}` is not a TCP port (1-65535); the sandbox restricts connections by port only, so write the port without a host"
-                        )
-                    })
-            })
-            .collect::<Result<_, _>>()
-            .map(Network::Ports),
+        Value::Array(items) => {
+            let mut ports = Vec::new();
+            let mut hosts = Vec::new();
+            for item in items {
+                let (port, host) = endpoint(&item).ok_or_else(|| {
+                    format!(
+                        "network: `{item}` is not a TCP port (1-65535) or `host:port` (like \"api.example.com:443\" or \"[::1]:8080\")"
+                    )
+                })?;
+                if !ports.contains(&port) {
+                    ports.push(port);
+                }
+                if let Some(host) = host {
+                    hosts.push(host);
+                }
+            }
+            Ok((Network::Ports(ports), hosts))
+        }
         other => Err(format!(
             "network: expected \"none\", \"loopback\", \"any\" or a list of ports, found {other}"
         )),
     }
+}
+
+/// One entry of a network list: a port (`443`, `"443"`), or `"host:port"` with the entry
+/// back as written.
+fn endpoint(item: &Value) -> Option<(u16, Option<String>)> {
+    let port = |text: &str| text.parse::<u16>().ok().filter(|port| *port > 0);
+    if let Some(n) = item.as_u64() {
+        return u16::try_from(n)
+            .ok()
+            .filter(|port| *port > 0)
+            .map(|p| (p, None));
+    }
+    let text = item.as_str()?.trim();
+    if let Some(p) = port(text) {
+        return Some((p, None));
+    }
+    let (host, p) = text.rsplit_once(':')?;
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    let valid = match bare {
+        Some(ip) => ip.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_')
+        }
+    };
+    valid.then_some(())?;
+    Some((port(p)?, Some(text.to_owned())))
 }
 
 fn count(table: &mut Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
@@ -511,6 +595,25 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_program_directory_is_found_on_path_or_from_the_project() {
+        let env = BTreeMap::from([("PATH".to_owned(), "/nonexistent:/bin".to_owned())]);
+        let sh = program_dir("sh", &env, Path::new("/")).unwrap();
+        assert!(sh.is_dir(), "{sh:?}");
+        assert_eq!(
+            program_dir("./bin/sh", &env, Path::new("/")),
+            Some(sh.clone())
+        );
+        assert_eq!(
+            program_dir("no-such-program-here", &env, Path::new("/")),
+            None
+        );
+        let grants = Sandbox::profile(Profile::Project)
+            .server_grants("sh", &env, Path::new("/p"), Path::new("/t"))
+            .unwrap();
+        assert_eq!(grants.read.last(), Some(&sh));
+    }
+
+    #[test]
     fn a_profile_name_or_a_table_is_read() {
         assert_eq!(
             parse(json!("offline")).unwrap(),
@@ -538,16 +641,37 @@ mod tests {
                 .unwrap_err()
                 .contains("absolute")
         );
-        assert!(
-            parse(json!({"network": ["example.com:443"]}))
-                .unwrap_err()
-                .contains("port")
-        );
+        for wrong in [
+            "example.com:",
+            ":443",
+            "example.com:99999",
+            "a b:1",
+            "[zz]:1",
+        ] {
+            assert!(
+                parse(json!({ "network": [wrong] }))
+                    .unwrap_err()
+                    .contains("host:port"),
+                "{wrong}"
+            );
+        }
         assert!(
             parse(json!({"memory": "lots"}))
                 .unwrap_err()
                 .contains("512MiB")
         );
+    }
+
+    #[test]
+    fn host_port_entries_enforce_their_port_and_are_kept_to_warn_about_the_host() {
+        let sandbox = parse(json!({
+            "network": [443, "8080", "api.example.com:443", "[::1]:5432"]
+        }))
+        .unwrap();
+        assert_eq!(sandbox.network, Some(Network::Ports(vec![443, 8080, 5432])));
+        assert_eq!(sandbox.hosts, vec!["api.example.com:443", "[::1]:5432"]);
+        assert!(sandbox.summary().ends_with("(hosts not enforced)"));
+        assert!(parse(json!({"network": [443]})).unwrap().hosts.is_empty());
     }
 
     #[test]

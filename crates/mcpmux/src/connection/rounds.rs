@@ -310,7 +310,13 @@ impl Connection {
     }
 
     async fn lost_error(&self, live: &Live, what: &str) -> Error {
-        let (reason, stderr_tail) = ended(live.exit.as_ref(), live.stderr.as_ref()).await;
+        let (mut reason, stderr_tail) = ended(live.exit.as_ref(), live.stderr.as_ref()).await;
+        // A sandboxed server that died of a denial: name the grant it lacked.
+        if let Some(denial) =
+            crate::transport::sandbox_denial(self.spec.options.sandbox.as_ref(), &stderr_tail)
+        {
+            reason = format!("{reason}: {denial}");
+        }
         Error::ConnectionLost {
             server: self.spec.name.clone(),
             what: what.to_string(),

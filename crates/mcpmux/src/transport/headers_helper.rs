@@ -175,7 +175,12 @@ pub(super) async fn run(
     if !status.success() {
         let stderr = String::from_utf8_lossy(&stderr);
         let last = stderr.lines().last().unwrap_or("").trim();
-        return Err(failed(format!("exited with {status}: {last}")));
+        return Err(failed(
+            match super::sandbox::denial(sandbox, &[last.to_owned()]) {
+                Some(denial) => format!("exited with {status}: {last}: {denial}"),
+                None => format!("exited with {status}: {last}"),
+            },
+        ));
     }
     parse(&stdout).map_err(failed)
 }
@@ -349,6 +354,51 @@ mod tests {
                 .is_some_and(|rest| rest.trim_start().starts_with('Z')),
             Err(_) => false,
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_sandboxed_helper_cannot_read_outside_its_grants_and_is_told_what_to_grant() {
+        use crate::config::{Profile, Sandbox};
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("vault-token");
+        std::fs::write(&secret, "s3cr3t").unwrap();
+        let command = format!(
+            r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
+            secret.display()
+        );
+        let open = run("api", &command, Duration::from_secs(10), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            open["Authorization"], "Bearer s3cr3t",
+            "unsandboxed it reads"
+        );
+
+        let boxed = Sandbox::profile(Profile::Project);
+        // `cat` fails, and `set -e` makes the helper fail with it.
+        let command = format!("set -e; token=$(cat {}); echo {{}}", secret.display());
+        let error = run("api", &command, Duration::from_secs(10), Some(&boxed))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("Permission denied"), "{error}");
+        assert!(
+            error.contains(&format!("fs denied: {} — add it", secret.display())),
+            "{error}"
+        );
+        assert!(!error.contains("s3cr3t"), "{error}");
+
+        // Granted, it reads.
+        let granted = boxed.with_read([outside.path().to_string_lossy().to_string()]);
+        let command = format!(
+            r#"printf '{{"Authorization": "Bearer %s"}}' "$(cat {})""#,
+            secret.display()
+        );
+        let headers = run("api", &command, Duration::from_secs(10), Some(&granted))
+            .await
+            .unwrap();
+        assert_eq!(headers["Authorization"], "Bearer s3cr3t");
     }
 
     #[tokio::test]

@@ -10,12 +10,15 @@
 //! ARCHITECTURE.md sketches the macOS and Windows counterparts this seam is shaped for.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tokio::process::Command;
 
 use crate::config::Sandbox;
 use crate::error::Error;
+
+#[cfg(target_os = "linux")]
+mod pids;
 
 /// A sandbox ready to install on a command, and what must live as long as the server.
 pub(crate) struct Prepared {
@@ -23,11 +26,17 @@ pub(crate) struct Prepared {
     tmp: tempfile::TempDir,
     #[cfg(target_os = "linux")]
     child: linux::ChildSetup,
+    /// Its own pids cgroup, when its process limit is kept that way.
+    #[cfg(target_os = "linux")]
+    pids: Option<pids::PidsGroup>,
 }
 
-/// What stays alive until the server exits: its private temp dir.
+/// What stays alive until the server exits: its private temp dir, and its pids cgroup (whose
+/// drop kills whatever the server left running in it).
 pub(crate) struct Keep {
     _tmp: tempfile::TempDir,
+    #[cfg(target_os = "linux")]
+    _pids: Option<pids::PidsGroup>,
 }
 
 /// Prepares `sandbox` for a server started in `cwd` (the project directory when absent) with
@@ -72,29 +81,27 @@ pub(crate) fn prepare(
             .prefix(&format!("mcpmux-{}-", safe_name(server)))
             .tempdir()
             .map_err(|e| refused(format!("cannot create its private temp dir: {e}")))?;
-        let home = env
-            .get("HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(PathBuf::from));
         let project = match cwd {
             Some(dir) => dir.to_path_buf(),
             None => std::env::current_dir()
                 .map_err(|e| refused(format!("cannot tell the project directory: {e}")))?,
         };
-        let Some(mut grants) = sandbox.grants(home.as_deref(), &project, tmp.path()) else {
+        let Some(grants) = sandbox.server_grants(command, env, &project, tmp.path()) else {
             return Ok(None);
         };
-        // The program the person approved, wherever it is installed: its own directory, read
-        // only (a binary's data files, a script's modules beside it).
-        if let Some(dir) = program_dir(command, env, &project) {
-            grants.read.push(dir);
+        if !sandbox.hosts.is_empty() && matches!(grants.network, crate::config::Network::Ports(_)) {
+            tracing::warn!(
+                server = %server,
+                "its sandbox.network names hosts ({}): the kernel enforces only their ports, so it may connect to any host on those ports",
+                sandbox.hosts.join(", ")
+            );
         }
-        let child = match linux::ChildSetup::new(&grants) {
+        let (child, pids) = match linux::ChildSetup::new(server, &grants) {
             Ok(child) => child,
             Err(linux::Unavailable(why)) => return unsupported(why),
         };
         tracing::debug!(server = %server, sandbox = %sandbox.summary(), network = %grants.network, "server sandboxed");
-        Ok(Some(Prepared { tmp, child }))
+        Ok(Some(Prepared { tmp, child, pids }))
     }
 }
 
@@ -112,7 +119,11 @@ impl Prepared {
                 cmd.pre_exec(move || setup.apply());
             }
         }
-        Keep { _tmp: self.tmp }
+        Keep {
+            _tmp: self.tmp,
+            #[cfg(target_os = "linux")]
+            _pids: self.pids,
+        }
     }
 }
 
@@ -145,23 +156,6 @@ pub(crate) fn denial(sandbox: Option<&Sandbox>, stderr: &[String]) -> Option<Str
     })
 }
 
-/// The directory of the program `command` runs (after symbolic links), found like `exec` finds
-/// it: a path with a slash from `project`, else on `PATH`.
-fn program_dir(command: &str, env: &BTreeMap<String, String>, project: &Path) -> Option<PathBuf> {
-    let found = if command.contains('/') {
-        Some(project.join(command))
-    } else {
-        let path = env
-            .get("PATH")
-            .cloned()
-            .or_else(|| std::env::var("PATH").ok())?;
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(command))
-            .find(|candidate| candidate.is_file())
-    }?;
-    Some(found.canonicalize().ok()?.parent()?.to_path_buf())
-}
-
 /// The server's name as a temp dir prefix: letters, digits, `-`, `_`; the rest becomes `_`.
 fn safe_name(server: &str) -> String {
     server
@@ -189,6 +183,7 @@ mod linux {
         path_beneath_rules,
     };
 
+    use super::pids::{Enter, PidsGroup};
     use crate::config::{Grants, Network};
 
     /// The newest Landlock ABI we ask for; older kernels get what they support (best effort),
@@ -240,36 +235,75 @@ mod linux {
 
     /// What the child does between fork and exec, built in the parent.
     pub(super) struct ChildSetup {
+        cgroup: Option<Enter>,
         ruleset: Option<OwnedFd>,
         namespace: Option<Namespace>,
         limits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
     }
 
-    /// A user and network namespace of its own, its uid and gid mapped to ours.
+    /// A user namespace of its own, its uid and gid mapped to ours, and with `net` a network
+    /// namespace too.
     struct Namespace {
         uid_map: Vec<u8>,
         gid_map: Vec<u8>,
+        net: bool,
         loopback: bool,
     }
 
+    impl Namespace {
+        fn new(net: bool, loopback: bool) -> Self {
+            // SAFETY: getuid and getgid cannot fail.
+            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+            Self {
+                uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+                gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+                net,
+                loopback,
+            }
+        }
+    }
+
+    /// How a server's `processes` limit is kept.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum ProcessCap {
+        /// A pids cgroup of its own: for root too, counting only the server's tasks.
+        Cgroup,
+        /// `RLIMIT_NPROC` in a user namespace of its own, where the kernel counts the
+        /// processes of that namespace only (not root: root is exempt).
+        UserNamespace,
+        /// `RLIMIT_NPROC` counted over all of the user's processes (warned).
+        PerUser,
+        /// Not kept: root without a pids cgroup (warned, or refused when required).
+        None,
+    }
+
+    /// The way to keep a process limit for a user `root` or not, when a pids cgroup could not
+    /// be made and user namespaces are (or not) available.
+    pub(super) fn fallback_cap(root: bool, namespaces: bool) -> ProcessCap {
+        match (root, namespaces) {
+            (true, _) => ProcessCap::None,
+            (false, true) => ProcessCap::UserNamespace,
+            (false, false) => ProcessCap::PerUser,
+        }
+    }
+
     impl ChildSetup {
-        pub(super) fn new(grants: &Grants) -> Result<Self, Unavailable> {
+        /// The child's setup for `server` under `grants`, and its pids cgroup if it has one.
+        pub(super) fn new(
+            server: &str,
+            grants: &Grants,
+        ) -> Result<(Self, Option<PidsGroup>), Unavailable> {
             let abi = landlock_abi();
-            let (namespace, tcp_rules) = match &grants.network {
+            let (mut namespace, tcp_rules) = match &grants.network {
                 Network::Any => (None, None),
                 Network::Ports(ports) => (None, Some(ports.clone())),
-                Network::None | Network::Loopback if user_namespaces() => {
-                    // SAFETY: getuid and getgid cannot fail.
-                    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-                    let namespace = Namespace {
-                        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-                        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-                        loopback: grants.network == Network::Loopback,
-                    };
-                    (Some(namespace), None)
-                }
+                Network::None | Network::Loopback if user_namespaces() => (
+                    Some(Namespace::new(true, grants.network == Network::Loopback)),
+                    None,
+                ),
                 Network::None | Network::Loopback if abi >= 4 => {
                     tracing::warn!(
+                        server = %server,
                         "no user namespaces here: network `{}` is enforced for TCP only (no connections at all); UDP is not blocked",
                         grants.network
                     );
@@ -290,29 +324,73 @@ mod linux {
                 Unavailable(format!("the Landlock ruleset could not be built: {e}"))
             })?;
             let mut limits = Vec::new();
+            let mut cgroup = None;
+            let mut pids = None;
             let l = &grants.limits;
+            if let Some(n) = l.processes {
+                let cap = match PidsGroup::create(server, n) {
+                    Ok((group, enter)) => {
+                        pids = Some(group);
+                        cgroup = Some(enter);
+                        ProcessCap::Cgroup
+                    }
+                    Err(why) => {
+                        // SAFETY: geteuid cannot fail.
+                        let root = unsafe { libc::geteuid() } == 0;
+                        let cap = fallback_cap(root, user_namespaces());
+                        tracing::debug!(server = %server, "no pids cgroup ({why}): processes kept by {cap:?}");
+                        if cap == ProcessCap::None {
+                            let why = format!(
+                                "its `processes` limit cannot be kept: running as root, the kernel ignores RLIMIT_NPROC, and {why}"
+                            );
+                            if grants.required {
+                                return Err(Unavailable(why));
+                            }
+                            tracing::warn!(server = %server, "{why}; it runs without a process limit");
+                        }
+                        cap
+                    }
+                };
+                match cap {
+                    ProcessCap::Cgroup | ProcessCap::None => {}
+                    ProcessCap::UserNamespace => {
+                        namespace.get_or_insert_with(|| Namespace::new(false, false));
+                        limits.push((libc::RLIMIT_NPROC, n));
+                    }
+                    ProcessCap::PerUser => {
+                        tracing::warn!(server = %server, "no pids cgroup and no user namespaces here: its `processes` limit counts all of this user's processes, not only its own");
+                        limits.push((libc::RLIMIT_NPROC, n));
+                    }
+                }
+            }
             if let Some(bytes) = l.memory {
                 limits.push((libc::RLIMIT_DATA, bytes));
             }
             if let Some(time) = l.cpu_time {
                 limits.push((libc::RLIMIT_CPU, time.as_secs()));
             }
-            if let Some(n) = l.processes {
-                limits.push((libc::RLIMIT_NPROC, n));
-            }
             if let Some(n) = l.open_files {
                 limits.push((libc::RLIMIT_NOFILE, n));
             }
-            Ok(Self {
-                ruleset,
-                namespace,
-                limits,
-            })
+            Ok((
+                Self {
+                    cgroup,
+                    ruleset,
+                    namespace,
+                    limits,
+                },
+                pids,
+            ))
         }
 
-        /// In the child: namespaces, limits, `no_new_privs`, then Landlock (last, so the
-        /// namespace's `/proc/self` maps can still be written). Async-signal-safe.
+        /// In the child: its cgroup (first, while it still has our credentials), namespaces
+        /// (before the limits: a user namespace records the limits its creator had),
+        /// limits, `no_new_privs`, then Landlock (last, so the namespace's `/proc/self` maps
+        /// and the cgroup can still be written). Async-signal-safe.
         pub(super) fn apply(&self) -> std::io::Result<()> {
+            if let Some(cgroup) = &self.cgroup {
+                cgroup.enter()?;
+            }
             if let Some(namespace) = &self.namespace {
                 namespace.enter()?;
             }
@@ -344,8 +422,13 @@ mod linux {
 
     impl Namespace {
         fn enter(&self) -> std::io::Result<()> {
+            let flags = if self.net {
+                libc::CLONE_NEWUSER | libc::CLONE_NEWNET
+            } else {
+                libc::CLONE_NEWUSER
+            };
             // SAFETY: unshare with flags; the child is single-threaded, as it requires.
-            check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) })?;
+            check(unsafe { libc::unshare(flags) })?;
             write_file(c"/proc/self/setgroups", b"deny\n")?;
             write_file(c"/proc/self/uid_map", &self.uid_map)?;
             write_file(c"/proc/self/gid_map", &self.gid_map)?;
@@ -364,7 +447,7 @@ mod linux {
         }
     }
 
-    fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
+    pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
         // SAFETY: open, write and close on a NUL-terminated path and a slice we own.
         unsafe {
             let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
@@ -439,18 +522,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_program_directory_is_found_on_path_or_from_the_project() {
-        let env = BTreeMap::from([("PATH".to_owned(), "/nonexistent:/bin".to_owned())]);
-        let sh = program_dir("sh", &env, Path::new("/")).unwrap();
-        assert!(sh.is_dir(), "{sh:?}");
-        assert_eq!(program_dir("./bin/sh", &env, Path::new("/")), Some(sh));
-        assert_eq!(
-            program_dir("no-such-program-here", &env, Path::new("/")),
-            None
-        );
-    }
-
-    #[test]
     fn a_denial_on_stderr_names_the_path_to_grant() {
         let boxed = Sandbox::profile(crate::config::Profile::Project);
         let lines = |text: &[&str]| text.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
@@ -478,6 +549,15 @@ mod tests {
         );
         assert_eq!(denial(Some(&boxed), &lines(&["fine"])), None);
         assert_eq!(denial(None, &python), None, "no sandbox, no hint");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn without_a_pids_cgroup_root_gets_no_process_limit_and_others_a_per_server_one() {
+        use linux::{ProcessCap, fallback_cap};
+        assert_eq!(fallback_cap(true, true), ProcessCap::None);
+        assert_eq!(fallback_cap(false, true), ProcessCap::UserNamespace);
+        assert_eq!(fallback_cap(false, false), ProcessCap::PerUser);
     }
 
     #[test]

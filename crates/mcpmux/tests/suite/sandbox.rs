@@ -60,7 +60,9 @@ impl World {
                 .to_string_lossy()
                 .to_string()],
         )
-        .with_env("HOME", self.home.path().to_string_lossy());
+        .with_env("HOME", self.home.path().to_string_lossy())
+        // The SDK's imports take seconds; several servers at once on a loaded machine more.
+        .with_startup_timeout(std::time::Duration::from_secs(120));
         if let TransportSpec::Stdio { cwd, .. } = &mut spec.transport {
             *cwd = Some(self.project().to_path_buf());
         }
@@ -124,6 +126,29 @@ async fn under_project_a_planted_ssh_key_is_denied_and_the_project_is_read_and_w
     assert_eq!(
         std::fs::read_to_string(world.project().join("out.txt")).unwrap(),
         "hi"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_dies_of_a_denial_mid_session_fails_the_call_naming_the_grant() {
+    let world = World::new();
+    let hub = support::started(vec![
+        world.python("dies", Some(Sandbox::profile(Profile::Project))),
+    ])
+    .await;
+    let error = hub
+        .call("mcp__dies__read_or_die", json!({"path": world.key()}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("connection lost"), "{error}");
+    assert!(
+        error.contains(&format!(
+            "fs denied: {} — add it (or its folder) to this server's sandbox.read",
+            world.key().display()
+        )),
+        "{error}"
     );
     hub.shutdown().await;
 }
@@ -202,6 +227,12 @@ async fn offline_reaches_nothing_loopback_only_itself_and_a_port_list_only_its_p
             "ports",
             Some(Sandbox::profile(Profile::Project).with_network(Network::Ports(vec![port]))),
         ),
+        world.python(
+            "host",
+            Some(from_config(&format!(
+                "{{ network = [\"127.0.0.1:{port}\"] }}"
+            ))),
+        ),
     ])
     .await;
     let to = |port: u16| json!({"port": port});
@@ -229,7 +260,42 @@ async fn offline_reaches_nothing_loopback_only_itself_and_a_port_list_only_its_p
     );
     let denied = call(&hub, "mcp__ports__connect", to(other_port)).await;
     assert!(denied.contains("errno 13"), "{denied}");
+
+    // A `host:port` entry: its port is enforced, and the server says its host is not.
+    assert_eq!(
+        call(&hub, "mcp__host__connect", to(port)).await,
+        "connected"
+    );
+    let denied = call(&hub, "mcp__host__connect", to(other_port)).await;
+    assert!(denied.contains("errno 13"), "{denied}");
+    let shown = hub
+        .servers()
+        .into_iter()
+        .find(|s| s.name == "host")
+        .unwrap();
+    assert!(
+        shown
+            .sandbox
+            .as_deref()
+            .is_some_and(|s| s.ends_with("(hosts not enforced)")),
+        "{:?}",
+        shown.sandbox
+    );
     hub.shutdown().await;
+}
+
+/// The sandbox an entry's `sandbox = <toml>` in a `mcpmux.toml` gives, read by the loader.
+fn from_config(toml: &str) -> Sandbox {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("mcpmux.toml"),
+        format!("[servers.x]\ncommand = \"x\"\nsandbox = {toml}\n"),
+    )
+    .unwrap();
+    let options = mcpmux::config::LoadOptions::new(None, home.path()).with_approver(|_| true);
+    let set = mcpmux::config::load_with_env(&options, &|_| None);
+    assert!(set.problems.is_empty(), "{:?}", set.problems);
+    set.servers[0].options.sandbox.clone().unwrap()
 }
 
 #[tokio::test]
@@ -364,5 +430,40 @@ async fn a_cpu_hog_is_killed_by_its_limit_and_the_hub_and_other_servers_carry_on
     )
     .await;
     assert_eq!(calm, "ok: project notes\n");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_fork_bomb_is_stopped_by_its_process_limit_even_for_root_and_others_carry_on() {
+    // Bounded: at most 200 children, each waiting on a pipe the tool closes before it
+    // answers, and that closes when the server dies: nothing outlives the test.
+    let world = World::new();
+    let mut limits = Limits::default();
+    limits.processes = Some(32);
+    let hub = support::started(vec![
+        world.python(
+            "bomb",
+            Some(Sandbox::profile(Profile::Project).with_limits(limits)),
+        ),
+        world.python("calm", Some(Sandbox::profile(Profile::Project))),
+    ])
+    .await;
+    let bomb = call(&hub, "mcp__bomb__fork_bomb", json!({"tries": 200})).await;
+    let started: usize = bomb
+        .strip_prefix("started ")
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{bomb}"));
+    assert!(started < 32, "{bomb}");
+    assert!(
+        bomb.contains("errno 11"),
+        "EAGAIN at the limit expected: {bomb}"
+    );
+    // Another server is unharmed and can fork as many as it needs.
+    let calm = call(&hub, "mcp__calm__fork_bomb", json!({"tries": 40})).await;
+    assert_eq!(calm, "started 40");
+    // The bombed server keeps serving, its limit freed as its children exit.
+    let again = call(&hub, "mcp__bomb__fork_bomb", json!({"tries": 4})).await;
+    assert_eq!(again, "started 4");
     hub.shutdown().await;
 }

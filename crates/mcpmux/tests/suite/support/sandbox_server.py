@@ -3,6 +3,8 @@ and answer what the system said, so the test sees EACCES rather than a crash."""
 
 import os
 import socket
+import sys
+import traceback
 
 from mcp.server.mcpserver import MCPServer
 
@@ -21,6 +23,19 @@ def read(path: str) -> str:
             return "ok: " + f.read()
     except OSError as e:
         return failed(e)
+
+
+@mcp.tool()
+def read_or_die(path: str) -> str:
+    """Reads a file, and dies of an error it does not handle (as many servers do), with the
+    traceback on stderr."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 @mcp.tool()
@@ -65,6 +80,33 @@ def allocate(mib: int) -> str:
         return f"allocated {len(block) >> 20} MiB"
     except MemoryError:
         return "error: out of memory"
+
+
+@mcp.tool()
+def fork_bomb(tries: int) -> str:
+    """Starts up to `tries` processes at once, each waiting until this call is over (or this
+    server is gone), and says how many the system let it start."""
+    read_end, write_end = os.pipe()
+    started = []
+    refused = None
+    for _ in range(tries):
+        try:
+            pid = os.fork()
+        except OSError as e:
+            refused = e
+            break
+        if pid == 0:
+            os.close(write_end)
+            os.read(read_end, 1)
+            os._exit(0)
+        started.append(pid)
+    os.close(write_end)
+    os.close(read_end)
+    for pid in started:
+        os.waitpid(pid, 0)
+    if refused is not None:
+        return f"started {len(started)}, then {failed(refused)}"
+    return f"started {len(started)}"
 
 
 @mcp.tool()
