@@ -9,7 +9,7 @@
 //! running hub.
 //!
 //! Several hubs share the file, in one process or many. Each change is a read-modify-write
-//! under an advisory lock (`flock` on `.tokens.json.lock` beside it), so no hub's write undoes
+//! under an advisory lock (`flock`, or `LockFileEx` on Windows, on `.tokens.json.lock` beside it), so no hub's write undoes
 //! another's; a token refresh holds a second lock (`.tokens.json.refresh.lock`) from reading
 //! the refresh token to saving its successor, so a rotating refresh token is never spent
 //! twice.
@@ -340,18 +340,14 @@ fn open_lock(path: &Path) -> Result<File, StoreError> {
         .map_err(|e| io_error(path, e))
 }
 
-/// Waits for an exclusive `flock` on `file`, released when it is closed. (`File::lock` does
-/// the same from Rust 1.89, above this crate's MSRV.)
+/// Waits for an exclusive lock on `file` (`flock` on Unix, `LockFileEx` on Windows, through
+/// fs4), released when it is closed. (`File::lock` does the same from Rust 1.89, above this
+/// crate's MSRV.) A signal interrupting the wait is not a failure: it waits again.
 fn lock_exclusive(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
     loop {
-        // SAFETY: flock only reads the descriptor, which `file` keeps open for the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error);
+        match fs4::FileExt::lock(file) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            done => return done,
         }
     }
 }
