@@ -24,6 +24,7 @@ use std::time::SystemTime;
 use rmcp::transport::auth::{AuthorizationMetadata, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
+use crate::platform::fs;
 use crate::sync::lock;
 
 /// The file's format version; a newer one is refused rather than overwritten.
@@ -327,17 +328,16 @@ fn sibling(path: &Path, what: &str) -> PathBuf {
 
 /// Opens (creating it 0600, its folder 0700) a lock file; a symlink there is refused.
 fn open_lock(path: &Path) -> Result<File, StoreError> {
-    use std::os::unix::fs::OpenOptionsExt;
     private_dir(path)?;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| io_error(path, e))
+    fs::private_file(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+    .open(path)
+    .map_err(|e| io_error(path, e))
 }
 
 /// Waits for an exclusive lock on `file` (`flock` on Unix, `LockFileEx` on Windows, through
@@ -354,12 +354,9 @@ fn lock_exclusive(file: &File) -> std::io::Result<()> {
 
 /// Makes the folder of `path` (0700) when it is missing.
 fn private_dir(path: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::DirBuilderExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     if !dir.as_os_str().is_empty() && !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        fs::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700)
             .create(dir)
             .map_err(|e| io_error(dir, e))?;
     }
@@ -368,11 +365,12 @@ fn private_dir(path: &Path) -> Result<(), StoreError> {
 
 /// The file's stamp, `None` when it does not exist; refuses an exposed file.
 fn stamp(path: &Path) -> Result<Option<Stamp>, StoreError> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     match std::fs::metadata(path) {
         Ok(meta) => {
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
+            // Windows has no mode bits to check: see `platform::fs`.
+            if let Some(mode) = fs::unix_mode(&meta).map(|mode| mode.bits & 0o777)
+                && mode & 0o077 != 0
+            {
                 return Err(StoreError::Exposed {
                     path: path.to_path_buf(),
                     mode,
@@ -380,7 +378,7 @@ fn stamp(path: &Path) -> Result<Option<Stamp>, StoreError> {
             }
             Ok(Some(Stamp {
                 modified: meta.modified().ok(),
-                inode: meta.ino(),
+                inode: fs::file_id(&meta),
                 len: meta.len(),
             }))
         }
@@ -433,7 +431,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 /// A temporary file beside `path` of a name no other writer uses (process, counter, clock),
 /// created exclusively: `O_EXCL` fails on anything already there, a symlink included.
 fn create_temporary(path: &Path) -> Result<(PathBuf, File), StoreError> {
-    use std::os::unix::fs::OpenOptionsExt;
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut last_error = None;
     for _ in 0..8 {
@@ -447,11 +444,7 @@ fn create_temporary(path: &Path) -> Result<(PathBuf, File), StoreError> {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let temporary = sibling(path, &unique);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+        match fs::private_file(std::fs::OpenOptions::new().write(true).create_new(true))
             .open(&temporary)
         {
             Ok(file) => return Ok((temporary, file)),
