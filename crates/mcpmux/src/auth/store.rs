@@ -159,14 +159,13 @@ impl TokenStore {
         if let Some(path) = std::env::var_os("MCPMUX_TOKEN_FILE").filter(|p| !p.is_empty()) {
             return Some(PathBuf::from(path));
         }
-        let config = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|p| !p.is_empty())
-                    .map(|home| PathBuf::from(home).join(".config"))
-            })?;
+        let env = |name: &str| std::env::var(name).ok();
+        let home = crate::platform::dirs::home_from_env();
+        let config = crate::platform::dirs::config_home(
+            crate::platform::dirs::Os::CURRENT,
+            home.as_deref(),
+            &env,
+        )?;
         Some(config.join("mcpmux").join("tokens.json"))
     }
 

@@ -163,7 +163,10 @@ mod tests {
         // Sticky but not root's: whoever owns it may still swap the file (tests run as root
         // in CI, where it is root's: then it passes, like /tmp).
         chmod(&folder, 0o1777);
-        assert_eq!(check_not_writable_by_others(&file).is_ok(), fs::my_uid() == Some(0));
+        assert_eq!(
+            check_not_writable_by_others(&file).is_ok(),
+            fs::my_uid() == Some(0)
+        );
     }
 
     #[test]
