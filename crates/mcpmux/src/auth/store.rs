@@ -468,6 +468,7 @@ fn io_error(path: &Path, error: impl std::fmt::Display) -> StoreError {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
@@ -482,6 +483,7 @@ mod tests {
         dir
     }
 
+    #[cfg(unix)]
     #[test]
     fn saves_privately_and_reads_back() {
         let dir = temp_dir("private");
@@ -512,6 +514,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[cfg(unix)]
     #[test]
     fn refuses_a_file_others_can_read() {
         let dir = temp_dir("exposed");

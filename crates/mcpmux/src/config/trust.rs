@@ -517,11 +517,14 @@ mod tests {
         approve(&store, project, std::slice::from_ref(&entry)).unwrap_or_else(|e| panic!("{e}"));
         let stored = read_store(&store).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stored[&project_key(project)]["s"], "h");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&store)
-            .map(|m| m.permissions().mode() & 0o777)
-            .unwrap_or(0);
-        assert_eq!(mode, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&store)
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0);
+            assert_eq!(mode, 0o600);
+        }
         assert_eq!(revoke(&store, project).ok(), Some(true));
         assert_eq!(revoke(&store, project).ok(), Some(false));
     }
