@@ -74,16 +74,11 @@ fn read_value(name: &str) -> anyhow::Result<String> {
     let terminal = stdin.is_terminal();
     let mut bytes = Vec::new();
     if terminal {
-        // Echo goes off before the prompt: whatever is typed once the prompt shows is hidden.
-        let _echo = EchoOff::new();
-        eprint!("value of secret `{name}` (not shown; Enter ends it): ");
-        let _ = std::io::Write::flush(&mut std::io::stderr());
-        let mut line = String::new();
-        stdin
-            .read_line(&mut line)
-            .context("cannot read the value")?;
-        eprintln!();
-        bytes = line.into_bytes();
+        bytes = hidden_line(&format!(
+            "value of secret `{name}` (not shown; Enter ends it): "
+        ))
+        .context("cannot read the value")?
+        .into_bytes();
     } else {
         stdin
             .lock()
@@ -111,59 +106,85 @@ fn read_value(name: &str) -> anyhow::Result<String> {
     Ok(value)
 }
 
-/// Terminal echo off while it lives (restored on drop, also on an error or a panic, and by
-/// Ctrl-C or SIGTERM, which would otherwise leave the person's terminal without echo).
-struct EchoOff {
-    saved: Option<libc::termios>,
+/// A line typed at the terminal after `prompt`, not echoed: on Unix through [`echo::EchoOff`],
+/// which also restores the terminal when Ctrl-C, SIGTERM or SIGHUP ends us mid-line
+/// (`rpassword` raises SIGINT before restoring it); on Windows through `rpassword`, which
+/// turns the console's echo off and back on.
+#[cfg(unix)]
+fn hidden_line(prompt: &str) -> std::io::Result<String> {
+    // Echo goes off before the prompt: whatever is typed once the prompt shows is hidden.
+    let _echo = echo::EchoOff::new();
+    eprint!("{prompt}");
+    let _ = std::io::Write::flush(&mut std::io::stderr());
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    eprintln!();
+    Ok(line)
 }
 
-/// The settings to restore from a signal handler (set once, before echo goes off).
-static SAVED: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
+#[cfg(not(unix))]
+fn hidden_line(prompt: &str) -> std::io::Result<String> {
+    rpassword::prompt_password(prompt)
+}
 
-/// Restores the terminal, then dies of the signal as it would have.
-extern "C" fn restore_and_die(signal: libc::c_int) {
-    // SAFETY: tcsetattr, signal and raise are async-signal-safe; SAVED is only read, and was
-    // written before this handler was installed.
-    unsafe {
-        if let Some(saved) = SAVED.get() {
-            libc::tcsetattr(0, libc::TCSANOW, saved);
-        }
-        libc::signal(signal, libc::SIG_DFL);
-        libc::raise(signal);
+#[cfg(unix)]
+mod echo {
+    //! Terminal echo off and on again, through termios.
+
+    /// Terminal echo off while it lives (restored on drop, also on an error or a panic, and by
+    /// Ctrl-C or SIGTERM, which would otherwise leave the person's terminal without echo).
+    pub(super) struct EchoOff {
+        saved: Option<libc::termios>,
     }
-}
 
-impl EchoOff {
-    fn new() -> Self {
-        // SAFETY: termios is plain data; tcgetattr fills it or fails, and only a filled one is
-        // used. fd 0 is our standard input, a terminal (checked by the caller). The handler
-        // only runs async-signal-safe calls.
+    /// The settings to restore from a signal handler (set once, before echo goes off).
+    static SAVED: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
+
+    /// Restores the terminal, then dies of the signal as it would have.
+    extern "C" fn restore_and_die(signal: libc::c_int) {
+        // SAFETY: tcsetattr, signal and raise are async-signal-safe; SAVED is only read, and was
+        // written before this handler was installed.
         unsafe {
-            let mut term: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(0, &mut term) != 0 {
-                return EchoOff { saved: None };
+            if let Some(saved) = SAVED.get() {
+                libc::tcsetattr(0, libc::TCSANOW, saved);
             }
-            let saved = term;
-            let _ = SAVED.set(saved);
-            let handler = restore_and_die as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::signal(libc::SIGINT, handler);
-            libc::signal(libc::SIGTERM, handler);
-            libc::signal(libc::SIGHUP, handler);
-            term.c_lflag &= !libc::ECHO;
-            if libc::tcsetattr(0, libc::TCSANOW, &term) != 0 {
-                return EchoOff { saved: None };
-            }
-            EchoOff { saved: Some(saved) }
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
         }
     }
-}
 
-impl Drop for EchoOff {
-    fn drop(&mut self) {
-        if let Some(saved) = &self.saved {
-            // SAFETY: restores the settings tcgetattr returned for the same descriptor.
+    impl EchoOff {
+        pub(super) fn new() -> Self {
+            // SAFETY: termios is plain data; tcgetattr fills it or fails, and only a filled one is
+            // used. fd 0 is our standard input, a terminal (checked by the caller). The handler
+            // only runs async-signal-safe calls.
             unsafe {
-                libc::tcsetattr(0, libc::TCSANOW, saved);
+                let mut term: libc::termios = std::mem::zeroed();
+                if libc::tcgetattr(0, &mut term) != 0 {
+                    return EchoOff { saved: None };
+                }
+                let saved = term;
+                let _ = SAVED.set(saved);
+                let handler = restore_and_die as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                libc::signal(libc::SIGINT, handler);
+                libc::signal(libc::SIGTERM, handler);
+                libc::signal(libc::SIGHUP, handler);
+                term.c_lflag &= !libc::ECHO;
+                if libc::tcsetattr(0, libc::TCSANOW, &term) != 0 {
+                    return EchoOff { saved: None };
+                }
+                EchoOff { saved: Some(saved) }
+            }
+        }
+    }
+
+    impl Drop for EchoOff {
+        fn drop(&mut self) {
+            if let Some(saved) = &self.saved {
+                // SAFETY: restores the settings tcgetattr returned for the same descriptor.
+                unsafe {
+                    libc::tcsetattr(0, libc::TCSANOW, saved);
+                }
             }
         }
     }

@@ -63,6 +63,7 @@ pub const DEFAULT_MAX_HEADER_BYTES: usize = 32 * 1024;
 /// (or half of a smaller limit).
 const FD_RESERVE: usize = 256;
 /// The open-file limit `serve` raises its soft limit to, at most: far above any cap here.
+#[cfg(unix)]
 const FD_TARGET: u64 = 65_536;
 /// First and last pause after an accept error other than a connection's own (as Go's
 /// `net/http` does: 5 ms doubling to 1 s): the listener stays readable while the process is

@@ -9,9 +9,9 @@
 //! The key is made at random when the gateway starts: cursors do not outlive it, and replicas
 //! behind a balancer need session affinity for paging.
 
+use aws_lc_rs::hmac;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ring::hmac;
 use rmcp::model::ErrorData;
 
 /// Items per page unless `mcpmux serve --page-size` says otherwise: big enough that most
@@ -31,7 +31,7 @@ pub struct Pager {
 impl Pager {
     /// Pages of `size` items (at least 1), under a fresh random key.
     pub fn new(size: usize) -> Self {
-        let rng = ring::rand::SystemRandom::new();
+        let rng = aws_lc_rs::rand::SystemRandom::new();
         let key = hmac::Key::generate(hmac::HMAC_SHA256, &rng).unwrap_or_else(|_| {
             // No system randomness: a key from this process's own random hasher state is
             // weaker but still unknown to clients.
@@ -101,7 +101,7 @@ impl Pager {
         let (payload, tag) = cursor.split_once('.').ok_or_else(invalid)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
-        // ring compares the tags in constant time.
+        // aws-lc-rs compares the tags in constant time.
         hmac::verify(&self.key, &payload, &tag).map_err(|_| invalid())?;
         let payload = String::from_utf8(payload).map_err(|_| invalid())?;
         let (named, offset) = payload.rsplit_once(':').ok_or_else(invalid)?;

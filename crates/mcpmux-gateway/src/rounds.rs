@@ -434,9 +434,12 @@ fn input_request(method: &str, params: Value) -> Result<InputRequest, HostError>
 
 /// 128 random bits, base64url: the name of a waiting call, which no client can guess.
 fn new_state() -> String {
-    use ring::rand::SecureRandom;
+    use aws_lc_rs::rand::SecureRandom;
     let mut bytes = [0u8; 16];
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+    if aws_lc_rs::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .is_err()
+    {
         // No system randomness: this process's random hasher state, still unknown outside.
         use std::hash::{BuildHasher, Hasher};
         for (i, byte) in bytes.iter_mut().enumerate() {

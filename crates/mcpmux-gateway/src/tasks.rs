@@ -413,9 +413,9 @@ fn keep(task: &mcpmux::Task) -> Duration {
 
 /// 128 random bits, hex: a task id no client can guess.
 fn new_id() -> Option<String> {
-    use ring::rand::SecureRandom;
+    use aws_lc_rs::rand::SecureRandom;
     let mut bytes = [0u8; 16];
-    ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;
+    aws_lc_rs::rand::SystemRandom::new().fill(&mut bytes).ok()?;
     Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 

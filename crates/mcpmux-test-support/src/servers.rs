@@ -32,9 +32,9 @@ pub fn test_programs() -> PathBuf {
         // The one build of them, with the packages every build names (the script says why).
         let mut build = Command::new(workspace().join("scripts/build-test-programs.sh"));
         build.env("CARGO", env!("CARGO"));
-        // Not what `cargo test` set for this test binary: build scripts watch some of it (ring
-        // reruns when CARGO_MANIFEST_DIR changes), so each test binary's values would rebuild
-        // ring and everything above it, and the next build from a shell all that again.
+        // Not what `cargo test` set for this test binary: build scripts watch some of it (some
+        // rerun when CARGO_MANIFEST_DIR changes), so each test binary's values would rebuild
+        // those crates and everything above them, and the next build from a shell all that again.
         for (key, _) in std::env::vars_os() {
             if let Some(key) = key.to_str()
                 && (key.starts_with("CARGO_PKG_")

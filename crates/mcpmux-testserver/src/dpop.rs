@@ -7,8 +7,8 @@
 use std::collections::HashSet;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -95,8 +95,28 @@ pub const MAX_TOOL_NAME_LEN: usize = 64;
 
 /// Environment variables a stdio server inherits from us; everything else must be configured.
 /// The same list goose and Claude Code pass; a smaller environment also starts Node faster.
+#[cfg(not(windows))]
 pub const ENV_ALLOWLIST: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR",
+];
+
+/// Environment variables a stdio server inherits from us on Windows: the MCP TypeScript SDK's
+/// `DEFAULT_INHERITED_ENV_VARS` for win32, and `PROGRAMFILES` (without `SYSTEMROOT` and the
+/// profile folders, Node and `npx` cannot start).
+#[cfg(windows)]
+pub const ENV_ALLOWLIST: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
 ];
 
 /// Largest JSON-RPC line accepted from a stdio server (a 50 MB result must not take us down).

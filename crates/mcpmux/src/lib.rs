@@ -40,6 +40,7 @@ mod defaults;
 mod error;
 mod handler;
 mod hub;
+mod platform;
 mod resources;
 mod result;
 mod spill;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::defaults;
+use crate::{defaults, platform};
 
 /// Where full outputs of truncated results go: one file per result, readable only by us.
 #[derive(Debug, Clone)]
@@ -115,12 +115,7 @@ impl Spill {
             .join(format!("{stem}-{stamp}-{}-{n}.txt", std::process::id()));
         let mut options = fs::OpenOptions::new();
         options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&path)?;
+        let mut file = platform::fs::private_file(&mut options).open(&path)?;
         self.record(path.clone());
         file.write_all(text.as_bytes())?;
         file.flush()?;
@@ -206,29 +201,21 @@ impl Spill {
     }
 
     fn prepare_dir(&self) -> io::Result<()> {
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder.create(&self.dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let meta = fs::symlink_metadata(&self.dir)?;
-            // SAFETY: getuid has no preconditions and cannot fail.
-            let uid = unsafe { libc::getuid() };
-            if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "{} is not a private directory of this user",
-                        self.dir.display()
-                    ),
-                ));
-            }
+        platform::fs::dir_mode(fs::DirBuilder::new().recursive(true), 0o700).create(&self.dir)?;
+        let meta = fs::symlink_metadata(&self.dir)?;
+        // Windows has no owner id or mode to check (`platform::fs`): a folder is enough there.
+        let others = match (platform::fs::unix_mode(&meta), platform::fs::my_uid()) {
+            (Some(mode), Some(me)) => mode.uid != me || mode.bits & 0o022 != 0,
+            _ => false,
+        };
+        if !meta.is_dir() || others {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not a private directory of this user",
+                    self.dir.display()
+                ),
+            ));
         }
         Ok(())
     }

@@ -14,9 +14,12 @@ const NONCE_BYTES: usize = 16;
 
 /// A fresh nonce: 32 hex digits from the system's random source.
 fn fresh_nonce() -> String {
-    use ring::rand::SecureRandom;
+    use aws_lc_rs::rand::SecureRandom;
     let mut bytes = [0u8; NONCE_BYTES];
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+    if aws_lc_rs::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .is_err()
+    {
         // No system randomness (never seen on supported platforms): a hash of the time, the
         // process and a counter is still unknown to the data, which cannot hold a closing tag
         // anyway.

@@ -6,8 +6,8 @@
 
 use std::sync::OnceLock;
 
+use aws_lc_rs::{hmac, rand::SystemRandom};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use ring::{hmac, rand::SystemRandom};
 use rmcp::{
     ErrorData, RoleServer,
     model::{

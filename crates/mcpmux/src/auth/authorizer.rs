@@ -119,7 +119,16 @@ impl Authorizer for LoopbackAuthorizer {
                 "To authorize mcpmux for `{}`, open this URL in a browser:\n\n  {}\n",
                 prompt.server, prompt.url
             );
-            if self.open_browser && !open_browser(&prompt.url) {
+            // The opener waits a moment for each launcher to fail: off the runtime's threads.
+            let opened = if self.open_browser {
+                let url = prompt.url.clone();
+                tokio::task::spawn_blocking(move || open_browser(&url))
+                    .await
+                    .unwrap_or(false)
+            } else {
+                true
+            };
+            if !opened {
                 eprintln!(
                     "(no browser could be opened here; open the URL on any machine whose browser can reach {})",
                     prompt.redirect_uri
@@ -137,7 +146,9 @@ impl Authorizer for LoopbackAuthorizer {
     }
 }
 
-/// Launches the desktop's browser; false when there is none to launch.
+/// Launches the desktop's browser (the `open` crate: `open` on macOS, the shell on Windows,
+/// `xdg-open`, `gio`, `wslview` and the rest on Linux); false when there is none to launch.
+/// On Linux without a display nothing is tried: the person opens the printed URL.
 fn open_browser(url: &str) -> bool {
     if std::env::var_os("DISPLAY").is_none()
         && std::env::var_os("WAYLAND_DISPLAY").is_none()
@@ -145,22 +156,8 @@ fn open_browser(url: &str) -> bool {
     {
         return false;
     }
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map(|mut child| {
-            // Reaped in the background: the opener returns at once.
-            std::thread::spawn(move || child.wait());
-        })
-        .is_ok()
+    // Detached: the opener is reaped by the crate, and the flow waits for the redirect.
+    open::that_detached(url).is_ok()
 }
 
 /// Accepts connections until one is the redirect (a GET with `code`, `state` or `error`),

@@ -12,10 +12,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ring::rand::{SecureRandom, SystemRandom};
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use rmcp::transport::auth::{
     AuthError, AuthorizationMetadata, OAuthHttpClient, OAuthHttpClientFuture,
     OAuthHttpRedirectPolicy, OAuthHttpRequest,
@@ -73,7 +73,7 @@ impl DpopKey {
     }
 
     fn from_pkcs8(pkcs8: Vec<u8>, rng: SystemRandom) -> Result<Self, AuthError> {
-        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng)
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8)
             .map_err(|e| internal(&format!("the DPoP key is not a P-256 key: {e}")))?;
         // An uncompressed point: 0x04, then x and y, 32 bytes each.
         let point = pair.public_key().as_ref();
@@ -410,7 +410,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
 
     fn part(jwt: &str, index: usize) -> Value {
         let segment = jwt.split('.').nth(index).unwrap();

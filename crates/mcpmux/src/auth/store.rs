@@ -9,7 +9,7 @@
 //! running hub.
 //!
 //! Several hubs share the file, in one process or many. Each change is a read-modify-write
-//! under an advisory lock (`flock` on `.tokens.json.lock` beside it), so no hub's write undoes
+//! under an advisory lock (`flock`, or `LockFileEx` on Windows, on `.tokens.json.lock` beside it), so no hub's write undoes
 //! another's; a token refresh holds a second lock (`.tokens.json.refresh.lock`) from reading
 //! the refresh token to saving its successor, so a rotating refresh token is never spent
 //! twice.
@@ -24,6 +24,7 @@ use std::time::SystemTime;
 use rmcp::transport::auth::{AuthorizationMetadata, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
+use crate::platform::fs;
 use crate::sync::lock;
 
 /// The file's format version; a newer one is refused rather than overwritten.
@@ -158,14 +159,13 @@ impl TokenStore {
         if let Some(path) = std::env::var_os("MCPMUX_TOKEN_FILE").filter(|p| !p.is_empty()) {
             return Some(PathBuf::from(path));
         }
-        let config = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|p| !p.is_empty())
-                    .map(|home| PathBuf::from(home).join(".config"))
-            })?;
+        let env = |name: &str| std::env::var(name).ok();
+        let home = crate::platform::dirs::home_from_env();
+        let config = crate::platform::dirs::config_home(
+            crate::platform::dirs::Os::CURRENT,
+            home.as_deref(),
+            &env,
+        )?;
         Some(config.join("mcpmux").join("tokens.json"))
     }
 
@@ -327,43 +327,35 @@ fn sibling(path: &Path, what: &str) -> PathBuf {
 
 /// Opens (creating it 0600, its folder 0700) a lock file; a symlink there is refused.
 fn open_lock(path: &Path) -> Result<File, StoreError> {
-    use std::os::unix::fs::OpenOptionsExt;
     private_dir(path)?;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| io_error(path, e))
+    fs::private_file(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+    .open(path)
+    .map_err(|e| io_error(path, e))
 }
 
-/// Waits for an exclusive `flock` on `file`, released when it is closed. (`File::lock` does
-/// the same from Rust 1.89, above this crate's MSRV.)
+/// Waits for an exclusive lock on `file` (`flock` on Unix, `LockFileEx` on Windows, through
+/// fs4), released when it is closed. (`File::lock` does the same from Rust 1.89, above this
+/// crate's MSRV.) A signal interrupting the wait is not a failure: it waits again.
 fn lock_exclusive(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
     loop {
-        // SAFETY: flock only reads the descriptor, which `file` keeps open for the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error);
+        match fs4::FileExt::lock(file) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            done => return done,
         }
     }
 }
 
 /// Makes the folder of `path` (0700) when it is missing.
 fn private_dir(path: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::DirBuilderExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     if !dir.as_os_str().is_empty() && !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        fs::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700)
             .create(dir)
             .map_err(|e| io_error(dir, e))?;
     }
@@ -372,11 +364,12 @@ fn private_dir(path: &Path) -> Result<(), StoreError> {
 
 /// The file's stamp, `None` when it does not exist; refuses an exposed file.
 fn stamp(path: &Path) -> Result<Option<Stamp>, StoreError> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     match std::fs::metadata(path) {
         Ok(meta) => {
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
+            // Windows has no mode bits to check: see `platform::fs`.
+            if let Some(mode) = fs::unix_mode(&meta).map(|mode| mode.bits & 0o777)
+                && mode & 0o077 != 0
+            {
                 return Err(StoreError::Exposed {
                     path: path.to_path_buf(),
                     mode,
@@ -384,7 +377,7 @@ fn stamp(path: &Path) -> Result<Option<Stamp>, StoreError> {
             }
             Ok(Some(Stamp {
                 modified: meta.modified().ok(),
-                inode: meta.ino(),
+                inode: fs::file_id(&meta),
                 len: meta.len(),
             }))
         }
@@ -437,7 +430,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 /// A temporary file beside `path` of a name no other writer uses (process, counter, clock),
 /// created exclusively: `O_EXCL` fails on anything already there, a symlink included.
 fn create_temporary(path: &Path) -> Result<(PathBuf, File), StoreError> {
-    use std::os::unix::fs::OpenOptionsExt;
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut last_error = None;
     for _ in 0..8 {
@@ -451,11 +443,7 @@ fn create_temporary(path: &Path) -> Result<(PathBuf, File), StoreError> {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let temporary = sibling(path, &unique);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+        match fs::private_file(std::fs::OpenOptions::new().write(true).create_new(true))
             .open(&temporary)
         {
             Ok(file) => return Ok((temporary, file)),
@@ -480,6 +468,7 @@ fn io_error(path: &Path, error: impl std::fmt::Display) -> StoreError {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
@@ -494,6 +483,7 @@ mod tests {
         dir
     }
 
+    #[cfg(unix)]
     #[test]
     fn saves_privately_and_reads_back() {
         let dir = temp_dir("private");
@@ -524,6 +514,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[cfg(unix)]
     #[test]
     fn refuses_a_file_others_can_read() {
         let dir = temp_dir("exposed");

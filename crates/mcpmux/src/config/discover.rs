@@ -207,15 +207,13 @@ fn same_file(a: &Path, b: &Path) -> bool {
         )
 }
 
-/// `$XDG_CONFIG_HOME`, or `~/.config`. The XDG spec says a relative value is to be ignored.
+/// `$XDG_CONFIG_HOME`, or `~/.config` (`%APPDATA%` on Windows). The XDG spec says a relative
+/// value is to be ignored.
 pub(crate) fn config_home(
     home: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<PathBuf> {
-    env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| home.map(|home| home.join(".config")))
+    crate::platform::dirs::config_home(crate::platform::dirs::Os::CURRENT, home, env)
 }
 
 /// The secrets file `${secret:NAME}` reads, for a home and environment (`XDG_CONFIG_HOME`).

@@ -99,11 +99,9 @@ impl std::fmt::Debug for LoadOptions {
 }
 
 impl LoadOptions {
-    /// Options for this process: `$HOME` as home, the current directory as the project.
+    /// Options for this process: `$HOME` (Windows: `%USERPROFILE%`) as home, the current directory as the project.
     pub fn from_env(extra_files: Vec<PathBuf>) -> Self {
-        let home = std::env::var_os("HOME")
-            .filter(|home| !home.is_empty())
-            .map(PathBuf::from);
+        let home = crate::platform::dirs::home_from_env();
         // A deleted current directory leaves only "." to go on; project files then just miss.
         let project_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         Self {

@@ -9,9 +9,12 @@
 //! folder inside `/tmp` is accepted, and so is a file the person owns, mode 0644, directly in
 //! `/tmp`. A project's own files are not checked here: nothing of them runs unapproved, and the
 //! approval covers what they say. Knows nothing of what the file holds.
+//!
+//! On Windows there are no modes or owner ids to check (see `platform::fs`): every file passes.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use crate::platform::fs;
 
 /// Why a file is refused: what is wrong (which file or folder, its mode or owner) and the
 /// command that fixes it. Never the file's content.
@@ -21,12 +24,6 @@ pub(crate) struct Exposed {
     pub problem: String,
     /// The command that fixes it (`chmod go-w '/path'`).
     pub fix: String,
-}
-
-/// The uid files must belong to (or root's).
-fn me() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 /// Checks that only the person (or root) can change `path` and the folders that lead to it.
@@ -67,17 +64,25 @@ fn check_one(path: &Path, folder: bool) -> Result<(), Exposed> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
-    let mode = meta.permissions().mode() & 0o7777;
+    let (
+        Some(fs::UnixMode {
+            bits: mode,
+            uid: owner,
+        }),
+        Some(me),
+    ) = (fs::unix_mode(&meta), fs::my_uid())
+    else {
+        return Ok(());
+    };
     let what = if folder { "folder" } else { "file" };
     let shown = quoted(path);
-    let owner = meta.uid();
-    if owner != me() && owner != 0 {
+    if owner != me && owner != 0 {
         return Err(Exposed {
             problem: format!(
                 "the {what} {} belongs to user id {owner}, not you or root",
                 path.display()
             ),
-            fix: format!("chown {} {shown}", me()),
+            fix: format!("chown {me} {shown}"),
         });
     }
     let sticky_root = folder && owner == 0 && mode & 0o1000 != 0;
@@ -104,9 +109,11 @@ fn quoted(path: &Path) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn chmod(path: &Path, mode: u32) {
@@ -156,7 +163,10 @@ mod tests {
         // Sticky but not root's: whoever owns it may still swap the file (tests run as root
         // in CI, where it is root's: then it passes, like /tmp).
         chmod(&folder, 0o1777);
-        assert_eq!(check_not_writable_by_others(&file).is_ok(), me() == 0);
+        assert_eq!(
+            check_not_writable_by_others(&file).is_ok(),
+            fs::my_uid() == Some(0)
+        );
     }
 
     #[test]

@@ -14,11 +14,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::write::{self, read_bounded};
+use crate::platform::fs;
 
 /// The secrets file's name, inside the user's `mcpmux` config folder.
 pub const SECRETS_FILE: &str = "secrets.toml";
@@ -245,32 +245,44 @@ fn check_private(
     meta: Option<&std::fs::Metadata>,
     dir_meta: &std::fs::Metadata,
 ) -> Result<(), SecretsError> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let file_mode = meta.map(|m| m.permissions().mode() & 0o7777);
-    let dir_mode = dir_meta.permissions().mode() & 0o7777;
     let mut problems = Vec::new();
-    if let Some(meta) = meta {
-        if !meta.is_file() {
-            problems.push("it is not a regular file".to_owned());
+    if meta.is_some_and(|meta| !meta.is_file()) {
+        problems.push("it is not a regular file".to_owned());
+    }
+    // Windows has no modes or owner ids to check: the profile's ACLs keep it (`platform::fs`).
+    let (Some(dir_unix), Some(me)) = (fs::unix_mode(dir_meta), fs::my_uid()) else {
+        if problems.is_empty() {
+            return Ok(());
         }
-        if file_mode.is_some_and(|mode| mode & 0o077 != 0) {
+        return Err(SecretsError::Exposed {
+            file: file.to_path_buf(),
+            dir: dir.to_path_buf(),
+            file_mode: "(none)".to_owned(),
+            dir_mode: "(none)".to_owned(),
+            problem: problems.join(", "),
+        });
+    };
+    let file_unix = meta.and_then(fs::unix_mode);
+    let file_mode = file_unix.map(|m| m.bits);
+    let dir_mode = dir_unix.bits;
+    if let Some(file_unix) = file_unix {
+        if file_unix.bits & 0o077 != 0 {
             problems.push("group or others may read or write the file".to_owned());
         }
-        if meta.uid() != me {
+        if file_unix.uid != me {
             problems.push(format!(
                 "the file belongs to user id {}, not you",
-                meta.uid()
+                file_unix.uid
             ));
         }
     }
     if dir_mode & 0o077 != 0 {
         problems.push("group or others may open its folder".to_owned());
     }
-    if dir_meta.uid() != me {
+    if dir_unix.uid != me {
         problems.push(format!(
             "the folder belongs to user id {}, not you",
-            dir_meta.uid()
+            dir_unix.uid
         ));
     }
     if problems.is_empty() {
@@ -343,9 +355,11 @@ impl SecretSource {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn private_dir() -> (tempfile::TempDir, PathBuf) {

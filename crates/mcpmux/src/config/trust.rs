@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use super::trust_view::OPTION_KEYS;
 pub use super::trust_view::ProjectEntry;
 use super::{Dialect, ServerSpec};
+use crate::platform::fs;
 
 /// Decides on a project entry no stored approval covers: `true` starts it (a harness asking
 /// its user, or vouching for the directory).
@@ -398,7 +399,6 @@ pub fn revoke(store: &Path, project_dir: &Path) -> Result<bool, TrustFileError> 
 
 fn write_store(path: &Path, projects: Approvals) -> Result<(), TrustFileError> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let fail = |error: std::io::Error| TrustFileError {
         path: path.to_path_buf(),
         message: format!("cannot write it: {error}"),
@@ -410,21 +410,20 @@ fn write_store(path: &Path, projects: Approvals) -> Result<(), TrustFileError> {
     let bytes = serde_json::to_vec_pretty(&body).map_err(|e| fail(std::io::Error::other(e)))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     if !dir.as_os_str().is_empty() && !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        fs::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700)
             .create(dir)
             .map_err(fail)?;
     }
     // A crash mid-write must never leave half a file: write aside, then rename over.
     let temporary = dir.join(format!(".{APPROVALS_FILE}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)?;
+        let mut file = fs::private_file(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true),
+        )
+        .open(&temporary)?;
         file.write_all(&bytes)?;
         file.sync_all()?;
         std::fs::rename(&temporary, path)
@@ -518,11 +517,14 @@ mod tests {
         approve(&store, project, std::slice::from_ref(&entry)).unwrap_or_else(|e| panic!("{e}"));
         let stored = read_store(&store).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stored[&project_key(project)]["s"], "h");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&store)
-            .map(|m| m.permissions().mode() & 0o777)
-            .unwrap_or(0);
-        assert_eq!(mode, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&store)
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0);
+            assert_eq!(mode, 0o600);
+        }
         assert_eq!(revoke(&store, project).ok(), Some(true));
         assert_eq!(revoke(&store, project).ok(), Some(false));
     }

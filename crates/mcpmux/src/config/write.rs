@@ -5,8 +5,9 @@
 //! A leaf of `config/`: knows nothing of what the bytes mean.
 
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use crate::platform::fs;
 
 /// The largest file `mcpmux add`, `remove` and `secret` will read to edit: far above any
 /// hand-kept config (Claude's `~/.claude.json` is the biggest seen, a few hundred KiB), low
@@ -71,13 +72,11 @@ pub(crate) fn write_atomic(
         _ => PathBuf::from("."),
     };
     if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(dir_mode)
-            .create(&dir)?;
+        fs::dir_mode(std::fs::DirBuilder::new().recursive(true), dir_mode).create(&dir)?;
     }
     let mode = match std::fs::metadata(&path) {
-        Ok(meta) => meta.permissions().mode() & 0o7777,
+        // Windows has no mode to keep: the new file takes the folder's ACL.
+        Ok(meta) => fs::unix_mode(&meta).map_or(new_mode, |mode| mode.bits),
         Err(error) if error.kind() == io::ErrorKind::NotFound => new_mode,
         Err(error) => return Err(error),
     };
@@ -88,17 +87,17 @@ pub(crate) fn write_atomic(
         .suffix(".tmp")
         .tempfile_in(&dir)?;
     temporary.write_all(bytes)?;
-    temporary
-        .as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    fs::set_file_mode(temporary.as_file(), mode)?;
     temporary.as_file().sync_all()?;
     temporary.persist(&path).map_err(|error| error.error)?;
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]

@@ -51,10 +51,7 @@ impl EraCache {
 
     /// The default location: `$XDG_CACHE_HOME/mcpmux/eras.json` or `~/.cache/mcpmux/eras.json`.
     pub(crate) fn default_path() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        let base = crate::platform::dirs::cache_home_from_env()?;
         Some(base.join("mcpmux").join("eras.json"))
     }
 

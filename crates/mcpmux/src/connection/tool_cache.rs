@@ -56,16 +56,10 @@ impl ToolCache {
         Self { dir, max_age }
     }
 
-    /// The default folder: `$XDG_CACHE_HOME/mcpmux/tools` or `~/.cache/mcpmux/tools`.
+    /// The default folder: `$XDG_CACHE_HOME/mcpmux/tools` or `~/.cache/mcpmux/tools`
+    /// (`%LOCALAPPDATA%\mcpmux\tools` on Windows).
     pub(crate) fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|h| !h.is_empty())
-                    .map(|h| PathBuf::from(h).join(".cache"))
-            })?;
+        let base = crate::platform::dirs::cache_home_from_env()?;
         Some(base.join("mcpmux").join("tools"))
     }
 

@@ -18,7 +18,6 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,8 +94,9 @@ impl Drop for Turn<'_> {
 /// A child's stdout that polls for a budget when a [`Kick`] arms it.
 pub(crate) struct BusyPipe {
     pipe: ChildStdout,
-    /// The same pipe, for reads tokio does not see.
-    raw: File,
+    /// The same pipe, for reads tokio does not see; `None` on Windows, where tokio's pipe is
+    /// an overlapped named pipe that a plain read would block on: no polling there.
+    raw: Option<File>,
     kick: Arc<Kick>,
     polling: Arc<Polling>,
 }
@@ -107,7 +107,13 @@ impl BusyPipe {
         pipe: ChildStdout,
         polling: Arc<Polling>,
     ) -> std::io::Result<(Self, Arc<Kick>)> {
-        let raw = File::from(pipe.as_fd().try_clone_to_owned()?);
+        #[cfg(unix)]
+        let raw = {
+            use std::os::fd::AsFd;
+            Some(File::from(pipe.as_fd().try_clone_to_owned()?))
+        };
+        #[cfg(not(unix))]
+        let raw = None;
         let kick = Arc::new(Kick::default());
         let pipe = Self {
             pipe,
@@ -120,11 +126,12 @@ impl BusyPipe {
 
     /// Polls the pipe until it gives bytes or the budget is spent.
     fn spin(&mut self, buf: &mut ReadBuf<'_>) -> Option<std::io::Result<()>> {
+        let raw = self.raw.as_mut()?;
         let polling = &self.polling;
         let _turn = polling.turn()?;
         let start = Instant::now();
         loop {
-            match self.raw.read(buf.initialize_unfilled()) {
+            match raw.read(buf.initialize_unfilled()) {
                 Ok(n) => {
                     buf.advance(n);
                     return Some(Ok(()));

@@ -14,6 +14,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::Error;
+use crate::platform::process::{self, Group};
 
 /// Output beyond this is not a header object.
 const MAX_OUTPUT: usize = 64 * 1024;
@@ -117,7 +118,7 @@ fn header_values(
         .collect())
 }
 
-/// Runs `command` through `sh -c` and reads the headers it prints.
+/// Runs `command` through the shell (`sh -c`; `cmd /C` on Windows) and reads the headers it prints.
 ///
 /// The helper runs in a process group of its own, and the whole group is killed when the
 /// helper exits, overruns its time or prints too much: nothing it started outlives it. Its
@@ -129,28 +130,30 @@ pub(super) async fn run(
     within: Duration,
     sandbox: Option<&crate::config::Sandbox>,
 ) -> Result<BTreeMap<String, String>, Error> {
-    let prepared = super::sandbox::prepare(server, "sh", sandbox, &BTreeMap::new(), None)?;
+    let prepared =
+        super::sandbox::prepare(server, process::SHELL.0, sandbox, &BTreeMap::new(), None)?;
     let failed = |message: String| Error::Connect {
         server: server.to_owned(),
         message: format!("headersHelper `{command}` {message}"),
         stderr_tail: Vec::new(),
     };
-    let mut cmd = tokio::process::Command::new("sh");
+    let (shell, run_flag) = process::SHELL;
+    let mut cmd = tokio::process::Command::new(shell);
+    process::isolate(&mut cmd);
     // Lives until the helper is reaped below.
     let _keep = prepared.map(|prepared| prepared.install(&mut cmd));
     let mut child = cmd
-        .arg("-c")
+        .arg(run_flag)
         .arg(command)
         .env("MCPMUX_SERVER_NAME", server)
         .env("CLAUDE_CODE_MCP_SERVER_NAME", server)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| failed(format!("could not start: {e}")))?;
-    let group = child.id().and_then(|id| i32::try_from(id).ok());
+    let group = Group::of(&child);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(failed("could not be given pipes".into()));
     };
@@ -159,13 +162,13 @@ pub(super) async fn run(
         let exited = async {
             let status = child.wait().await.map_err(|e| format!("failed: {e}"));
             // Whatever it left running would hold the pipes open: the helper is done.
-            kill_group(group);
+            group.kill();
             status
         };
         tokio::try_join!(read_capped(stdout), read_tail(stderr), exited)
     })
     .await;
-    kill_group(group);
+    group.kill();
     // The helper itself too, should the group be gone; then it is reaped.
     let _ = child.start_kill();
     let _ = child.wait().await;
@@ -215,16 +218,6 @@ async fn read_tail(mut stderr: impl AsyncRead + Unpin) -> Result<Vec<u8>, String
         .await
         .map_err(|e| format!("could not be read: {e}"))?;
     Ok(kept)
-}
-
-/// SIGKILL to the helper's process group; nothing when it is already gone.
-fn kill_group(group: Option<i32>) {
-    if let Some(group) = group {
-        // SAFETY: killpg has no memory-safety preconditions; a stale group id yields ESRCH.
-        unsafe {
-            libc::killpg(group, libc::SIGKILL);
-        }
-    }
 }
 
 /// The headers in a helper's output: a JSON object whose values are strings.

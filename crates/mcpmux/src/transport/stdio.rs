@@ -18,6 +18,7 @@ use tokio::sync::{oneshot, watch};
 use super::busy_pipe::BusyPipe;
 use crate::defaults;
 use crate::error::Error;
+use crate::platform::process::{self, Group};
 use crate::sync::lock;
 
 /// The rmcp transport over a child's stdout and its stdin.
@@ -138,23 +139,14 @@ impl Drop for ProcessHandle {
 /// Kills the whole process group on drop unless disarmed: the last line of defence when the
 /// reaper task itself is dropped (runtime shutdown, panic unwinding).
 struct GroupGuard {
-    pgid: i32,
+    group: Group,
     armed: bool,
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
-            signal_group(self.pgid, libc::SIGKILL);
-        }
-    }
-}
-
-fn signal_group(pgid: i32, signal: i32) {
-    if pgid > 0 {
-        // SAFETY: killpg has no memory-safety preconditions; a stale group id yields ESRCH.
-        unsafe {
-            libc::killpg(pgid, signal);
+            self.group.kill();
         }
     }
 }
@@ -176,10 +168,9 @@ pub(crate) fn spawn(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // A group of its own: signals reach `npx` and the `node` it starts, and a Ctrl-C in
-        // our terminal is ours to handle, not delivered straight to every server.
-        .process_group(0);
+        .kill_on_drop(true);
+    // A group of its own (a job object on Windows), killed by the kernel too if we die.
+    process::isolate(&mut cmd);
     for key in defaults::ENV_ALLOWLIST {
         if let Some(value) = std::env::var_os(key) {
             cmd.env(key, value);
@@ -188,16 +179,6 @@ pub(crate) fn spawn(
     cmd.envs(env);
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
-    }
-    #[cfg(target_os = "linux")]
-    // SAFETY: the closure runs between fork and exec and only calls the async-signal-safe
-    // prctl; it allocates nothing.
-    unsafe {
-        // If we die without cleaning up (SIGKILL, abort), the kernel kills the server too.
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
     }
     // After ours: PR_SET_PDEATHSIG must come before the sandbox, which sets it again after
     // changing credentials.
@@ -223,7 +204,7 @@ pub(crate) fn spawn(
     let (exit_tx, exit_rx) = watch::channel(None);
     let (stop_tx, stop_rx) = oneshot::channel();
     let guard = GroupGuard {
-        pgid: pid as i32,
+        group: Group::of(&child),
         armed: true,
     };
     let reaper = ctx.reapers.spawn(reap(
@@ -319,12 +300,12 @@ async fn reap(
                 Ok(status) => status,
                 Err(_) => {
                     tracing::debug!(server = %server, "server did not exit after stdin closed; sending SIGTERM");
-                    signal_group(guard.pgid, libc::SIGTERM);
+                    guard.group.terminate();
                     match tokio::time::timeout(defaults::TERM_GRACE, child.wait()).await {
                         Ok(status) => status,
                         Err(_) => {
                             tracing::debug!(server = %server, "server ignored SIGTERM; sending SIGKILL");
-                            signal_group(guard.pgid, libc::SIGKILL);
+                            guard.group.kill();
                             child.wait().await
                         }
                     }
@@ -333,16 +314,13 @@ async fn reap(
         }
     };
     // Grandchildren (`npx` → `node`) may outlive the leader: the group goes with it.
-    signal_group(guard.pgid, libc::SIGKILL);
+    guard.group.kill();
     guard.armed = false;
     let info = match status {
-        Ok(status) => {
-            use std::os::unix::process::ExitStatusExt;
-            ExitInfo {
-                code: status.code(),
-                signal: status.signal(),
-            }
-        }
+        Ok(status) => ExitInfo {
+            code: status.code(),
+            signal: process::exit_signal(&status),
+        },
         Err(e) => {
             tracing::warn!(server = %server, error = %e, "could not wait for server process");
             ExitInfo {

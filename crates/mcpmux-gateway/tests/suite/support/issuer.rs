@@ -1,6 +1,6 @@
 //! A real authorization server's public side on 127.0.0.1, for the tests of the gateway as an
 //! OAuth resource server: its metadata (RFC 8414) and key set over HTTP, ES256 keys made in
-//! the test (ring), and tokens it signs. It counts the reads of its key set, and can publish
+//! the test (aws-lc-rs), and tokens it signs. It counts the reads of its key set, and can publish
 //! a hostile key set instead (huge, deep, never answering). It runs on a thread of its own, so
 //! async and blocking tests alike can use it; dropping it stops it.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use axum::{Router, extract::State, response::IntoResponse, routing::get};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
 
 /// One ES256 signing key.
@@ -33,8 +33,7 @@ impl SigningKey {
             .unwrap()
             .as_ref()
             .to_vec();
-        let pair =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8).unwrap();
         let point = pair.public_key().as_ref();
         let (x, y) = point[1..].split_at(32);
         let jwk = json!({

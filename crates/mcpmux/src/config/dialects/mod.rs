@@ -26,6 +26,7 @@ use super::entry::{Entry, FileEntries};
 use super::fields::{Context, Fields};
 use super::value::kind_name;
 use super::{ConfigError, Dialect, Origin, ServerSpec, TransportSpec};
+use crate::platform::dirs::{Os, app_data};
 
 /// Largest file of another tool that is read: these may sit in a repository.
 pub(crate) const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -33,8 +34,20 @@ pub(crate) const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Most warnings reported for one entry; a hostile file must not flood `mcpmux servers`.
 const MAX_WARNINGS: usize = 20;
 
-/// The person's own file of `dialect`, when it has one (VS Code's user profile is not read).
+/// The person's own file of `dialect`, when it has one.
 pub(crate) fn user_file(
+    dialect: Dialect,
+    home: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    user_file_on(Os::CURRENT, dialect, home, env)
+}
+
+/// [`user_file`] as it is on `os`. Cursor, Windsurf, Gemini CLI and Codex keep theirs under
+/// the home folder on every system (`%USERPROFILE%` on Windows); Claude Desktop and VS Code,
+/// Electron applications, in their `appData` folder.
+fn user_file_on(
+    os: Os,
     dialect: Dialect,
     home: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -53,31 +66,17 @@ pub(crate) fn user_file(
                 .join("windsurf")
                 .join("mcp_config.json")
         }),
+        // Claude Desktop's `userData` folder is `Claude` (modelcontextprotocol.io/docs/develop/connect-local-servers).
         Dialect::ClaudeDesktop => {
-            claude_desktop_dir(home, env).map(|dir| dir.join("claude_desktop_config.json"))
+            app_data(os, home, env).map(|dir| dir.join("Claude").join("claude_desktop_config.json"))
         }
-        Dialect::VsCode | Dialect::Claude | Dialect::Mcpmux => None,
+        // The default profile's `mcp.json` (code.visualstudio.com/docs/copilot/customization/mcp-servers):
+        // `Code/User/` in `appData`.
+        Dialect::VsCode => {
+            app_data(os, home, env).map(|dir| dir.join("Code").join("User").join("mcp.json"))
+        }
+        Dialect::Claude | Dialect::Mcpmux => None,
     }
-}
-
-/// Claude Desktop's settings folder: Electron's `userData` for the app `Claude` on each system.
-fn claude_desktop_dir(
-    home: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<PathBuf> {
-    let set = |name: &str| {
-        env(name)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    let base = if cfg!(target_os = "macos") {
-        home.map(|home| home.join("Library").join("Application Support"))
-    } else if cfg!(windows) {
-        set("APPDATA")
-    } else {
-        set("XDG_CONFIG_HOME").or_else(|| home.map(|home| home.join(".config")))
-    };
-    base.map(|base| base.join("Claude"))
 }
 
 /// The project's own file of `dialect`, when the tool has one.
@@ -418,6 +417,62 @@ pub(crate) fn take(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn each_tool_s_user_file_is_where_its_owner_puts_it_on_each_system() {
+        let env = |name: &str| match name {
+            "APPDATA" => Some(r"C:\Users\ada\AppData\Roaming".to_owned()),
+            _ => None,
+        };
+        let file = |os, dialect, home: &str| user_file_on(os, dialect, Some(Path::new(home)), &env);
+        let mac = "/Users/ada";
+        let support = Path::new(mac).join("Library/Application Support");
+        assert_eq!(
+            file(Os::Mac, Dialect::ClaudeDesktop, mac),
+            Some(support.join("Claude/claude_desktop_config.json"))
+        );
+        assert_eq!(
+            file(Os::Mac, Dialect::VsCode, mac),
+            Some(support.join("Code/User/mcp.json"))
+        );
+        let roaming = PathBuf::from(r"C:\Users\ada\AppData\Roaming");
+        let win = r"C:\Users\ada";
+        assert_eq!(
+            file(Os::Windows, Dialect::ClaudeDesktop, win),
+            Some(roaming.join("Claude").join("claude_desktop_config.json"))
+        );
+        assert_eq!(
+            file(Os::Windows, Dialect::VsCode, win),
+            Some(roaming.join("Code").join("User").join("mcp.json"))
+        );
+        let linux = "/home/ada";
+        assert_eq!(
+            file(Os::Linux, Dialect::VsCode, linux),
+            Some(PathBuf::from("/home/ada/.config/Code/User/mcp.json"))
+        );
+        assert_eq!(
+            file(Os::Linux, Dialect::ClaudeDesktop, linux),
+            Some(PathBuf::from(
+                "/home/ada/.config/Claude/claude_desktop_config.json"
+            ))
+        );
+        // The home-folder tools are the same on every system.
+        for (os, home) in [(Os::Mac, mac), (Os::Windows, win), (Os::Linux, linux)] {
+            let home = Path::new(home);
+            assert_eq!(
+                file(os, Dialect::Cursor, &home.to_string_lossy()),
+                Some(home.join(".cursor").join("mcp.json"))
+            );
+            assert_eq!(
+                file(os, Dialect::Windsurf, &home.to_string_lossy()),
+                Some(
+                    home.join(".codeium")
+                        .join("windsurf")
+                        .join("mcp_config.json")
+                )
+            );
+        }
+    }
 
     #[test]
     fn import_lists() {

@@ -1,4 +1,5 @@
-//! VS Code's `mcp.json` (a project's `.vscode/mcp.json`): `servers` and `inputs`.
+//! VS Code's `mcp.json` (a project's `.vscode/mcp.json`, and the default profile's in VS Code's
+//! `User` folder, see `dialects::user_file`): `servers` and `inputs`.
 //!
 //! Fields from VS Code's MCP configuration reference
 //! (code.visualstudio.com/docs/copilot/reference/mcp-configuration): `type` (`stdio`, `http`,

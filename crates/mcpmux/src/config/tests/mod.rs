@@ -4,11 +4,14 @@
 
 mod approvals;
 mod entries;
+// File modes and owners: Unix only (`platform::fs`).
+#[cfg(unix)]
 mod exposed;
 mod files;
 mod options;
 mod plugins;
 mod policy_and_auth;
+#[cfg(unix)]
 mod secrets;
 
 use std::collections::BTreeMap;

@@ -84,6 +84,8 @@ fn a_manifest_may_point_at_a_server_file_inside_the_plugin_but_not_outside() {
     assert!(text.contains("outside the plugin's folder"), "{text}");
 }
 
+// A FIFO among the plugins: Unix only.
+#[cfg(unix)]
 #[test]
 fn a_bad_plugin_is_one_problem_and_the_others_still_load() {
     let f = Fixture::new();
