@@ -74,7 +74,7 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     }
     let server = match server {
         Some(path) => path,
-        None => super::target_dir(&super::workspace()?)
+        None => crate::programs::target_dir(&crate::programs::workspace()?)
             .join("debug")
             .join("mcpmux-testserver"),
     };
