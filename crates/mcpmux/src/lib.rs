@@ -28,6 +28,7 @@ pub mod host;
 pub mod policy;
 pub mod redact;
 pub mod schema;
+pub mod sync;
 pub mod terminal;
 
 // Everything else is reached through the re-exports below (see ARCHITECTURE.md).
@@ -44,7 +45,6 @@ mod resources;
 mod result;
 mod spill;
 mod state;
-mod sync;
 mod task;
 mod transport;
 mod untrusted;
