@@ -18,7 +18,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", 
 
 # The layer of each top-level module, bottom (1) to top; ARCHITECTURE.md explains each.
 LAYERS = {
-    "defaults": 1, "sync": 1, "broadcast": 1, "terminal": 1, "redact": 1, "host": 1, "content": 1, "state": 1,
+    "defaults": 1, "sync": 1, "broadcast": 1, "terminal": 1, "redact": 1, "http_body": 1, "host": 1, "content": 1, "state": 1,
     "config": 2, "spill": 2,
     "catalog": 3,
     "policy": 4,

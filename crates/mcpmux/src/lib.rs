@@ -25,6 +25,7 @@
 pub mod auth;
 pub mod config;
 pub mod host;
+pub mod http_body;
 pub mod policy;
 pub mod redact;
 pub mod schema;
@@ -72,6 +73,7 @@ pub use result::{IntoToolResult, Json, ToolResult, error_result};
 pub use spill::Spill;
 pub use state::{Era, HubEvent, Reload, ServerState};
 pub use task::{Task, TaskCall, TaskOutcome, TaskState, TaskStatus};
+pub use transport::sse::{SseItem, SseParser};
 pub use untrusted::{
     UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,
     wrap_untrusted,
