@@ -25,7 +25,7 @@ CRATES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cra
 CRATES = {
     # The library.
     "mcpmux": ("mcpmux/src", "lib.rs", {
-        "defaults": 1, "platform": 1, "sync": 1, "broadcast": 1, "terminal": 1, "redact": 1, "host": 1, "content": 1, "state": 1,
+        "defaults": 1, "platform": 1, "http_body": 1, "sync": 1, "broadcast": 1, "terminal": 1, "redact": 1, "host": 1, "content": 1, "state": 1,
         "config": 2, "spill": 2,
         "catalog": 3,
         "policy": 4,

@@ -116,10 +116,7 @@ pub async fn run(
         spinner.abort();
         output::eprint_control("\r\x1b[2K");
     }
-    match status.lock() {
-        Ok(mut status) => end_text_line(&mut status),
-        Err(poisoned) => end_text_line(&mut poisoned.into_inner()),
-    }
+    end_text_line(&mut mcpmux::sync::lock(&status));
     // A request that never reached a model has nothing to count.
     if outcome.iterations > 0 || outcome.tool_calls > 0 {
         output::say!(
@@ -144,10 +141,7 @@ fn plural(n: usize) -> &'static str {
 
 /// Prints one event: text on stdout, the rest on stderr.
 fn show(status: &Mutex<Status>, event: AgentEvent) {
-    let mut status = match status.lock() {
-        Ok(status) => status,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut status = mcpmux::sync::lock(status);
     let clear = |status: &Status| {
         if status.waiting.is_some() && std::io::stderr().is_terminal() {
             output::eprint_control("\r\x1b[2K");
@@ -225,10 +219,7 @@ async fn spin(status: Arc<Mutex<Status>>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     for frame in 0usize.. {
         tick.tick().await;
-        let line = match status.lock() {
-            Ok(status) => status.waiting.clone(),
-            Err(poisoned) => poisoned.into_inner().waiting.clone(),
-        };
+        let line = mcpmux::sync::lock(&status).waiting.clone();
         if let Some(what) = line.filter(|_| !output::prompting()) {
             output::eprint_control("\r\x1b[2K");
             output::eprint_text(&format!("{} {what}…", FRAMES[frame % FRAMES.len()]));

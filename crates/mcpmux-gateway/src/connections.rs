@@ -15,7 +15,7 @@ use std::future::{Future, poll_fn};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::pin::{Pin, pin};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -239,7 +239,7 @@ impl Admission {
     }
 
     fn open(&self) -> MutexGuard<'_, Open> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+        mcpmux::sync::lock(&self.open)
     }
 
     /// Counts a connection from `ip`, unless a cap is reached.

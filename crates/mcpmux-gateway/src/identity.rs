@@ -7,7 +7,7 @@
 //! it. Over stdio there is no door: the one client is [`Identity::local`]. Knows nothing of
 //! HTTP.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::access::{AskRoute, Rule};
@@ -84,10 +84,7 @@ impl Caller {
             refused: Mutex::new(None),
         });
         let output = CALLER.scope(caller.clone(), serve).await;
-        let refused = *caller
-            .refused
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let refused = *mcpmux::sync::lock(&caller.refused);
         (output, refused)
     }
 
@@ -100,10 +97,7 @@ impl Caller {
     /// Notes why the request being served was refused (nothing outside a request).
     pub fn refuse(refused: Refused) {
         let _ = CALLER.try_with(|caller| {
-            *caller
-                .refused
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(refused);
+            *mcpmux::sync::lock(&caller.refused) = Some(refused);
         });
     }
 }

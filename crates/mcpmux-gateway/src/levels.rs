@@ -32,10 +32,7 @@ impl Levels {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<u64, Option<LogLevel>>> {
-        match self.wanted.lock() {
-            Ok(wanted) => wanted,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.wanted)
     }
 
     /// `session` began (it sent `notifications/initialized`), with no level set.

@@ -148,10 +148,7 @@ impl Refusals {
             .into_iter()
             .map(|tool| (tool.server, tool.raw_name))
             .collect();
-        let mut last = self
-            .last
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut last = mcpmux::sync::lock(&self.last);
         for (server, name) in refused.difference(&last) {
             tracing::warn!(
                 server = ?server,

@@ -42,10 +42,7 @@ impl Catalog {
     }
 
     fn routes(&self) -> MutexGuard<'_, HashMap<String, (String, String)>> {
-        match self.prompts.lock() {
-            Ok(routes) => routes,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.prompts)
     }
 
     /// `resources/list`: every server's resources (a server that cannot list is logged and

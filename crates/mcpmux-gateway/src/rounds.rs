@@ -239,10 +239,7 @@ impl<R> Rounds<R> {
 
 impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked<R>>> {
-        match self.waiting.lock() {
-            Ok(waiting) => waiting,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.waiting)
     }
 
     /// The call named by `state`, given the client's `responses` to its last round. Only the

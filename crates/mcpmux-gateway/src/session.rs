@@ -62,10 +62,7 @@ impl Session {
             (rule.clone(), seen)
         });
         let id = self.watchers.add_session(peer, self.id, view);
-        let mut watching = self
-            .watching
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut watching = mcpmux::sync::lock(&self.watching);
         if let Some(before) = watching.replace(id) {
             self.watchers.remove(before);
         }

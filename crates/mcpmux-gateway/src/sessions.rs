@@ -9,7 +9,7 @@
 //! beyond `notifications/initialized`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::Stream;
@@ -231,7 +231,7 @@ impl Sessions {
 }
 
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
-    table.lock().unwrap_or_else(PoisonError::into_inner)
+    mcpmux::sync::lock(table)
 }
 
 /// Forgets session `id` and closes it in rmcp.

@@ -150,10 +150,7 @@ impl Legacy {
     }
 
     fn table(&self) -> MutexGuard<'_, HashMap<String, Session>> {
-        match self.shared.table.lock() {
-            Ok(table) => table,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.shared.table)
     }
 
     fn find(&self, id: &str) -> Option<Session> {
@@ -472,10 +469,7 @@ impl Queue {
     }
 
     fn lock(&self) -> MutexGuard<'_, QueueState> {
-        match self.state.lock() {
-            Ok(state) => state,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.state)
     }
 
     /// Queues one message, or cuts the stream off when the reader is too far behind.
@@ -571,10 +565,7 @@ impl Ledger {
     }
 
     fn ids(&self) -> MutexGuard<'_, HashSet<RequestId>> {
-        match self.ids.lock() {
-            Ok(ids) => ids,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.ids)
     }
 
     /// Notes a request; false when one with this id already awaits its answer.

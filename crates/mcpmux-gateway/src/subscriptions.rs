@@ -56,10 +56,7 @@ impl Subscriptions {
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
-        match self.table.lock() {
-            Ok(table) => table,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.table)
     }
 
     /// `holder` (whose updates go to `target`) subscribes to `uri`, on the server a read of

@@ -138,10 +138,7 @@ pub async fn call(
 
 impl Tasks {
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        match self.table.lock() {
-            Ok(table) => table,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.table)
     }
 
     /// Adds the extension to `capabilities` once some upstream server `view` shows has

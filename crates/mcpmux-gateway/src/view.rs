@@ -28,19 +28,13 @@ impl Hidden {
 
     /// Whether `server`'s resources, prompts and notices are served.
     fn shown(&self, server: &str) -> bool {
-        let hidden = match self.0.read() {
-            Ok(hidden) => hidden,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let hidden = mcpmux::sync::read(&self.0);
         !hidden.iter().any(|h| h == server)
     }
 
     /// Hides the servers of `hidden` from now on; returns those hidden until now.
     pub fn replace(&self, hidden: Vec<String>) -> Vec<String> {
-        match self.0.write() {
-            Ok(mut old) => std::mem::replace(&mut *old, hidden),
-            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), hidden),
-        }
+        std::mem::replace(&mut *mcpmux::sync::write(&self.0), hidden)
     }
 }
 

@@ -85,10 +85,7 @@ pub fn visible(rule: &Rule, tools: &[mcpmux::Tool]) -> Vec<mcpmux::Tool> {
 
 impl Watchers {
     fn lock(&self) -> MutexGuard<'_, Vec<(u64, Watcher)>> {
-        match self.watchers.lock() {
-            Ok(watchers) => watchers,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        mcpmux::sync::lock(&self.watchers)
     }
 
     /// Remembers handshake-era session `session`; returns its id for [`Watchers::remove`]
@@ -122,9 +119,7 @@ impl Watchers {
     }
 
     fn views(&self) -> MutexGuard<'_, HashMap<u64, (Arc<Rule>, u64)>> {
-        self.views
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        mcpmux::sync::lock(&self.views)
     }
 
     /// From now on the gateway serves one client only, for good (stdio).

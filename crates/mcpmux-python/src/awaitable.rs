@@ -15,7 +15,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use mcpmux::sync::lock;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -30,12 +32,6 @@ pub(crate) type Outcome = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<Py
 struct Finished {
     queue: Mutex<Vec<(u64, Outcome)>>,
     wake: UnixStream,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Finished {

@@ -259,9 +259,7 @@ pub(crate) struct NativeHub {
 
 impl NativeHub {
     fn slot(&self) -> MutexGuard<'_, Option<Hub>> {
-        self.hub
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        mcpmux::sync::lock(&self.hub)
     }
 
     fn hub(&self) -> PyResult<Hub> {

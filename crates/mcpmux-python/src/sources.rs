@@ -119,35 +119,7 @@ impl ToolSource for PySource {
             .await;
             answered.unwrap_or_else(|e| error_result(format!("tool `{name}` failed: {e}")))
         };
-        Box::pin(bounded(&self.name, name, call, options))
-    }
-}
-
-/// A call's deadline and cancellation around a Python tool's answer.
-async fn bounded(
-    source: &str,
-    name: &str,
-    call: impl Future<Output = ToolResult>,
-    options: &CallOptions,
-) -> mcpmux::Result<ToolResult> {
-    let timed = async {
-        match options.timeout {
-            Some(after) => tokio::time::timeout(after, call)
-                .await
-                .map_err(|_| Error::Timeout {
-                    server: source.to_owned(),
-                    what: format!("tools/call {name}"),
-                    after,
-                }),
-            None => Ok(call.await),
-        }
-    };
-    match &options.cancel {
-        Some(token) => tokio::select! {
-            _ = token.cancelled() => Err(Error::Cancelled(format!("call to `{name}` cancelled"))),
-            result = timed => result,
-        },
-        None => timed.await,
+        Box::pin(options.run_local(&self.name, name, call))
     }
 }
 

@@ -196,35 +196,46 @@ impl Builtin {
             tool: self.tool.name.clone(),
             message,
         })?;
-        run_with_options(&self.tool.server, &self.tool.name, fut, options).await
+        options
+            .run_local(&self.tool.server, &self.tool.name, fut)
+            .await
     }
 }
 
-/// Applies a call's deadline and cancellation to a local tool's future.
-async fn run_with_options(
-    source: &str,
-    name: &str,
-    fut: BoxFuture<'static, ToolResult>,
-    options: &CallOptions,
-) -> Result<ToolResult> {
-    let timed = async {
-        match options.timeout {
-            Some(after) => tokio::time::timeout(after, fut)
-                .await
-                .map_err(|_| Error::Timeout {
-                    server: source.to_string(),
-                    what: format!("tools/call {name}"),
-                    after,
-                }),
-            None => Ok(fut.await),
+/// A local tool's deadline and cancellation, here beside the tools that need them (the call
+/// options know nothing of errors).
+impl CallOptions {
+    /// Runs `call`, a local tool `name` of `source` (a [`ToolSource`](crate::ToolSource) of
+    /// the harness's own), under this call's deadline and cancellation, as the hub runs a
+    /// server's: [`Error::Timeout`] when the deadline passes, [`Error::Cancelled`] when the
+    /// token is cancelled, the future dropped in both cases.
+    pub async fn run_local<T>(
+        &self,
+        source: &str,
+        name: &str,
+        call: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
+        let timed = async {
+            match self.timeout {
+                Some(after) => {
+                    tokio::time::timeout(after, call)
+                        .await
+                        .map_err(|_| Error::Timeout {
+                            server: source.to_string(),
+                            what: format!("tools/call {name}"),
+                            after,
+                        })
+                }
+                None => Ok(call.await),
+            }
+        };
+        match &self.cancel {
+            Some(token) => tokio::select! {
+                _ = token.cancelled() => Err(Error::Cancelled(format!("call to `{name}` cancelled"))),
+                result = timed => result,
+            },
+            None => timed.await,
         }
-    };
-    match &options.cancel {
-        Some(token) => tokio::select! {
-            _ = token.cancelled() => Err(Error::Cancelled(format!("call to `{name}` cancelled"))),
-            result = timed => result,
-        },
-        None => timed.await,
     }
 }
 

@@ -25,9 +25,11 @@
 pub mod auth;
 pub mod config;
 pub mod host;
+pub mod http_body;
 pub mod policy;
 pub mod redact;
 pub mod schema;
+pub mod sync;
 pub mod terminal;
 
 // Everything else is reached through the re-exports below (see ARCHITECTURE.md).
@@ -45,7 +47,6 @@ mod resources;
 mod result;
 mod spill;
 mod state;
-mod sync;
 mod task;
 mod transport;
 mod untrusted;
@@ -73,6 +74,7 @@ pub use result::{IntoToolResult, Json, ToolResult, error_result};
 pub use spill::Spill;
 pub use state::{Era, HubEvent, Reload, ServerState};
 pub use task::{Task, TaskCall, TaskOutcome, TaskState, TaskStatus};
+pub use transport::sse::{SseItem, SseParser};
 pub use untrusted::{
     UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,
     wrap_untrusted,

@@ -1,22 +1,23 @@
 //! Locks that outlive a panicked holder. The library's locks guard plain data (tool lists,
 //! states, caches) that stays consistent between statements, so a panic elsewhere must not
 //! turn every later lock into a second panic: the guard is taken back from the poison.
+//! Public so the crates over the library (the gateway) recover their locks the same way.
 //! Knows nothing of what it guards.
 
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Locks `mutex`, recovering the guard if a holder panicked.
-pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Read-locks `lock`, recovering the guard if a writer panicked.
-pub(crate) fn read<T: ?Sized>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+pub fn read<T: ?Sized>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Write-locks `lock`, recovering the guard if a holder panicked.
-pub(crate) fn write<T: ?Sized>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+pub fn write<T: ?Sized>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 

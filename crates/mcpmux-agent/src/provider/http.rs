@@ -1,23 +1,22 @@
 //! What both wire formats share on HTTP: one pooled client that follows no redirect (an API key
 //! must never reach another host), retries of rate limits, overloads and broken streams with
 //! backoff that honours `retry-after`, bounded and time-limited reading of a JSON answer or of
-//! server-sent events. Knows nothing of either provider's JSON.
+//! server-sent events (the library's bounded body read and SSE parser). Knows nothing of either provider's JSON.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
-use eventsource_stream::{Event, Eventsource};
-use futures::{Stream, StreamExt};
+use mcpmux::http_body::{BodyError, read_body, read_prefix};
+use mcpmux::{SseItem, SseParser};
 use serde_json::Value;
 
 use super::{EventSink, ProviderError, StreamEvent};
 
 /// Most bytes one answer may have: far beyond any real turn, small enough for any machine.
 pub(super) const MAX_ANSWER_BYTES: usize = 16 << 20;
-/// Most bytes of one line of server-sent events: a streamed chunk is a small JSON object; a
-/// longer line is refused before the event parser buffers (and rescans) it.
-pub(super) const MAX_LINE_BYTES: usize = 1 << 20;
+/// Most bytes of one server-sent event: a streamed chunk is a small JSON object; a longer event
+/// is refused as soon as it passes the bound.
+pub(super) const MAX_EVENT_BYTES: usize = 1 << 20;
 /// Most bytes of an error answer read for its message.
 const MAX_ERROR_BYTES: usize = 64 << 10;
 /// Most characters of a provider's error message repeated in ours.
@@ -216,10 +215,8 @@ impl Endpoint<'_> {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
-        let body = self
-            .read_limited(response, MAX_ERROR_BYTES, attempts)
-            .await
-            .unwrap_or_default();
+        // The start of an error answer is enough for its message, however long it is.
+        let body = read_prefix(response, MAX_ERROR_BYTES, Some(self.idle)).await;
         let error = ProviderError::Status {
             url: self.url.to_string(),
             status: status.as_u16(),
@@ -259,56 +256,21 @@ impl Endpoint<'_> {
         limit: usize,
         attempts: u32,
     ) -> Result<Vec<u8>, Failure> {
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        loop {
-            match tokio::time::timeout(self.idle, stream.next()).await {
-                Err(_) => return Err(Failure::transient(self.timeout())),
-                Ok(None) => return Ok(body),
-                Ok(Some(Err(e))) => return Err(Failure::transient(self.broken(&e, attempts))),
-                Ok(Some(Ok(chunk))) => {
-                    if body.len() + chunk.len() > limit {
-                        return Err(Failure::fatal(self.too_large(limit)));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-            }
-        }
+        read_body(response, limit, Some(self.idle))
+            .await
+            .map_err(|error| match error {
+                BodyError::TooLarge { .. } => Failure::fatal(self.too_large(limit)),
+                BodyError::Broken(e) => Failure::transient(self.broken(&e, attempts)),
+                _ => Failure::transient(self.timeout()),
+            })
     }
 
     /// The answer as server-sent events.
     pub fn events(&self, response: reqwest::Response, attempts: u32) -> SseReader {
-        // Only whole lines go to the event parser, which rescans what it holds on every
-        // chunk: a line held back here is bounded, and the parser's work stays linear.
-        let mut seen = 0usize;
-        let mut partial: Vec<u8> = Vec::new();
-        let bytes = response.bytes_stream().map(move |chunk| match chunk {
-            Ok(chunk) => {
-                seen = seen.saturating_add(chunk.len());
-                if seen > MAX_ANSWER_BYTES {
-                    return Err(ReadError::TooLarge);
-                }
-                let Some(last) = chunk.iter().rposition(|b| matches!(b, b'\n' | b'\r')) else {
-                    partial.extend_from_slice(&chunk);
-                    return if partial.len() > MAX_LINE_BYTES {
-                        Err(ReadError::LineTooLong)
-                    } else {
-                        Ok(bytes::Bytes::new())
-                    };
-                };
-                let mut lines = std::mem::take(&mut partial);
-                lines.extend_from_slice(&chunk[..=last]);
-                partial.extend_from_slice(&chunk[last + 1..]);
-                if partial.len() > MAX_LINE_BYTES {
-                    return Err(ReadError::LineTooLong);
-                }
-                Ok(bytes::Bytes::from(lines))
-            }
-            Err(e) => Err(ReadError::Http(error_chain(&e))),
-        });
         SseReader {
-            inner: Box::pin(bytes.eventsource()),
-            done: false,
+            response: Some(response),
+            parser: SseParser::new(MAX_EVENT_BYTES),
+            seen: 0,
             attempts,
         }
     }
@@ -336,69 +298,61 @@ impl Endpoint<'_> {
         }
     }
 
-    /// The next event of `reader`, within the idle time.
+    /// The next event of `reader`, each read of the stream within the idle time.
     pub async fn next_event(&self, reader: &mut SseReader) -> Result<Option<Event>, Failure> {
-        if reader.done {
-            return Ok(None);
+        loop {
+            match reader.parser.next_event() {
+                Some(SseItem::Event { kind, data }) => {
+                    return Ok(Some(Event { event: kind, data }));
+                }
+                Some(_) => return Err(Failure::fatal(self.event_too_large())),
+                None if reader.parser.over_bound() => {
+                    return Err(Failure::fatal(self.event_too_large()));
+                }
+                None => {}
+            }
+            let Some(response) = reader.response.as_mut() else {
+                return Ok(None);
+            };
+            match tokio::time::timeout(self.idle, response.chunk()).await {
+                Err(_) => return Err(Failure::transient(self.timeout())),
+                Ok(Ok(None)) => reader.response = None,
+                Ok(Ok(Some(chunk))) => {
+                    reader.seen = reader.seen.saturating_add(chunk.len());
+                    if reader.seen > MAX_ANSWER_BYTES {
+                        return Err(Failure::fatal(self.too_large(MAX_ANSWER_BYTES)));
+                    }
+                    reader.parser.feed(&chunk);
+                }
+                Ok(Err(e)) => return Err(Failure::transient(self.broken(&e, reader.attempts))),
+            }
         }
-        match tokio::time::timeout(self.idle, reader.inner.next()).await {
-            Err(_) => Err(Failure::transient(self.timeout())),
-            Ok(None) => {
-                reader.done = true;
-                Ok(None)
-            }
-            Ok(Some(Ok(event))) => Ok(Some(event)),
-            Ok(Some(Err(eventsource_stream::EventStreamError::Transport(ReadError::TooLarge)))) => {
-                Err(Failure::fatal(self.too_large(MAX_ANSWER_BYTES)))
-            }
-            Ok(Some(Err(eventsource_stream::EventStreamError::Transport(
-                ReadError::LineTooLong,
-            )))) => Err(Failure::fatal(ProviderError::Malformed {
-                url: self.url.to_string(),
-                provider: "server-sent events",
-                message: format!("a line is longer than {} MiB", MAX_LINE_BYTES >> 20),
-            })),
-            Ok(Some(Err(eventsource_stream::EventStreamError::Transport(ReadError::Http(
-                message,
-            ))))) => Err(Failure::transient(ProviderError::Stream {
-                url: self.url.to_string(),
-                message,
-                attempts: reader.attempts,
-            })),
-            Ok(Some(Err(e))) => Err(Failure::fatal(ProviderError::Malformed {
-                url: self.url.to_string(),
-                provider: "server-sent events",
-                message: e.to_string(),
-            })),
+    }
+
+    fn event_too_large(&self) -> ProviderError {
+        ProviderError::Malformed {
+            url: self.url.to_string(),
+            provider: "server-sent events",
+            message: format!("an event is longer than {} MiB", MAX_EVENT_BYTES >> 20),
         }
     }
 }
 
-/// Why the byte stream under the events stopped.
+/// One server-sent event of an answer.
 #[derive(Debug)]
-pub(super) enum ReadError {
-    Http(String),
-    TooLarge,
-    LineTooLong,
+pub(super) struct Event {
+    /// Its `event` field (`message` when absent).
+    pub event: String,
+    pub data: String,
 }
 
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReadError::Http(message) => f.write_str(message),
-            ReadError::TooLarge => f.write_str("too large"),
-            ReadError::LineTooLong => f.write_str("line too long"),
-        }
-    }
-}
-
-type EventStream =
-    dyn Stream<Item = Result<Event, eventsource_stream::EventStreamError<ReadError>>> + Send;
-
-/// Server-sent events of one answer.
+/// Server-sent events of one answer, read as they are asked for.
 pub(super) struct SseReader {
-    inner: Pin<Box<EventStream>>,
-    done: bool,
+    /// `None` once the answer has ended.
+    response: Option<reqwest::Response>,
+    parser: SseParser,
+    /// Bytes read so far, bounded by [`MAX_ANSWER_BYTES`].
+    seen: usize,
     attempts: u32,
 }
 

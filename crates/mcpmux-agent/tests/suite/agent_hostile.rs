@@ -73,7 +73,7 @@ async fn run_against(provider: Arc<dyn Provider>) -> (mcpmux_agent::RunOutcome, 
 }
 
 #[tokio::test]
-async fn an_endless_line_is_cut_at_the_line_bound() {
+async fn an_endless_event_is_cut_at_the_event_bound() {
     let base = raw_endpoint(SSE_HEAD, |chunk, n| {
         if n == 0 {
             chunk.extend_from_slice(b"data: ");
@@ -85,7 +85,10 @@ async fn an_endless_line_is_cut_at_the_line_bound() {
     let (outcome, _) = run_against(provider(base, false)).await;
     match &outcome.stop {
         StopReason::Provider(ProviderError::Malformed { message, .. }) => {
-            assert!(message.contains("a line is longer than 1 MiB"), "{message}");
+            assert!(
+                message.contains("an event is longer than 1 MiB"),
+                "{message}"
+            );
         }
         other => panic!("{other:?}"),
     }

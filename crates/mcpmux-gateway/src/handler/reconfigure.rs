@@ -51,10 +51,7 @@ impl Gateway {
 
     /// The servers readiness waits for now.
     fn required(&self) -> Vec<String> {
-        match self.inner.required.read() {
-            Ok(required) => required.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        mcpmux::sync::read(&self.inner.required).clone()
     }
 
     /// Serves the servers of `config` from now on (see [`mcpmux::Hub::reconfigure`]), with
@@ -78,10 +75,7 @@ impl Gateway {
         let hidden_before = inner.hidden.replace(hidden);
         match inner.hub.reconfigure(config).await {
             Ok(reload) => {
-                match inner.required.write() {
-                    Ok(mut old) => *old = required,
-                    Err(poisoned) => *poisoned.into_inner() = required,
-                }
+                *mcpmux::sync::write(&inner.required) = required;
                 Ok(reload)
             }
             Err(error) => {

@@ -6,6 +6,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use mcpmux::http_body::{BodyError, read_body};
 use serde::de::DeserializeOwned;
 use url::Url;
 
@@ -105,7 +106,7 @@ impl Fetcher {
                 url: url.to_string(),
                 message: without_url(&e),
             };
-            let mut response = self
+            let response = self
                 .client
                 .get(url.clone())
                 .header(reqwest::header::ACCEPT, "application/json")
@@ -119,20 +120,19 @@ impl Fetcher {
                     status,
                 });
             }
-            let too_large = || FetchError::TooLarge {
-                url: url.to_string(),
-                max,
-            };
-            if response.content_length().is_some_and(|n| n > max as u64) {
-                return Err(too_large());
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(network)? {
-                if body.len() + chunk.len() > max {
-                    return Err(too_large());
-                }
-                body.extend_from_slice(&chunk);
-            }
+            let body = read_body(response, max, None)
+                .await
+                .map_err(|error| match error {
+                    BodyError::Broken(e) => network(e),
+                    BodyError::TooLarge { .. } => FetchError::TooLarge {
+                        url: url.to_string(),
+                        max,
+                    },
+                    other => FetchError::Network {
+                        url: url.to_string(),
+                        message: other.to_string(),
+                    },
+                })?;
             // serde_json stops at 128 levels of nesting: a deep document is an error, not a
             // stack overflow.
             serde_json::from_slice(&body).map_err(|e| FetchError::Document {

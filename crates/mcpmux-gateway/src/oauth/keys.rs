@@ -5,7 +5,7 @@
 //! public signing keys are kept: a symmetric (`oct`) key in a public document is ignored.
 //! Knows nothing of claims.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
@@ -188,10 +188,7 @@ impl KeySource {
     }
 
     fn snapshot(&self) -> Snapshot {
-        self.snapshot
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        mcpmux::sync::lock(&self.snapshot).clone()
     }
 
     fn may_read(&self, snapshot: &Snapshot, now: Instant) -> bool {
@@ -265,7 +262,7 @@ impl KeySource {
             return;
         }
         let outcome = self.fetch(snapshot.jwks_uri.clone()).await;
-        let mut state = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = mcpmux::sync::lock(&self.snapshot);
         state.generation += 1;
         state.attempted = Some(Instant::now());
         match outcome {

@@ -256,10 +256,14 @@ impl Authorizer for HeadlessAuthorizer {
             match location {
                 Some(location) if status.is_redirection() => Ok(location),
                 _ => {
-                    let body = response.text().await.unwrap_or_default();
+                    // Enough bytes for the 300 characters quoted, however they are encoded.
+                    let body = crate::http_body::read_prefix(response, 4 * 300, None).await;
                     Err(format!(
                         "the authorization server answered {status} without a redirect: {}",
-                        body.chars().take(300).collect::<String>()
+                        String::from_utf8_lossy(&body)
+                            .chars()
+                            .take(300)
+                            .collect::<String>()
                     ))
                 }
             }

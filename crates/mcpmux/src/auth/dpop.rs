@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use url::Host;
 
+use crate::http_body::{BodyError, read_body};
 use crate::sync::lock;
 
 /// The one signing algorithm mcpmux offers (the one every DPoP server must accept).
@@ -355,18 +356,18 @@ impl DpopOAuthClient {
         if let Some(proof) = proof {
             builder = builder.header("dpop", proof);
         }
-        let mut response = builder.send().await?;
+        let response = builder.send().await?;
         let mut answer = http::Response::builder().status(response.status());
         for (name, value) in response.headers() {
             answer = answer.header(name, value);
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            if body.len() + chunk.len() > MAX_BODY {
+        let body = match read_body(response, MAX_BODY, None).await {
+            Ok(body) => body,
+            Err(BodyError::TooLarge { .. }) => {
                 return Err(format!("OAuth response larger than {MAX_BODY} bytes").into());
             }
-            body.extend_from_slice(&chunk);
-        }
+            Err(error) => return Err(error.into()),
+        };
         Ok(answer.body(body)?)
     }
 }

@@ -13,6 +13,11 @@ use rmcp::transport::auth::{
 use super::dpop::Dpop;
 use crate::config::{IdentityProvider, secure_endpoint};
 
+use crate::http_body::{BodyError, read_body};
+
+/// Largest token endpoint answer read: a token answer is a few KiB.
+const MAX_TOKEN_ANSWER_BYTES: usize = 1024 * 1024;
+
 /// The JWT-bearer grant type (RFC 7523 §2.1).
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
@@ -106,7 +111,13 @@ pub(super) async fn jwt_bearer(
             .get("dpop-nonce")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body = response.text().await?;
+        let body = read_body(response, MAX_TOKEN_ANSWER_BYTES, None)
+            .await
+            .map_err(|e| match e {
+                BodyError::Broken(e) => AuthError::from(e),
+                other => AuthError::InternalError(format!("the token endpoint: {other}")),
+            })?;
+        let body = String::from_utf8_lossy(&body);
         if let (Some(dpop), Some(nonce)) = (dpop, nonce) {
             dpop.set_token_nonce(nonce);
             if status == reqwest::StatusCode::BAD_REQUEST

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::future::Either;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
@@ -388,6 +389,109 @@ fn auth_error(error: AuthError) -> HttpError {
     StreamableHttpError::Auth(error)
 }
 
+/// What rmcp hands every POST and GET of the session: where, in which session, with which
+/// credentials and headers.
+struct Request {
+    uri: Arc<str>,
+    session_id: Option<Arc<str>>,
+    auth_header: Option<String>,
+    custom_headers: HashMap<HeaderName, HeaderValue>,
+}
+
+impl Request {
+    fn new(
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Self {
+        Self {
+            uri,
+            session_id,
+            auth_header,
+            custom_headers,
+        }
+    }
+}
+
+impl AuthorizingClient {
+    /// POSTs `message` the one way every POST goes: credentials and a refusal answered
+    /// ([`Self::send`]), a stale connection tried again, an unreachable server waited for, its
+    /// answer screened; `max` the raw SSE event cap rmcp passes, when it passes one.
+    async fn post(
+        &self,
+        post: Request,
+        message: ClientJsonRpcMessage,
+        max: Option<usize>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let Request {
+            uri,
+            session_id,
+            auth_header,
+            custom_headers,
+        } = post;
+        let in_session = session_id.is_some();
+        let outcome = http_session::while_unreachable(&self.session, in_session, || {
+            resend_on_stale_connection(&message, || {
+                self.send("POST", &uri, auth_header.clone(), |presented| {
+                    let (uri, message, session) =
+                        (uri.clone(), message.clone(), session_id.clone());
+                    let (bearer, headers) =
+                        (presented.bearer.clone(), presented.headers(&custom_headers));
+                    match max {
+                        Some(max) => Either::Left(self.http.post_message_with_max_sse_event_size(
+                            uri, message, session, bearer, headers, max,
+                        )),
+                        None => Either::Right(
+                            self.http
+                                .post_message(uri, message, session, bearer, headers),
+                        ),
+                    }
+                })
+            })
+        })
+        .await;
+        let outcome =
+            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+                .map_err(redacted);
+        http_screen::post(&self.server, &message, max, outcome)
+    }
+
+    /// Opens the GET stream the one way every GET goes: credentials and a refusal answered
+    /// ([`Self::send`]), its events screened; `max` as for [`Self::post`].
+    async fn get(
+        &self,
+        get: Request,
+        last_event_id: Option<String>,
+        max: Option<usize>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        let Request {
+            uri,
+            session_id,
+            auth_header,
+            custom_headers,
+        } = get;
+        let outcome = self
+            .send("GET", &uri, auth_header, |presented| {
+                let (uri, session, last) = (uri.clone(), session_id.clone(), last_event_id.clone());
+                let (bearer, headers) =
+                    (presented.bearer.clone(), presented.headers(&custom_headers));
+                match max {
+                    Some(max) => Either::Left(self.http.get_stream_with_max_sse_event_size(
+                        uri, session, last, bearer, headers, max,
+                    )),
+                    None => {
+                        Either::Right(self.http.get_stream(uri, session, last, bearer, headers))
+                    }
+                }
+            })
+            .await;
+        http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
+            .map_err(redacted)
+            .map(|stream| http_screen::get_stream(&self.server, stream))
+    }
+}
+
 impl StreamableHttpClient for AuthorizingClient {
     type Error = reqwest::Error;
 
@@ -399,25 +503,8 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let in_session = session_id.is_some();
-        let outcome = http_session::while_unreachable(&self.session, in_session, || {
-            resend_on_stale_connection(&message, || {
-                self.send("POST", &uri, auth_header.clone(), |presented| {
-                    self.http.post_message(
-                        uri.clone(),
-                        message.clone(),
-                        session_id.clone(),
-                        presented.bearer.clone(),
-                        presented.headers(&custom_headers),
-                    )
-                })
-            })
-        })
-        .await;
-        let outcome =
-            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
-                .map_err(redacted);
-        http_screen::post(&self.server, &message, None, outcome)
+        let post = Request::new(uri, session_id, auth_header, custom_headers);
+        self.post(post, message, None).await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -429,26 +516,8 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let in_session = session_id.is_some();
-        let outcome = http_session::while_unreachable(&self.session, in_session, || {
-            resend_on_stale_connection(&message, || {
-                self.send("POST", &uri, auth_header.clone(), |presented| {
-                    self.http.post_message_with_max_sse_event_size(
-                        uri.clone(),
-                        message.clone(),
-                        session_id.clone(),
-                        presented.bearer.clone(),
-                        presented.headers(&custom_headers),
-                        max_sse_event_size,
-                    )
-                })
-            })
-        })
-        .await;
-        let outcome =
-            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
-                .map_err(redacted);
-        http_screen::post(&self.server, &message, Some(max_sse_event_size), outcome)
+        let post = Request::new(uri, session_id, auth_header, custom_headers);
+        self.post(post, message, Some(max_sse_event_size)).await
     }
 
     async fn delete_session(
@@ -487,20 +556,8 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        let outcome = self
-            .send("GET", &uri, auth_header, |presented| {
-                self.http.get_stream(
-                    uri.clone(),
-                    session_id.clone(),
-                    last_event_id.clone(),
-                    presented.bearer.clone(),
-                    presented.headers(&custom_headers),
-                )
-            })
-            .await;
-        http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
-            .map_err(redacted)
-            .map(|stream| http_screen::get_stream(&self.server, stream))
+        let get = Request::new(uri, session_id, auth_header, custom_headers);
+        self.get(get, last_event_id, None).await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -512,20 +569,7 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        let outcome = self
-            .send("GET", &uri, auth_header, |presented| {
-                self.http.get_stream_with_max_sse_event_size(
-                    uri.clone(),
-                    session_id.clone(),
-                    last_event_id.clone(),
-                    presented.bearer.clone(),
-                    presented.headers(&custom_headers),
-                    max_sse_event_size,
-                )
-            })
-            .await;
-        http_session::get_outcome(&self.session, session_id.as_deref(), outcome)
-            .map_err(redacted)
-            .map(|stream| http_screen::get_stream(&self.server, stream))
+        let get = Request::new(uri, session_id, auth_header, custom_headers);
+        self.get(get, last_event_id, Some(max_sse_event_size)).await
     }
 }

@@ -30,6 +30,8 @@ use parser::{EventParser, Parsed};
 
 mod parser;
 
+pub use parser::{SseItem, SseParser};
+
 /// Most requests remembered as awaiting their answers; past it (answers that never came) they
 /// are forgotten.
 const MAX_AWAITED: usize = 4096;
@@ -551,16 +553,8 @@ async fn post(
 }
 
 /// Reads at most `max` bytes of a body, as [`tidy_body`] shows it.
-async fn read_preview(mut response: reqwest::Response, max: usize) -> String {
-    let mut body = Vec::new();
-    while body.len() < max {
-        match response.chunk().await {
-            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-            _ => break,
-        }
-    }
-    body.truncate(max);
-    tidy_body(&body)
+async fn read_preview(response: reqwest::Response, max: usize) -> String {
+    tidy_body(&crate::http_body::read_prefix(response, max, None).await)
 }
 
 /// Longest error body quoted in a message, in characters.

@@ -9,30 +9,19 @@
 
 use serde_json::{Map, Value};
 
-use super::{Keys, each_server, json_root};
-use crate::config::entry::FileEntries;
-use crate::config::fields::{Context, Fields, RawTransport};
+use super::{Keys, Reader};
+use crate::config::fields::{Fields, RawTransport};
 use crate::config::{ConfigError, ServerSpec};
 
-const KEYS: Keys = Keys {
-    silent: &["description"],
-    unhonoured: &[],
+/// How mcpmux reads Claude Desktop's config: its `mcpServers`.
+pub(crate) const READER: Reader = Reader {
+    field: "mcpServers",
+    keys: Keys {
+        silent: &["description"],
+        unhonoured: &[],
+    },
+    read: server,
 };
-
-/// Reads the `mcpServers` of Claude Desktop's config.
-pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigError> {
-    let mut root = json_root(text, cx)?;
-    let mut file = FileEntries::default();
-    each_server(
-        root.remove("mcpServers"),
-        "mcpServers",
-        cx,
-        &KEYS,
-        &mut file,
-        &server,
-    );
-    Ok(file)
-}
 
 fn server(
     fields: &Fields<'_>,

@@ -13,50 +13,36 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{Keys, duration, each_server, string_list, take};
-use crate::config::entry::FileEntries;
-use crate::config::fields::{Context, Fields, RawTransport};
+use super::{Keys, Reader, duration, string_list, take};
+use crate::config::fields::{Fields, RawTransport};
 use crate::config::{ConfigError, ServerSpec, TransportSpec};
 
-const KEYS: Keys = Keys {
-    silent: &[],
-    unhonoured: &[
-        (
-            "bearer_token",
-            "Codex itself refuses an inline token; name a variable with bearer_token_env_var",
-        ),
-        (
-            "oauth_resource",
-            "mcpmux finds the OAuth resource from the server's metadata; run `mcpmux auth login NAME`",
-        ),
-        (
-            "scopes",
-            "set OAuth scopes in mcpmux.toml: [servers.NAME.oauth] scopes = [...]",
-        ),
-        (
-            "tool_approval",
-            "set approvals with [policy] rules in mcpmux.toml",
-        ),
-    ],
+/// How mcpmux reads one Codex `config.toml`: its `[mcp_servers.NAME]` tables.
+pub(crate) const READER: Reader = Reader {
+    field: "mcp_servers",
+    keys: Keys {
+        silent: &[],
+        unhonoured: &[
+            (
+                "bearer_token",
+                "Codex itself refuses an inline token; name a variable with bearer_token_env_var",
+            ),
+            (
+                "oauth_resource",
+                "mcpmux finds the OAuth resource from the server's metadata; run `mcpmux auth login NAME`",
+            ),
+            (
+                "scopes",
+                "set OAuth scopes in mcpmux.toml: [servers.NAME.oauth] scopes = [...]",
+            ),
+            (
+                "tool_approval",
+                "set approvals with [policy] rules in mcpmux.toml",
+            ),
+        ],
+    },
+    read: server,
 };
-
-/// Reads the `mcp_servers` of one Codex `config.toml`.
-pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigError> {
-    let root: toml::Table = text.parse().map_err(|error: toml::de::Error| {
-        crate::config::toml_json::parse_error(cx.file, text, &error)
-    })?;
-    let mut root = crate::config::toml_json::table_to_json(root);
-    let mut file = FileEntries::default();
-    each_server(
-        root.remove("mcp_servers"),
-        "mcp_servers",
-        cx,
-        &KEYS,
-        &mut file,
-        &server,
-    );
-    Ok(file)
-}
 
 fn server(
     fields: &Fields<'_>,

@@ -7,33 +7,22 @@
 
 use serde_json::{Map, Value};
 
-use super::{Keys, each_server, env_file, json_root, take};
-use crate::config::entry::FileEntries;
-use crate::config::fields::{Context, Fields, RawTransport};
+use super::{Keys, Reader, env_file, take};
+use crate::config::fields::{Fields, RawTransport};
 use crate::config::{ConfigError, ServerSpec};
 
-const KEYS: Keys = Keys {
-    silent: &["description"],
-    unhonoured: &[(
-        "auth",
-        "set the OAuth client in mcpmux.toml: [servers.NAME.oauth] clientId = ..., clientSecret = ...",
-    )],
+/// How mcpmux reads one Cursor `mcp.json`: its `mcpServers`.
+pub(crate) const READER: Reader = Reader {
+    field: "mcpServers",
+    keys: Keys {
+        silent: &["description"],
+        unhonoured: &[(
+            "auth",
+            "set the OAuth client in mcpmux.toml: [servers.NAME.oauth] clientId = ..., clientSecret = ...",
+        )],
+    },
+    read: server,
 };
-
-/// Reads the `mcpServers` of one Cursor `mcp.json`.
-pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigError> {
-    let mut root = json_root(text, cx)?;
-    let mut file = FileEntries::default();
-    each_server(
-        root.remove("mcpServers"),
-        "mcpServers",
-        cx,
-        &KEYS,
-        &mut file,
-        &server,
-    );
-    Ok(file)
-}
 
 /// One entry: Claude's transport fields, plus `envFile`.
 pub(crate) fn server(

@@ -9,45 +9,40 @@
 
 use serde_json::{Map, Value};
 
-use super::{Keys, duration, each_server, json_root, string_list, take};
+use super::{Keys, Reader, duration, string_list, take};
 use crate::config::entry::{Entry, FileEntries};
-use crate::config::fields::{Context, Fields, RawTransport};
+use crate::config::fields::{Fields, RawTransport};
 use crate::config::{ConfigError, ServerSpec};
 
-const KEYS: Keys = Keys {
-    silent: &["description", "extensionName"],
-    unhonoured: &[
-        (
-            "oauth",
-            "set the OAuth client in mcpmux.toml: [servers.NAME.oauth], then run `mcpmux auth login NAME`",
-        ),
-        (
-            "authProviderType",
-            "mcpmux authenticates with OAuth discovery or headers; see [servers.NAME.oauth] in mcpmux.toml",
-        ),
-        (
-            "targetAudience",
-            "mcpmux has no Google service-account authentication; send a token in \"headers\"",
-        ),
-        (
-            "targetServiceAccount",
-            "mcpmux has no Google service-account authentication; send a token in \"headers\"",
-        ),
-    ],
+/// How mcpmux reads one Gemini CLI `settings.json`: its `mcpServers`, enabled as its `mcp` lists say.
+pub(crate) const READER: Reader = Reader {
+    field: "mcpServers",
+    keys: Keys {
+        silent: &["description", "extensionName"],
+        unhonoured: &[
+            (
+                "oauth",
+                "set the OAuth client in mcpmux.toml: [servers.NAME.oauth], then run `mcpmux auth login NAME`",
+            ),
+            (
+                "authProviderType",
+                "mcpmux authenticates with OAuth discovery or headers; see [servers.NAME.oauth] in mcpmux.toml",
+            ),
+            (
+                "targetAudience",
+                "mcpmux has no Google service-account authentication; send a token in \"headers\"",
+            ),
+            (
+                "targetServiceAccount",
+                "mcpmux has no Google service-account authentication; send a token in \"headers\"",
+            ),
+        ],
+    },
+    read: server,
 };
 
-/// Reads the `mcpServers` of one Gemini CLI `settings.json`.
-pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigError> {
-    let mut root = json_root(text, cx)?;
-    let mut file = FileEntries::default();
-    each_server(
-        root.remove("mcpServers"),
-        "mcpServers",
-        cx,
-        &KEYS,
-        &mut file,
-        &server,
-    );
+/// Disables the servers Gemini CLI's `mcp.allowed` / `mcp.excluded` lists leave out.
+pub(crate) fn apply_lists(root: &Map<String, Value>, file: &mut FileEntries) {
     // `mcp.allowed` / `mcp.excluded` name which servers Gemini CLI connects to: the others stay
     // listed, disabled.
     let lists = root.get("mcp").and_then(Value::as_object);
@@ -69,7 +64,6 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
             }
         }
     }
-    Ok(file)
 }
 
 fn server(

@@ -138,27 +138,63 @@ pub(crate) fn read_bounded(path: &Path) -> std::io::Result<String> {
     String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8 text"))
 }
 
+/// How one dialect's file is read: the field its servers are under, what it says of the keys
+/// its entries may leave, and how one entry is read.
+pub(crate) struct Reader {
+    pub field: &'static str,
+    pub keys: Keys,
+    pub read: ReadEntry,
+}
+
 /// Reads one file of an imported dialect.
 pub(crate) fn parse(
     text: &str,
     cx: &Context<'_>,
     ask: Option<&vars::InputFn>,
 ) -> Result<FileEntries, ConfigError> {
-    match cx.dialect {
-        Dialect::Codex => codex::parse(text, cx),
-        Dialect::Cursor => cursor::parse(text, cx),
-        Dialect::VsCode => vscode::parse(text, cx, ask),
-        Dialect::Gemini => gemini::parse(text, cx),
-        Dialect::Windsurf => windsurf::parse(text, cx),
-        Dialect::ClaudeDesktop => claude_desktop::parse(text, cx),
-        Dialect::Claude | Dialect::Mcpmux => Ok(FileEntries::default()),
+    let reader = match cx.dialect {
+        Dialect::Codex => &codex::READER,
+        Dialect::Cursor => &cursor::READER,
+        Dialect::VsCode => &vscode::READER,
+        Dialect::Gemini => &gemini::READER,
+        Dialect::Windsurf => &windsurf::READER,
+        Dialect::ClaudeDesktop => &claude_desktop::READER,
+        Dialect::Claude | Dialect::Mcpmux => return Ok(FileEntries::default()),
+    };
+    let mut root = root(text, cx)?;
+    // VS Code's `${input:ID}`s are declared in the file's own `inputs`.
+    let inputs = (cx.dialect == Dialect::VsCode)
+        .then(|| vars::Inputs::new(cx.file.to_path_buf(), root.get("inputs"), ask));
+    let cx = Context {
+        inputs: inputs.as_ref().or(cx.inputs),
+        ..*cx
+    };
+    let mut file = FileEntries::default();
+    let servers = root.remove(reader.field);
+    each_server(
+        servers,
+        reader.field,
+        &cx,
+        &reader.keys,
+        &mut file,
+        reader.read,
+    );
+    if cx.dialect == Dialect::Gemini {
+        gemini::apply_lists(&root, &mut file);
     }
+    Ok(file)
 }
 
-/// A JSON file's top-level object; for the editors that write JSONC (VS Code, Cursor,
-/// Windsurf), with comments and trailing commas.
-pub(crate) fn json_root(text: &str, cx: &Context<'_>) -> Result<Map<String, Value>, ConfigError> {
+/// A file's top-level object: Codex's TOML read as JSON; JSON, for the editors that write
+/// JSONC (VS Code, Cursor, Windsurf) with comments and trailing commas.
+fn root(text: &str, cx: &Context<'_>) -> Result<Map<String, Value>, ConfigError> {
     let root: Value = match cx.dialect {
+        Dialect::Codex => {
+            let table: toml::Table = text.parse().map_err(|error: toml::de::Error| {
+                super::toml_json::parse_error(cx.file, text, &error)
+            })?;
+            return Ok(super::toml_json::table_to_json(table));
+        }
         Dialect::VsCode | Dialect::Cursor | Dialect::Windsurf => jsonc(text, cx.file)?,
         _ => serde_json::from_str(text)
             .map_err(|error| super::claude::parse_error(cx.file, &error))?,
@@ -207,12 +243,11 @@ fn jsonc(text: &str, file: &Path) -> Result<Value, ConfigError> {
 
 /// How one dialect reads one entry: its fields (taken out of the map), then the leftovers,
 /// which [`each_server`] reports.
-pub(crate) type ReadEntry<'r> = dyn Fn(
-        &Fields<'_>,
-        &mut Map<String, Value>,
-        &mut Vec<ConfigError>,
-    ) -> Result<ServerSpec, ConfigError>
-    + 'r;
+pub(crate) type ReadEntry = fn(
+    &Fields<'_>,
+    &mut Map<String, Value>,
+    &mut Vec<ConfigError>,
+) -> Result<ServerSpec, ConfigError>;
 
 /// What a dialect says about keys it does not turn into options.
 pub(crate) struct Keys {
@@ -229,7 +264,7 @@ pub(crate) fn each_server(
     cx: &Context<'_>,
     keys: &Keys,
     file: &mut FileEntries,
-    read: &ReadEntry<'_>,
+    read: ReadEntry,
 ) {
     let servers = match servers {
         None | Some(Value::Null) => return,

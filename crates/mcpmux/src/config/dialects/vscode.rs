@@ -9,62 +9,25 @@
 //! `MCPMUX_INPUT_<ID>` or asks through [`LoadOptions`](crate::config::LoadOptions)'s input
 //! callback, and stores it nowhere.
 
-use serde_json::{Map, Value};
+use super::{Keys, Reader};
 
-use super::vars::{InputFn, Inputs};
-use super::{Keys, each_server, env_file, json_root, take};
-use crate::config::entry::FileEntries;
-use crate::config::fields::{Context, Fields, RawTransport};
-use crate::config::{ConfigError, ServerSpec};
-
-const KEYS: Keys = Keys {
-    // `version` and `gallery` are what VS Code writes for a server installed from its gallery.
-    silent: &["dev", "description", "version", "gallery"],
-    unhonoured: &[
-        (
-            "sandboxEnabled",
-            "mcpmux runs stdio servers without VS Code's sandbox; run mcpmux itself in one",
-        ),
-        (
-            "sandbox",
-            "mcpmux runs stdio servers without VS Code's sandbox; run mcpmux itself in one",
-        ),
-    ],
+/// How mcpmux reads one VS Code `mcp.json`: its `servers`, with its `inputs` for their `${input:ID}`s.
+pub(crate) const READER: Reader = Reader {
+    field: "servers",
+    keys: Keys {
+        // `version` and `gallery` are what VS Code writes for a server installed from its gallery.
+        silent: &["dev", "description", "version", "gallery"],
+        unhonoured: &[
+            (
+                "sandboxEnabled",
+                "mcpmux runs stdio servers without VS Code's sandbox; run mcpmux itself in one",
+            ),
+            (
+                "sandbox",
+                "mcpmux runs stdio servers without VS Code's sandbox; run mcpmux itself in one",
+            ),
+        ],
+    },
+    // VS Code's entries read as Cursor's: the transport fields and `envFile`.
+    read: super::cursor::server,
 };
-
-/// Reads the `servers` of one VS Code `mcp.json`; `ask` answers its `${input:ID}`s.
-pub(crate) fn parse(
-    text: &str,
-    cx: &Context<'_>,
-    ask: Option<&InputFn>,
-) -> Result<FileEntries, ConfigError> {
-    let mut root = json_root(text, cx)?;
-    let inputs = Inputs::new(cx.file.to_path_buf(), root.get("inputs"), ask);
-    let cx = Context {
-        inputs: Some(&inputs),
-        ..*cx
-    };
-    let mut file = FileEntries::default();
-    each_server(
-        root.remove("servers"),
-        "servers",
-        &cx,
-        &KEYS,
-        &mut file,
-        &server,
-    );
-    Ok(file)
-}
-
-fn server(
-    fields: &Fields<'_>,
-    map: &mut Map<String, Value>,
-    _warnings: &mut Vec<ConfigError>,
-) -> Result<ServerSpec, ConfigError> {
-    let raw = RawTransport::take(map);
-    let mut transport = fields.transport(raw)?;
-    if let Some(path) = take(map, "envFile") {
-        env_file(fields, path, &mut transport)?;
-    }
-    Ok(ServerSpec::new(fields.server(), transport))
-}

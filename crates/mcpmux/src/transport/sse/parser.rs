@@ -259,6 +259,51 @@ impl SkippedLine {
     }
 }
 
+/// Server-sent events read from the bytes of an answer, each event bounded: the one parser of
+/// the workspace (the legacy SSE transport's, and the agent's for streamed model answers).
+pub struct SseParser(EventParser);
+
+/// What [`SseParser`] hands out, in the order of the stream.
+#[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SseItem {
+    /// One event: its `event` field (`message` when absent) and its `data` lines joined.
+    Event {
+        /// The `event` field.
+        kind: String,
+        /// The data.
+        data: String,
+    },
+    /// An event over the bound, skipped to its end.
+    TooLarge,
+}
+
+impl SseParser {
+    /// A parser whose events are at most `max_event` bytes (type and data).
+    pub fn new(max_event: usize) -> Self {
+        Self(EventParser::new(max_event))
+    }
+
+    /// Parses the next bytes of the stream.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        self.0.feed(chunk);
+    }
+
+    /// The next whole event read, if any.
+    pub fn next_event(&mut self) -> Option<SseItem> {
+        self.0.next_event().map(|parsed| match parsed {
+            Parsed::Event(SseEvent { kind, data }) => SseItem::Event { kind, data },
+            Parsed::Skipped { .. } => SseItem::TooLarge,
+        })
+    }
+
+    /// Whether the event being read is already over the bound (a reader that will not wait
+    /// for its end stops here).
+    pub fn over_bound(&self) -> bool {
+        self.0.skipping.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
