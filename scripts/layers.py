@@ -24,7 +24,7 @@ LAYERS = {
     "policy": 4,
     "error": 5, "call": 5,
     "result": 6, "task": 6, "untrusted": 6, "resources": 6, "schema": 6, "auth": 6,
-    "transport": 7,
+    "transport": 7, "rmcp_model": 7,
     "connection": 8,
     "handler": 9,
     "hub": 10,

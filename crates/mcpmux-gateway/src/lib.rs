@@ -24,9 +24,9 @@
 mod access;
 mod access_log;
 mod connections;
-mod convert;
 mod deadlines;
 mod door;
+mod failures;
 mod guard;
 mod handler;
 mod http;

@@ -105,12 +105,13 @@ impl Naming {
     pub fn served_tools(self, tools: &[mcpmux::Tool]) -> Vec<rmcp::model::Tool> {
         tools
             .iter()
-            .filter_map(|tool| {
-                let mut served = crate::convert::tool(tool)?;
-                if self.passthrough {
-                    served.name = tool.raw_name.clone().into();
-                }
-                Some(served)
+            .map(|tool| {
+                let name = if self.passthrough {
+                    &tool.raw_name
+                } else {
+                    &tool.name
+                };
+                mcpmux::rmcp_model::tool(tool, name.clone())
             })
             .collect()
     }

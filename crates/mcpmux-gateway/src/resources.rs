@@ -13,10 +13,11 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorData, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Reference,
 };
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::convert::failure;
+use mcpmux::rmcp_model;
+
+use crate::failures::failure;
 use crate::paging::Pager;
 use crate::passthrough::Naming;
 use crate::view::View;
@@ -63,7 +64,7 @@ impl Catalog {
             .filter(|r| view.server_shown(&r.server))
             .collect();
         let (page, next) = pager.page("resources/list", shown, cursor)?;
-        let items = page.iter().filter_map(|r| record(r, &r.uri)).collect();
+        let items = page.into_iter().map(rmcp_model::resource).collect();
         let mut result = ListResourcesResult::with_all_items(items);
         result.next_cursor = next;
         Ok(result)
@@ -78,8 +79,8 @@ impl Catalog {
         let shown = self.shown_templates(hub, view).await?;
         let (page, next) = pager.page("resources/templates/list", shown, cursor)?;
         let items = page
-            .iter()
-            .filter_map(|t| record(t, &t.uri_template))
+            .into_iter()
+            .map(rmcp_model::resource_template)
             .collect();
         let mut result = ListResourceTemplatesResult::with_all_items(items);
         result.next_cursor = next;
@@ -117,9 +118,9 @@ impl Catalog {
             .await
             .map_err(|e| naming_uri(failure(&e), uri))?;
         let contents = contents
-            .iter()
-            .map(|part| convert(part, uri))
-            .collect::<Result<Vec<_>, _>>()?;
+            .into_iter()
+            .map(rmcp_model::resource_contents)
+            .collect();
         Ok(ReadResourceResult::new(contents))
     }
 
@@ -156,21 +157,9 @@ impl Catalog {
         let names = self.naming.prompts(&keys);
         let mut routes = HashMap::new();
         let mut items = Vec::new();
-        for (prompt, name) in prompts.iter().zip(names) {
-            let mut value = serde_json::to_value(prompt).unwrap_or(Value::Null);
-            if let Some(fields) = value.as_object_mut() {
-                fields.remove("server");
-                fields.insert("name".into(), Value::String(name.clone()));
-            }
-            match serde_json::from_value(value) {
-                Ok(item) => {
-                    items.push(item);
-                    routes.insert(name, (prompt.server.clone(), prompt.name.clone()));
-                }
-                Err(error) => {
-                    tracing::warn!(server = %prompt.server, prompt = %prompt.name, %error, "prompt not listed downstream");
-                }
-            }
+        for (prompt, name) in prompts.into_iter().zip(names) {
+            routes.insert(name.clone(), (prompt.server.clone(), prompt.name.clone()));
+            items.push(rmcp_model::prompt(prompt.clone(), name));
         }
         *self.routes() = routes;
         Ok(items)
@@ -282,13 +271,7 @@ impl Catalog {
             .get_prompt_with(&server, &prompt, arguments, options)
             .await
             .map_err(|e| failure(&e))?;
-        let messages = serde_json::to_value(&filled.messages)
-            .and_then(serde_json::from_value)
-            .map_err(|e| invalid_answer(&server, &e))?;
-        // Built by rmcp's constructor: it carries the `resultType` 2026-07-28 requires.
-        let mut result = GetPromptResult::new(messages);
-        result.description = filled.description;
-        Ok(result)
+        rmcp_model::prompt_result(filled).map_err(|e| invalid_answer(&server, &e))
     }
 }
 
@@ -304,36 +287,6 @@ fn naming_uri(mut error: ErrorData, uri: &str) -> ErrorData {
     error
 }
 
-/// A hub record as rmcp's: its JSON without the `server` field the hub adds.
-fn record<T: DeserializeOwned>(item: &impl serde::Serialize, what: &str) -> Option<T> {
-    let mut value = serde_json::to_value(item).ok()?;
-    if let Some(fields) = value.as_object_mut() {
-        fields.remove("server");
-    }
-    match serde_json::from_value(value) {
-        Ok(record) => Some(record),
-        Err(error) => {
-            tracing::warn!(%what, %error, "not listed downstream");
-            None
-        }
-    }
-}
-
-/// One part of a read as rmcp's.
-fn convert(
-    part: &mcpmux::ResourceContents,
-    uri: &str,
-) -> Result<rmcp::model::ResourceContents, ErrorData> {
-    serde_json::to_value(part)
-        .and_then(serde_json::from_value)
-        .map_err(|e| {
-            ErrorData::internal_error(
-                format!("reading `{uri}` gave contents that are not MCP: {e}"),
-                None,
-            )
-        })
-}
-
 fn invalid_answer(server: &str, error: &serde_json::Error) -> ErrorData {
     ErrorData::internal_error(
         format!("server `{server}` answered with something that is not MCP: {error}"),
@@ -347,25 +300,5 @@ const MAX_COMPLETION_VALUES: usize = 100;
 fn log_errors(what: &str, errors: &[mcpmux::Error]) {
     for error in errors {
         tracing::warn!(%error, "{what}: a server could not answer; its items are left out");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use super::*;
-
-    #[test]
-    fn records_lose_the_hub_s_server_field() {
-        let resource: mcpmux::Resource = serde_json::from_value(serde_json::json!({
-            "server": "e", "uri": "demo://1", "name": "one", "mimeType": "text/plain"
-        }))
-        .unwrap();
-        let served: rmcp::model::Resource = record(&resource, "demo://1").unwrap();
-        let json = serde_json::to_value(&served).unwrap();
-        assert_eq!(json["uri"], "demo://1");
-        assert_eq!(json["mimeType"], "text/plain");
-        assert!(json.get("server").is_none(), "{json}");
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use rmcp::model::ErrorData;
 
 use crate::access::Rule;
-use crate::convert::failure;
+use crate::failures::failure;
 
 /// The servers whose resources, prompts and notices are not served (those outside the
 /// scope). Cheap to clone: every view shares one list, and a reload replaces it for all.

@@ -563,7 +563,7 @@ impl ServerHandler for Gateway {
     ) -> Result<(), ErrorData> {
         // The servers send what the most talkative session wants; each session is then sent
         // only what it asked for (`levels`).
-        let level = crate::watchers::log_level(request.level);
+        let level = mcpmux::rmcp_model::log_level(request.level);
         self.inner.levels.set(self.session.id, level).await;
         Ok(())
     }

@@ -181,9 +181,9 @@ impl Connection {
             .exchange(live, roundtrip, options, timeout, as_task)
             .await?
         {
-            ServerResult::CallToolResult(result) => {
-                Ok(Answer::Result(super::tool_result::from_rmcp(result)))
-            }
+            ServerResult::CallToolResult(result) => Ok(Answer::Result(
+                crate::rmcp_model::tool_result_from_rmcp(result),
+            )),
             ServerResult::CreateTaskResult(created) if as_task => {
                 let task = task_wire::task_of(&self.spec.name, created.task)?;
                 Ok(Answer::Task(task, live.clone()))
