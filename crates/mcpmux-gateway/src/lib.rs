@@ -42,7 +42,7 @@ mod progress;
 mod rate_limit;
 mod relay;
 mod reload;
-mod resources;
+mod resources_prompts;
 mod rounds;
 mod session;
 mod sessions;

@@ -298,10 +298,10 @@ impl Gateway {
         let given = request.input_responses.take();
         let options = self.options_for(&caller, self.inner.abort.child_token(), progress, given);
         let arguments = request.arguments.unwrap_or_default();
-        let filled = self
-            .inner
-            .catalog
-            .get_prompt(self.seen(), &request.name, arguments, options);
+        let filled =
+            self.inner
+                .resources_prompts
+                .get_prompt(self.seen(), &request.name, arguments, options);
         Ok(filled.await?.into())
     }
 
@@ -316,7 +316,10 @@ impl Gateway {
         self.wait_for_startup().await;
         let given = request.input_responses.take();
         let options = self.options_for(&caller, self.inner.abort.child_token(), progress, given);
-        let read = self.inner.catalog.read(self.seen(), &request.uri, options);
+        let read = self
+            .inner
+            .resources_prompts
+            .read(self.seen(), &request.uri, options);
         Ok(read.await?.into())
     }
 }

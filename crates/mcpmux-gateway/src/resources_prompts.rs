@@ -1,13 +1,11 @@
-//! Resources, resource templates and prompts, served from the hub's listings over every
-//! server, in pages: URIs are kept as the servers give them (a read goes to the server that
-//! lists the URI), prompts are named `mcp__SERVER__PROMPT` as tools are (one naming function,
-//! the library's; the server's own in pass-through mode), and a `prompts/get` is routed by the table of the last listing, as is a
-//! `completion/complete` of a prompt's argument (one of a template's goes to the server that
-//! lists the template). What a session may see and use is its `View`'s to say: every list,
-//! read, get and completion asks it. Knows nothing of sessions or transports.
-
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+//! Resources, resource templates, prompts and completions, served from the hub's listings over
+//! every server, in pages: URIs are kept as the servers give them (a read goes to the server
+//! that lists the URI), prompts are served under the names the hub gives them beside the tools
+//! (`Prompt::exposed_name`; the server's own in pass-through mode), and a `prompts/get` is
+//! routed by the hub (`Hub::prompt_named`), as is a `completion/complete` of a prompt's
+//! argument (one of a template's goes to the server that lists the template). What a session
+//! may see and use is its `View`'s to say: every list, read, get and completion asks it.
+//! Knows nothing of sessions or transports.
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorData, GetPromptResult, ListPromptsResult,
@@ -25,28 +23,16 @@ use crate::view::View;
 /// The pager and the cursor of one list request.
 pub type PageOf<'a> = (&'a Pager, Option<&'a str>);
 
-/// The hub's resources and prompts as one server serves them.
-pub struct Catalog {
-    /// Exposed prompt name → (server, the server's own name), from the last listing.
-    prompts: Mutex<HashMap<String, (String, String)>>,
+/// The hub's resources, templates, prompts and completions as one server serves them.
+pub struct ResourcesAndPrompts {
     /// Prompts under the hub's names, or the server's own in pass-through mode.
     naming: Naming,
 }
 
-impl Catalog {
+impl ResourcesAndPrompts {
     /// Serves the resources and prompts a view shows, prompts named by `naming`.
     pub fn new(naming: Naming) -> Self {
-        Self {
-            prompts: Mutex::new(HashMap::new()),
-            naming,
-        }
-    }
-
-    fn routes(&self) -> MutexGuard<'_, HashMap<String, (String, String)>> {
-        match self.prompts.lock() {
-            Ok(routes) => routes,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        Self { naming }
     }
 
     /// `resources/list`: every server's resources (a server that cannot list is logged and
@@ -124,68 +110,51 @@ impl Catalog {
         Ok(ReadResourceResult::new(contents))
     }
 
-    /// `prompts/list`: every server's prompts under their exposed names; the routing table
-    /// `prompts/get` uses is this listing's.
+    /// `prompts/list`: every server's prompts in view, under the names they are served by.
     pub async fn prompts(
         &self,
         (hub, view): (&mcpmux::Hub, &View),
         (pager, cursor): PageOf<'_>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = self.list_prompts(hub, view).await?;
-        let (page, next) = pager.page("prompts/list", items, cursor)?;
-        let mut result = ListPromptsResult::with_all_items(page);
+        let listing = hub.prompts(None).await.map_err(|e| failure(&e))?;
+        log_errors("prompts/list", &listing.errors);
+        let shown: Vec<mcpmux::Prompt> = listing
+            .items
+            .into_iter()
+            .filter(|p| view.server_shown(&p.server))
+            .collect();
+        let (page, next) = pager.page("prompts/list", shown, cursor)?;
+        let items = page
+            .into_iter()
+            .map(|prompt| {
+                let name = self.naming.prompt_name(&prompt).to_owned();
+                rmcp_model::prompt(prompt, name)
+            })
+            .collect();
+        let mut result = ListPromptsResult::with_all_items(items);
         result.next_cursor = next;
         Ok(result)
     }
 
-    async fn list_prompts(
-        &self,
-        hub: &mcpmux::Hub,
-        view: &View,
-    ) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
-        let listing = hub.prompts(None).await.map_err(|e| failure(&e))?;
-        log_errors("prompts/list", &listing.errors);
-        let prompts: Vec<&mcpmux::Prompt> = listing
-            .items
-            .iter()
-            .filter(|p| view.server_shown(&p.server))
-            .collect();
-        let keys: Vec<(&str, &str)> = prompts
-            .iter()
-            .map(|p| (p.server.as_str(), p.name.as_str()))
-            .collect();
-        let names = self.naming.prompts(&keys);
-        let mut routes = HashMap::new();
-        let mut items = Vec::new();
-        for (prompt, name) in prompts.into_iter().zip(names) {
-            routes.insert(name.clone(), (prompt.server.clone(), prompt.name.clone()));
-            items.push(rmcp_model::prompt(prompt.clone(), name));
-        }
-        *self.routes() = routes;
-        Ok(items)
-    }
-
-    /// The server and the server's own name of the prompt listed as `name`, if the view
-    /// shows that server (the listing may predate a reload that hid it). A name not in the
-    /// last listing is looked up in a fresh one (a client may get without listing first).
+    /// The prompt served as `name` (the hub routes it), if the view shows its server.
     async fn prompt_route(
         &self,
         (hub, view): (&mcpmux::Hub, &View),
         name: &str,
-    ) -> Result<(String, String), ErrorData> {
-        let mut route = self.routes().get(name).cloned();
-        if route.is_none() {
-            self.list_prompts(hub, view).await?;
-            route = self.routes().get(name).cloned();
-        }
-        let route = route.ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!("no prompt named `{name}` (prompts/list names the prompts served)"),
-                None,
-            )
-        })?;
-        view.prompt_server(&route.0, name)?;
-        Ok(route)
+    ) -> Result<mcpmux::Prompt, ErrorData> {
+        let prompt = self
+            .naming
+            .hub_prompt(hub, name)
+            .await
+            .map_err(|e| failure(&e))?
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("no prompt named `{name}` (prompts/list names the prompts served)"),
+                    None,
+                )
+            })?;
+        view.prompt_server(&prompt.server, name)?;
+        Ok(prompt)
     }
 
     /// `completion/complete`: a prompt's argument by the server of the prompt listed under
@@ -197,8 +166,9 @@ impl Catalog {
     ) -> Result<CompleteResult, ErrorData> {
         let (server, reference) = match &request.r#ref {
             Reference::Prompt(prompt) => {
-                let (server, name) = self.prompt_route((hub, view), &prompt.name).await?;
-                (server, mcpmux::CompletionRef::Prompt { name })
+                let prompt = self.prompt_route((hub, view), &prompt.name).await?;
+                let name = prompt.name;
+                (prompt.server, mcpmux::CompletionRef::Prompt { name })
             }
             Reference::Resource(template) => {
                 let owner = self
@@ -266,9 +236,11 @@ impl Catalog {
         arguments: Map<String, Value>,
         options: mcpmux::CallOptions,
     ) -> Result<GetPromptResult, ErrorData> {
-        let (server, prompt) = self.prompt_route((hub, view), name).await?;
+        let mcpmux::Prompt {
+            server, name: own, ..
+        } = self.prompt_route((hub, view), name).await?;
         let filled = hub
-            .get_prompt_with(&server, &prompt, arguments, options)
+            .get_prompt_with(&server, &own, arguments, options)
             .await
             .map_err(|e| failure(&e))?;
         rmcp_model::prompt_result(filled).map_err(|e| invalid_answer(&server, &e))
