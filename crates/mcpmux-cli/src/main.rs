@@ -337,7 +337,7 @@ async fn run(cli: Cli) -> ExitCode {
         output::say!("mcpmux: {e}");
     }
     let serving = match &cli.command {
-        Command::Serve(args) => serve::prepare(&mut config, args, reload_options),
+        Command::Serve(_) => serve::prepare(&mut config, reload_options),
         _ => serve::Serving::default(),
     };
     let mut serving = serving;

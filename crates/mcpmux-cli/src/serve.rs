@@ -190,8 +190,6 @@ pub fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
 pub struct Serving {
     /// The servers `/readyz` waits for (the `required` ones).
     required: Vec<String>,
-    /// The servers outside `--scope`: their resources and prompts are not served.
-    hidden: Vec<String>,
     /// What a reload compares its reading with, and how it reads.
     reload: Option<(Baseline, ReadConfig)>,
     /// The host the hub is started with: the servers may ask the calling clients for roots,
@@ -207,25 +205,19 @@ type ReadConfig = Box<dyn Fn() -> Loaded + Send + Sync>;
 /// Readies the config read at startup for serving (see [`ready`]) and returns what serving
 /// needs of it; a reload reads with `options`, which ask no question (no terminal is there
 /// to answer while serving).
-pub fn prepare(
-    config: &mut mcpmux::ConfigSet,
-    args: &ServeArgs,
-    options: mcpmux::LoadOptions,
-) -> Serving {
-    let scope = args.scope.clone();
-    let startup = ready(std::mem::take(config), scope.as_ref(), &options, true);
+pub fn prepare(config: &mut mcpmux::ConfigSet, options: mcpmux::LoadOptions) -> Serving {
+    let startup = ready(std::mem::take(config), &options, true);
     let baseline = startup.baseline();
     *config = startup.config;
     Serving {
         required: startup.required,
-        hidden: startup.hidden,
         host: Some(mcpmux::Host::relaying()),
         yes: false,
         reload: Some((
             baseline,
             Box::new(move || {
                 let (config, _) = crate::demo::with_demo(mcpmux::config::load(&options));
-                ready(config, scope.as_ref(), &options, false)
+                ready(config, &options, false)
             }),
         )),
     }
@@ -234,14 +226,10 @@ pub fn prepare(
 /// The config as served: an entry that runs `mcpmux serve` itself is dropped, with a word
 /// on stderr at startup (`say`): the client's own config (`~/.claude.json`, `.mcp.json`) that
 /// lists the gateway is read by the gateway too, and would start it again, and again. The
-/// `required` servers are what readiness waits for; those outside `scope` are hidden. The
-/// files to watch are every file the config is or would be read from.
-fn ready(
-    mut config: mcpmux::ConfigSet,
-    scope: Option<&mcpmux::Scope>,
-    options: &mcpmux::LoadOptions,
-    say: bool,
-) -> Loaded {
+/// `required` servers are what readiness waits for (which servers `--scope` admits is the
+/// hub's to say, from each server's own declaration). The files to watch are every file the
+/// config is or would be read from.
+fn ready(mut config: mcpmux::ConfigSet, options: &mcpmux::LoadOptions, say: bool) -> Loaded {
     let me = std::env::current_exe().ok();
     config.servers.retain(|spec| {
         let itself = runs_the_gateway(spec, me.as_deref());
@@ -253,19 +241,15 @@ fn ready(
         }
         !itself
     });
-    let names = |keep: &dyn Fn(&mcpmux::ServerSpec) -> bool| -> Vec<String> {
-        config
-            .servers
-            .iter()
-            .filter(|spec| keep(spec))
-            .map(|spec| spec.name.clone())
-            .collect()
-    };
-    let required = names(&|spec| spec.required);
-    let hidden = names(&|spec| scope.is_some_and(|scope| !scope.admits_server(&spec.options)));
+    let required = config
+        .servers
+        .iter()
+        .filter(|spec| spec.required)
+        .map(|spec| spec.name.clone())
+        .collect();
     let mut watch = mcpmux::config::sources(options);
     watch.extend(config.files.iter().cloned());
-    Loaded::new(config, required, hidden, watch)
+    Loaded::new(config, required, watch)
 }
 
 /// Whether `spec` starts `mcpmux … serve` (by name or as this very executable).
@@ -309,7 +293,6 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     let mut options = GatewayOptions::default()
         .with_scope(args.scope.clone())
         .with_required(serving.required)
-        .with_hidden(serving.hidden)
         .with_page_size(args.page_size as usize)
         .with_ask_clients(!serving.yes)
         .with_ask(args.ask)

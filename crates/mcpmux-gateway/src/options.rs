@@ -18,14 +18,13 @@ pub const DEFAULT_LIST_WAIT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct GatewayOptions {
-    /// Only the tools of this stage and agent are listed, and calls outside it refused.
+    /// Only what this stage and agent may use is served: the tools, resources, templates,
+    /// prompts and notices of the servers it admits; calls outside it are refused.
     pub scope: Option<mcpmux::Scope>,
     /// Servers `/readyz` waits for (the config's `required` servers).
     pub required: Vec<String>,
     /// How long a `tools/list` waits for startup to settle; see [`DEFAULT_LIST_WAIT`].
     pub list_wait: Duration,
-    /// Servers whose resources and prompts are not served (those outside the scope).
-    pub hidden: Vec<String>,
     /// The host the hub was started with ([`mcpmux::Host::relaying`], so the servers may ask
     /// the calling clients for roots, sampling and elicitation): its resource updates, list
     /// changes and server logs are passed on to the clients. Without it none are.
@@ -51,7 +50,6 @@ impl Default for GatewayOptions {
             scope: None,
             required: Vec::new(),
             list_wait: DEFAULT_LIST_WAIT,
-            hidden: Vec::new(),
             host: None,
             page_size: DEFAULT_PAGE_SIZE,
             ask_clients: true,
@@ -72,12 +70,6 @@ impl GatewayOptions {
     /// Builder-style: the servers readiness waits for.
     pub fn with_required(mut self, required: Vec<String>) -> Self {
         self.required = required;
-        self
-    }
-
-    /// Builder-style: servers whose resources and prompts are not served.
-    pub fn with_hidden(mut self, hidden: Vec<String>) -> Self {
-        self.hidden = hidden;
         self
     }
 

@@ -62,8 +62,9 @@ impl Naming {
 
     /// The hub's name for the tool served as `served`, among `tools` (the tools served). In
     /// pass-through mode a name not served now (its server is down, its breaker open) is
-    /// given the hub's name it would have, so the hub answers with what became of the server;
-    /// any other name is handed on as it is, and the hub answers it as an unknown tool.
+    /// given the hub's name for it (`Hub::exposed_tool_name`), so the hub answers with what
+    /// became of the server; any other name is handed on as it is, and the hub answers it as
+    /// an unknown tool.
     pub fn hub_tool(self, served: &str, tools: &[mcpmux::Tool], hub: &mcpmux::Hub) -> String {
         if !self.passthrough {
             return served.to_owned();
@@ -71,8 +72,7 @@ impl Naming {
         if let Some(tool) = tools.iter().find(|tool| tool.raw_name == served) {
             return tool.name.clone();
         }
-        // A name never served stays unknown: an invalid one (a refused tool's own name), or
-        // one whose hub name is another tool's (`x_` would reach a refused `x!`).
+        // A name never served stays unknown: an invalid one (a refused tool's own name).
         if !mcpmux::is_mcp_tool_name(served) {
             return served.to_owned();
         }
@@ -80,10 +80,8 @@ impl Naming {
         let [server] = servers.as_slice() else {
             return served.to_owned();
         };
-        match mcpmux::exposed_names(&[(server.name.as_str(), served)]).pop() {
-            Some(name) if hub.tool(&name).is_none_or(|tool| tool.raw_name == served) => name,
-            _ => served.to_owned(),
-        }
+        hub.exposed_tool_name(&server.name, served)
+            .unwrap_or_else(|| served.to_owned())
     }
 
     /// The tool served as `served`, as a downstream client lists it.
@@ -105,24 +103,38 @@ impl Naming {
     pub fn served_tools(self, tools: &[mcpmux::Tool]) -> Vec<rmcp::model::Tool> {
         tools
             .iter()
-            .filter_map(|tool| {
-                let mut served = crate::convert::tool(tool)?;
-                if self.passthrough {
-                    served.name = tool.raw_name.clone().into();
-                }
-                Some(served)
+            .map(|tool| {
+                let name = if self.passthrough {
+                    &tool.raw_name
+                } else {
+                    &tool.name
+                };
+                mcpmux::rmcp_model::tool(tool, name.clone())
             })
             .collect()
     }
 
-    /// The names prompts are served under, one for each `(server, prompt)` key: the server's
-    /// own, or the hub's exposed names.
-    pub fn prompts(self, keys: &[(&str, &str)]) -> Vec<String> {
+    /// The name `prompt` is served under: the server's own, or the hub's exposed name.
+    pub fn prompt_name(self, prompt: &mcpmux::Prompt) -> &str {
         if self.passthrough {
-            keys.iter().map(|(_, name)| (*name).to_owned()).collect()
+            &prompt.name
         } else {
-            mcpmux::exposed_names(keys)
+            &prompt.exposed_name
         }
+    }
+
+    /// The prompt served as `served`: in pass-through mode the one server's prompt of that
+    /// own name, else the one the hub exposes under it (`Hub::prompt_named`).
+    pub async fn hub_prompt(
+        self,
+        hub: &mcpmux::Hub,
+        served: &str,
+    ) -> mcpmux::Result<Option<mcpmux::Prompt>> {
+        if !self.passthrough {
+            return hub.prompt_named(served).await;
+        }
+        let listing = hub.prompts(None).await?;
+        Ok(listing.items.into_iter().find(|p| p.name == served))
     }
 }
 
@@ -197,12 +209,5 @@ mod tests {
         let long = escaped(&"\u{1f600}".repeat(300));
         assert!(long.ends_with(" (cut: 300 characters)"), "{long}");
         assert_eq!(long.matches('\u{1f600}').count(), WARN_NAME_CHARS);
-    }
-
-    #[test]
-    fn prompts_keep_their_own_names_only_in_pass_through() {
-        let keys = [("srv", "greet")];
-        assert_eq!(Naming::new(true).prompts(&keys), ["greet"]);
-        assert_eq!(Naming::new(false).prompts(&keys), ["mcp__srv__greet"]);
     }
 }

@@ -40,24 +40,16 @@ pub struct Loaded {
     pub config: mcpmux::ConfigSet,
     /// The servers readiness waits for.
     pub required: Vec<String>,
-    /// The servers whose resources and prompts are not served.
-    pub hidden: Vec<String>,
     /// The files whose change calls for a reload, present or not.
     pub watch: Vec<PathBuf>,
 }
 
 impl Loaded {
     /// A reading of `config` with what serving adds to it.
-    pub fn new(
-        config: mcpmux::ConfigSet,
-        required: Vec<String>,
-        hidden: Vec<String>,
-        watch: Vec<PathBuf>,
-    ) -> Self {
+    pub fn new(config: mcpmux::ConfigSet, required: Vec<String>, watch: Vec<PathBuf>) -> Self {
         Self {
             config,
             required,
-            hidden,
             watch,
         }
     }
@@ -254,7 +246,7 @@ impl Reloader {
         }
         match self
             .gateway
-            .reconfigure(loaded.config, loaded.required, loaded.hidden)
+            .reconfigure(loaded.config, loaded.required)
             .await
         {
             Ok(reload) => {

@@ -14,7 +14,7 @@ use rmcp::{
     service::{Peer, SubscriptionSink},
 };
 
-use crate::convert::failure;
+use crate::failures::failure;
 use crate::view::View;
 
 /// Where a holder's updates go.

@@ -32,7 +32,7 @@ use rmcp::{
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::convert;
+use crate::failures;
 
 /// The most tasks the gateway follows at once (for every session together). Past it a new
 /// task is cancelled upstream and the call refused: a client cannot pile tasks up unbounded.
@@ -348,7 +348,7 @@ impl Tasks {
                     None,
                 )
             }
-            other => convert::protocol_error(other),
+            other => failures::protocol_error(other),
         }
     }
 }
@@ -478,7 +478,7 @@ fn detailed(id: &str, state: TaskState) -> Result<DetailedTask, ErrorData> {
             })?,
         },
         TaskOutcome::Completed(result) => TaskPayload::Completed {
-            result: object(json!(convert::result(&result))),
+            result: object(json!(mcpmux::rmcp_model::tool_result(result))),
         },
         TaskOutcome::Failed {
             code,

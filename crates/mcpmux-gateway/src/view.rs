@@ -2,57 +2,36 @@
 //! tools/call, resources/list, resources/templates/list, resources/read, resources/subscribe,
 //! prompts/list, prompts/get, completion/complete, and the notices and capabilities passed
 //! on), so that what is listed nowhere cannot be read, got, completed or subscribed to either.
-//! A view holds the scope (`--scope`), the servers outside it (`Hidden`, replaced by a
-//! reload) and the access rule of the session's identity (`access`: the servers and tools it
-//! may use, its own scope). A tool call's scope is the
-//! library's to apply (`Hub::call_with` refuses a tool outside it): the view hands it the
-//! scope rather than deciding again. Knows nothing of transports or sessions' other state.
+//! A view holds the scope (`--scope`) and the access rule of the session's identity
+//! (`access`: the servers and tools it may use, its own scope). Which servers a scope admits
+//! is the library's to say (`Hub::in_scope`, from the configuration running now, so a reload
+//! needs nothing of the view), and a tool call's scope the library's to apply
+//! (`Hub::call_with` refuses a tool outside it): the view asks and hands on rather than
+//! deciding again. Knows nothing of transports or sessions' other state.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use rmcp::model::ErrorData;
 
 use crate::access::Rule;
-use crate::convert::failure;
-
-/// The servers whose resources, prompts and notices are not served (those outside the
-/// scope). Cheap to clone: every view shares one list, and a reload replaces it for all.
-#[derive(Clone, Default)]
-pub struct Hidden(Arc<RwLock<Vec<String>>>);
-
-impl Hidden {
-    /// Hides the servers of `hidden`.
-    pub fn new(hidden: Vec<String>) -> Self {
-        Self(Arc::new(RwLock::new(hidden)))
-    }
-
-    /// Whether `server`'s resources, prompts and notices are served.
-    fn shown(&self, server: &str) -> bool {
-        let hidden = mcpmux::sync::read(&self.0);
-        !hidden.iter().any(|h| h == server)
-    }
-
-    /// Hides the servers of `hidden` from now on; returns those hidden until now.
-    pub fn replace(&self, hidden: Vec<String>) -> Vec<String> {
-        std::mem::replace(&mut *mcpmux::sync::write(&self.0), hidden)
-    }
-}
+use crate::failures::failure;
 
 /// What one session may see and use. Cheap to clone.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct View {
     scope: Option<mcpmux::Scope>,
-    hidden: Hidden,
+    /// The hub the scope is asked of.
+    hub: mcpmux::Hub,
     /// What the session's identity may use (the whole authority unless a rule narrows it).
     rule: Arc<Rule>,
 }
 
 impl View {
-    /// Everything in `scope` (`None`: every server), but the servers `hidden` holds.
-    pub fn new(scope: Option<mcpmux::Scope>, hidden: Hidden) -> Self {
+    /// Everything of `hub` in `scope` (`None`: every server).
+    pub fn new(scope: Option<mcpmux::Scope>, hub: mcpmux::Hub) -> Self {
         View {
             scope,
-            hidden,
+            hub,
             rule: Arc::default(),
         }
     }
@@ -73,7 +52,11 @@ impl View {
     /// Whether `server` is seen at all: its resources, templates, prompts, completions,
     /// notices and capabilities.
     pub fn server_shown(&self, server: &str) -> bool {
-        self.hidden.shown(server) && self.rule.allows_server(server)
+        let in_scope = match &self.scope {
+            Some(scope) => self.hub.in_scope(server, scope),
+            None => true,
+        };
+        in_scope && self.rule.allows_server(server)
     }
 
     /// The tools served: the hub's usable ones, in the scope, that the rule allows.
@@ -140,20 +123,4 @@ impl View {
 /// A URI no server in the view has.
 fn not_found(uri: &str) -> ErrorData {
     ErrorData::resource_not_found(format!("no server in scope has the resource `{uri}`"), None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_reload_hides_a_server_from_every_view_sharing_the_list() {
-        let hidden = Hidden::new(vec!["secret".into()]);
-        let view = View::new(None, hidden.clone());
-        let other = view.clone();
-        assert!(!view.server_shown("secret") && view.server_shown("open"));
-        assert!(view.prompt_server("secret", "mcp__secret__p").is_err());
-        hidden.replace(vec!["open".into()]);
-        assert!(other.server_shown("secret") && !other.server_shown("open"));
-    }
 }

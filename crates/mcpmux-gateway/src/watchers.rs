@@ -18,12 +18,9 @@ use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
 };
 
-use mcpmux::host::{LogLevel, ServerLog};
+use mcpmux::host::ServerLog;
 use rmcp::{
-    RoleServer,
-    model::{LoggingLevel, LoggingMessageNotificationParam},
-    service::Peer,
-    service::SubscriptionSink,
+    RoleServer, model::LoggingMessageNotificationParam, service::Peer, service::SubscriptionSink,
 };
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -244,8 +241,10 @@ impl Watchers {
             Some(logger) => format!("{}/{logger}", log.server),
             None => log.server.clone(),
         };
-        let mut param =
-            LoggingMessageNotificationParam::new(logging_level(log.level), log.data.clone());
+        let mut param = LoggingMessageNotificationParam::new(
+            mcpmux::rmcp_model::logging_level(log.level),
+            log.data.clone(),
+        );
         param.logger = Some(logger);
         let sent = if peer.is_transport_closed() {
             Err("session closed".to_string())
@@ -258,36 +257,6 @@ impl Watchers {
             tracing::debug!(%error, "a server log not delivered; forgetting the session");
             self.lock().retain(|(other, _)| *other != id);
         }
-    }
-}
-
-/// The library's log level as rmcp's.
-#[allow(deprecated)]
-pub fn logging_level(level: LogLevel) -> LoggingLevel {
-    match level {
-        LogLevel::Debug => LoggingLevel::Debug,
-        LogLevel::Info => LoggingLevel::Info,
-        LogLevel::Notice => LoggingLevel::Notice,
-        LogLevel::Warning => LoggingLevel::Warning,
-        LogLevel::Error => LoggingLevel::Error,
-        LogLevel::Critical => LoggingLevel::Critical,
-        LogLevel::Alert => LoggingLevel::Alert,
-        _ => LoggingLevel::Emergency,
-    }
-}
-
-/// rmcp's log level as the library's.
-#[allow(deprecated)]
-pub fn log_level(level: LoggingLevel) -> LogLevel {
-    match level {
-        LoggingLevel::Debug => LogLevel::Debug,
-        LoggingLevel::Info => LogLevel::Info,
-        LoggingLevel::Notice => LogLevel::Notice,
-        LoggingLevel::Warning => LogLevel::Warning,
-        LoggingLevel::Error => LogLevel::Error,
-        LoggingLevel::Critical => LogLevel::Critical,
-        LoggingLevel::Alert => LogLevel::Alert,
-        LoggingLevel::Emergency => LogLevel::Emergency,
     }
 }
 

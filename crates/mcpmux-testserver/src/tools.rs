@@ -33,6 +33,23 @@ use crate::{
     server::{COUNTER_URI, Counter, EXTRA_TOOL, TestServer},
 };
 
+/// The result the `kinds` tool answers with.
+pub fn every_kind() -> serde_json::Value {
+    serde_json::json!({
+        "content": [
+            {"type": "text", "text": "every kind"},
+            {"type": "image", "data": PNG_1X1_BASE64, "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "test://text", "mimeType": "text/plain", "text": "embedded"}},
+            {"type": "resource", "resource": {"uri": "test://blob", "mimeType": "application/octet-stream", "blob": "AAEC"}},
+            {"type": "resource_link", "uri": "test://link", "name": "link", "description": "a linked resource", "mimeType": "text/plain"}
+        ],
+        "structuredContent": {"kinds": 6},
+        "isError": true,
+        "_meta": {"test/trace": "kinds-1"}
+    })
+}
+
 /// A valid 1x1 RGBA PNG (chunk CRCs checked), base64.
 pub const PNG_1X1_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
@@ -383,6 +400,15 @@ impl TestServer {
         ]);
         result.structured_content = Some(serde_json::json!({ "width": 1, "height": 1 }));
         result
+    }
+
+    #[tool(
+        description = "Answer with a block of every kind (text, image, audio, an embedded text and an embedded blob resource, a resource link), structured content, `_meta` and `isError: true`: what a client or a gateway must pass on unchanged.",
+        annotations(read_only_hint = true)
+    )]
+    async fn kinds(&self) -> Result<CallToolResult, ErrorData> {
+        serde_json::from_value(every_kind())
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     #[tool(
@@ -746,6 +772,7 @@ mod tests {
                 "hostile",
                 "huge",
                 "image",
+                "kinds",
                 "log",
                 "pid",
                 "sleep_then_exit",

@@ -32,6 +32,14 @@ pub mod schema;
 pub mod sync;
 pub mod terminal;
 
+// The records in rmcp's model, for a harness that serves the hub over rmcp (the gateway): a
+// face of its own, so that an rmcp upgrade is not a change of the default one.
+#[cfg(feature = "rmcp-model")]
+pub mod rmcp_model;
+#[cfg(not(feature = "rmcp-model"))]
+#[allow(dead_code)]
+mod rmcp_model;
+
 // Everything else is reached through the re-exports below (see ARCHITECTURE.md).
 mod broadcast;
 mod call;

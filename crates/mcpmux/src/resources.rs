@@ -170,6 +170,11 @@ pub struct Prompt {
     pub server: String,
     /// Its name: what [`Hub::get_prompt`](crate::Hub::get_prompt) takes.
     pub name: String,
+    /// The name it is served under beside the tools, `mcp__SERVER__PROMPT`, fitted and kept
+    /// apart as tool names are (`Hub::prompts` sets it; a server cannot): what
+    /// [`Hub::prompt_named`](crate::Hub::prompt_named) takes.
+    #[serde(default, skip_deserializing, skip_serializing_if = "String::is_empty")]
+    pub exposed_name: String,
     /// A human title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,

@@ -94,6 +94,7 @@ pub fn truncate(
         content,
         structured_content,
         is_error,
+        meta,
         output_problems,
     } = result;
     let mut budget = max_bytes;
@@ -165,6 +166,7 @@ pub fn truncate(
             content: out,
             structured_content,
             is_error,
+            meta,
             output_problems,
         },
         cut_bytes: cut,
@@ -237,6 +239,9 @@ pub struct ToolResult {
     /// The tool reported failure.
     #[serde(rename = "isError")]
     pub is_error: bool,
+    /// The server's `_meta` of the result, kept for whoever passes the result on.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, Value>>,
     /// Where `structuredContent` does not match the tool's `outputSchema` (the result is
     /// returned anyway; the server is at fault, not the caller).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -262,6 +267,10 @@ impl ToolResult {
                 .get("isError")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            meta: match value.get_mut("_meta").map(Value::take) {
+                Some(Value::Object(meta)) => Some(meta),
+                _ => None,
+            },
             output_problems: Vec::new(),
         }
     }
@@ -272,6 +281,7 @@ impl ToolResult {
             content: vec![Content::Text { text: text.into() }],
             structured_content: None,
             is_error: false,
+            meta: None,
             output_problems: Vec::new(),
         }
     }
@@ -343,6 +353,7 @@ impl IntoToolResult for Value {
             content: vec![Content::Text { text }],
             structured_content: structured,
             is_error: false,
+            meta: None,
             output_problems: Vec::new(),
         }
     }
@@ -379,6 +390,7 @@ pub fn error_result(message: impl Into<String>) -> ToolResult {
         }],
         structured_content: None,
         is_error: true,
+        meta: None,
         output_problems: Vec::new(),
     }
 }

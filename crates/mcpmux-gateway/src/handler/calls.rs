@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Gateway, Inner};
 use crate::progress::forward_progress;
 use crate::{
-    convert,
+    failures,
     relay::{Caller, ClientApproval, ClientRelay},
     rounds::{Call, Rounds},
 };
@@ -65,7 +65,7 @@ impl Gateway {
         if caller.is_stateless() {
             let resumed = resumed(&mut request.request_state, &mut request.input_responses);
             if resumed.is_none() && self.inner.closing.is_cancelled() {
-                return Ok(convert::refusal(SHUTTING_DOWN).into());
+                return Ok(failures::refusal(SHUTTING_DOWN).into());
             }
             let gateway = self.clone();
             let cancel = self.inner.abort.child_token();
@@ -84,7 +84,7 @@ impl Gateway {
                 .await;
         }
         if self.inner.closing.is_cancelled() {
-            return Ok(convert::refusal(SHUTTING_DOWN).into());
+            return Ok(failures::refusal(SHUTTING_DOWN).into());
         }
         let cancel = self.inner.abort.child_token();
         let token = context.meta.get_progress_token();
@@ -273,13 +273,15 @@ impl Gateway {
             failed,
         );
         match outcome {
-            Ok(mcpmux::TaskCall::Completed(result)) => Ok(convert::result(&result).into()),
+            Ok(mcpmux::TaskCall::Completed(result)) => {
+                Ok(mcpmux::rmcp_model::tool_result(result).into())
+            }
             Ok(mcpmux::TaskCall::Started(started)) => {
                 self.inner.tasks.started(hub, started, task.holder)
             }
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "call failed");
-                convert::error(&error).map(Into::into)
+                failures::error(&error).map(Into::into)
             }
         }
     }
@@ -296,10 +298,10 @@ impl Gateway {
         let given = request.input_responses.take();
         let options = self.options_for(&caller, self.inner.abort.child_token(), progress, given);
         let arguments = request.arguments.unwrap_or_default();
-        let filled = self
-            .inner
-            .catalog
-            .get_prompt(self.seen(), &request.name, arguments, options);
+        let filled =
+            self.inner
+                .resources_prompts
+                .get_prompt(self.seen(), &request.name, arguments, options);
         Ok(filled.await?.into())
     }
 
@@ -314,7 +316,10 @@ impl Gateway {
         self.wait_for_startup().await;
         let given = request.input_responses.take();
         let options = self.options_for(&caller, self.inner.abort.child_token(), progress, given);
-        let read = self.inner.catalog.read(self.seen(), &request.uri, options);
+        let read = self
+            .inner
+            .resources_prompts
+            .read(self.seen(), &request.uri, options);
         Ok(read.await?.into())
     }
 }

@@ -3,7 +3,7 @@
 //! `paging`); `tools/call`, `prompts/get` and `resources/read` are made for the client that
 //! sends them (`calls`: what the upstream server asks meanwhile goes to that client, a
 //! 2026-07-28 client's in rounds of `input_required`); list changes reach every watcher
-//! (`watchers`); resources, templates, prompts and completions are `resources`'s,
+//! (`watchers`); resources, templates, prompts and completions are `resources_prompts`'s,
 //! subscriptions `subscriptions`'s, tasks `tasks`'s, upstream notices `notices`'s, and each capability is
 //! declared once some upstream server offers it. What a session may see and use — on every
 //! route: lists, calls, reads, subscriptions, prompts, completions — is its `view`'s to say.
@@ -48,11 +48,11 @@ use crate::{
     options::GatewayOptions,
     paging::Pager,
     passthrough::{Naming, Refusals},
-    resources::Catalog,
+    resources_prompts::ResourcesAndPrompts,
     rounds::Rounds,
     session::Session,
     subscriptions::{Subscriptions, Target},
-    view::{Hidden, View},
+    view::View,
     watchers::{Looks, Watchers},
 };
 
@@ -77,10 +77,7 @@ struct Inner {
     options: GatewayOptions,
     /// The servers `/readyz` waits for: the options' until a reload replaces them.
     required: RwLock<Vec<String>>,
-    /// The servers outside the scope, whose resources, prompts and notices are not served:
-    /// the options' until a reload replaces them (in every view, which share it).
-    hidden: Hidden,
-    /// What a session sees: the scope, and the servers outside it.
+    /// What a session sees: the scope (which servers it admits is the hub's to say).
     view: View,
     /// The log level each session wants, and the one asked of the servers.
     levels: Arc<Levels>,
@@ -96,8 +93,8 @@ struct Inner {
     stop: CancellationToken,
     in_flight: AtomicUsize,
     idle: Notify,
-    /// Resources, templates and prompts, and the prompt routing table.
-    catalog: Catalog,
+    /// Resources, templates, prompts and completions, as the hub lists and routes them.
+    resources_prompts: ResourcesAndPrompts,
     /// Calls counted and timed, for `/metrics`.
     metrics: Metrics,
     /// Whether some upstream server has offered resources (then prompts): declared from then
@@ -132,8 +129,7 @@ impl Gateway {
     /// startup). The hub stays the caller's: shut it down after serving ends.
     pub fn new(hub: mcpmux::Hub, options: GatewayOptions) -> Self {
         let watchers = Arc::new(Watchers::default());
-        let hidden = Hidden::new(options.hidden.clone());
-        let view = View::new(options.scope.clone(), hidden.clone());
+        let view = View::new(options.scope.clone(), hub.clone());
         let levels = Levels::new(hub.clone());
         let stop = CancellationToken::new();
         let (settled, startup) = watch::channel(false);
@@ -180,7 +176,7 @@ impl Gateway {
             };
             tokio::spawn(crate::notices::forward(host.clone(), to, stop.clone()));
         }
-        let catalog = Catalog::new(Naming::new(options.passthrough));
+        let resources_prompts = ResourcesAndPrompts::new(Naming::new(options.passthrough));
         let pager = Pager::new(options.page_size);
         let waiting = options.waiting;
         Gateway {
@@ -194,11 +190,10 @@ impl Gateway {
             inner: Arc::new(Inner {
                 hub,
                 required: RwLock::new(options.required.clone()),
-                hidden,
                 view,
                 levels,
                 options,
-                catalog,
+                resources_prompts,
                 metrics: Metrics::default(),
                 offers_resources: AtomicBool::new(false),
                 offers_prompts: AtomicBool::new(false),
@@ -442,7 +437,10 @@ impl ServerHandler for Gateway {
     ) -> Result<ListResourcesResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.resources(self.seen(), page).await
+        self.inner
+            .resources_prompts
+            .resources(self.seen(), page)
+            .await
     }
 
     async fn list_resource_templates(
@@ -452,7 +450,10 @@ impl ServerHandler for Gateway {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.templates(self.seen(), page).await
+        self.inner
+            .resources_prompts
+            .templates(self.seen(), page)
+            .await
     }
 
     async fn read_resource(
@@ -470,7 +471,10 @@ impl ServerHandler for Gateway {
     ) -> Result<ListPromptsResult, ErrorData> {
         self.wait_for_startup().await;
         let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner.catalog.prompts(self.seen(), page).await
+        self.inner
+            .resources_prompts
+            .prompts(self.seen(), page)
+            .await
     }
 
     async fn get_prompt(
@@ -552,7 +556,10 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         self.wait_for_startup().await;
-        self.inner.catalog.complete(self.seen(), request).await
+        self.inner
+            .resources_prompts
+            .complete(self.seen(), request)
+            .await
     }
 
     #[allow(deprecated)]
@@ -563,7 +570,7 @@ impl ServerHandler for Gateway {
     ) -> Result<(), ErrorData> {
         // The servers send what the most talkative session wants; each session is then sent
         // only what it asked for (`levels`).
-        let level = crate::watchers::log_level(request.level);
+        let level = mcpmux::rmcp_model::log_level(request.level);
         self.inner.levels.set(self.session.id, level).await;
         Ok(())
     }

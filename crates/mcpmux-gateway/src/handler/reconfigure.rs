@@ -1,5 +1,6 @@
-//! What a running gateway serves changes: a reload's new servers, the servers readiness
-//! waits for and those outside the scope (`reconfigure`), and whether it is ready now.
+//! What a running gateway serves changes: a reload's new servers and the servers readiness
+//! waits for (`reconfigure`; which of them the scope admits is the hub's to say, from the
+//! new servers' own declarations), and whether it is ready now.
 
 use super::Gateway;
 
@@ -55,14 +56,12 @@ impl Gateway {
     }
 
     /// Serves the servers of `config` from now on (see [`mcpmux::Hub::reconfigure`]), with
-    /// `required` the servers readiness waits for and `hidden` those whose resources, prompts
-    /// and notices are not served. Sessions are kept; those that listen for tool-list changes
-    /// hear of the new tool set. An invalid config changes nothing.
+    /// `required` the servers readiness waits for. Sessions are kept; those that listen for
+    /// tool-list changes hear of the new tool set. An invalid config changes nothing.
     pub async fn reconfigure(
         &self,
         config: mcpmux::ConfigSet,
         required: Vec<String>,
-        hidden: Vec<String>,
     ) -> Result<mcpmux::Reload, ReconfigureError> {
         let inner = &self.inner;
         if inner.options.passthrough {
@@ -70,18 +69,11 @@ impl Gateway {
             let names: Vec<String> = config.servers.iter().map(|s| s.name.clone()).collect();
             crate::passthrough::check_one_server(&names)?;
         }
-        // Hidden before the servers arrive, so a new server's resources are never shown
-        // outside the scope; put back if the config is refused.
-        let hidden_before = inner.hidden.replace(hidden);
-        match inner.hub.reconfigure(config).await {
-            Ok(reload) => {
-                *mcpmux::sync::write(&inner.required) = required;
-                Ok(reload)
-            }
-            Err(error) => {
-                inner.hidden.replace(hidden_before);
-                Err(error.into())
-            }
+        // A new server's resources are never shown outside the scope: the hub judges it by
+        // its own declaration as it arrives (`Hub::in_scope`).
+        let reload = inner.hub.reconfigure(config).await?;
+        *mcpmux::sync::write(&inner.required) = required;
         }
+        Ok(reload)
     }
 }

@@ -225,9 +225,7 @@ async fn a_scoped_gateway_serves_nothing_of_a_server_outside_its_scope_on_any_ro
     // The one server is declared for the `build` stage; the gateway serves `plan`.
     let mut spec = fast_testserver("t", &["--prompts"]);
     spec.options.stages = Some(vec!["build".into()]);
-    let options = GatewayOptions::default()
-        .with_scope(Some("plan".parse().unwrap()))
-        .with_hidden(vec!["t".into()]);
+    let options = GatewayOptions::default().with_scope(Some("plan".parse().unwrap()));
     let served = Served::hosted(vec![spec], options).await;
     let (client, _heard) = session(&served.url).await;
     // Listed nowhere...
@@ -286,22 +284,24 @@ async fn a_scoped_gateway_serves_nothing_of_a_server_outside_its_scope_on_any_ro
 
 #[tokio::test]
 async fn a_prompt_listed_before_a_reload_hid_its_server_is_no_longer_served() {
-    let spec = fast_testserver("t", &["--prompts"]);
-    let served = Served::hosted(vec![spec.clone()], GatewayOptions::default()).await;
+    let mut spec = fast_testserver("t", &["--prompts"]);
+    let options = GatewayOptions::default().with_scope(Some("plan".parse().unwrap()));
+    let served = Served::hosted(vec![spec.clone()], options).await;
     let (client, _heard) = session(&served.url).await;
     let prompts = client.list_all_prompts().await.unwrap();
     assert!(
         prompts.iter().any(|p| p.name == "mcp__t__greet"),
         "{prompts:?}"
     );
-    // The same servers, the scope now leaving `t` out (as `mcpmux serve` reloads it).
+    // The same server, now declared for the `build` stage only: the scope leaves it out.
+    spec.options.stages = Some(vec!["build".into()]);
     let config = mcpmux::ConfigSet {
         servers: vec![spec],
         ..mcpmux::ConfigSet::default()
     };
     served
         .gateway
-        .reconfigure(config, Vec::new(), vec!["t".into()])
+        .reconfigure(config, Vec::new())
         .await
         .unwrap();
     let greet = GetPromptRequestParams::new("mcp__t__greet")
@@ -364,9 +364,7 @@ async fn a_uri_a_hidden_server_lists_too_is_read_from_the_server_in_scope() {
     let mut hidden = fast_testserver("hidden", &[]);
     hidden.options.stages = Some(vec!["build".into()]);
     let open = fast_testserver("open", &[]);
-    let options = GatewayOptions::default()
-        .with_scope(Some("plan".parse().unwrap()))
-        .with_hidden(vec!["hidden".into()]);
+    let options = GatewayOptions::default().with_scope(Some("plan".parse().unwrap()));
     let served = Served::hosted(vec![hidden, open], options).await;
     let (client, _heard) = session(&served.url).await;
     // Both list test://counter; the one in scope serves it, whichever the hub would pick.

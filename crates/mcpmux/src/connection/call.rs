@@ -201,9 +201,9 @@ impl Connection {
             .exchange(live, roundtrip, options, timeout, kind)
             .await?
         {
-            ServerResult::CallToolResult(result) => {
-                Ok(Answer::Result(super::tool_result::from_rmcp(result)))
-            }
+            ServerResult::CallToolResult(result) => Ok(Answer::Result(
+                crate::rmcp_model::tool_result_from_rmcp(result),
+            )),
             ServerResult::CreateTaskResult(created) if kind == CallKind::Task => {
                 let task = task_wire::task_of(&self.spec.name, created.task)?;
                 Ok(Answer::Task(task, live.clone()))

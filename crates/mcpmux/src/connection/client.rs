@@ -26,8 +26,8 @@ use tokio::sync::Notify;
 use super::callers::{Attribution, Caller, Callers, LogParty};
 use super::progress_routes::ProgressRoutes;
 use crate::host::{
-    ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, LogLevel, Relay,
-    Relayed, ResourceEvent, SamplingMessage, SamplingRequest, ServerLog,
+    ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, Relay, Relayed,
+    ResourceEvent, SamplingMessage, SamplingRequest, ServerLog,
 };
 
 /// The rmcp client handler of one session.
@@ -427,7 +427,7 @@ impl ClientHandler for HubClient {
             let party = context.extensions.get::<LogParty>().and_then(|p| p.0);
             self.host.publish_log(ServerLog {
                 server: self.server.clone(),
-                level: log_level(params.level),
+                level: crate::rmcp_model::log_level(params.level),
                 logger: params.logger.clone(),
                 data: params.data.clone(),
                 party,
@@ -442,35 +442,5 @@ impl ClientHandler for HubClient {
             }
             _ => tracing::debug!(server = %self.server, logger, data = %params.data, "server log"),
         }
-    }
-}
-
-/// rmcp's logging level as the host's.
-#[allow(deprecated)]
-pub(crate) fn log_level(level: LoggingLevel) -> LogLevel {
-    match level {
-        LoggingLevel::Debug => LogLevel::Debug,
-        LoggingLevel::Info => LogLevel::Info,
-        LoggingLevel::Notice => LogLevel::Notice,
-        LoggingLevel::Warning => LogLevel::Warning,
-        LoggingLevel::Error => LogLevel::Error,
-        LoggingLevel::Critical => LogLevel::Critical,
-        LoggingLevel::Alert => LogLevel::Alert,
-        LoggingLevel::Emergency => LogLevel::Emergency,
-    }
-}
-
-/// The host's logging level as rmcp's.
-#[allow(deprecated)]
-pub(crate) fn logging_level(level: LogLevel) -> LoggingLevel {
-    match level {
-        LogLevel::Debug => LoggingLevel::Debug,
-        LogLevel::Info => LoggingLevel::Info,
-        LogLevel::Notice => LoggingLevel::Notice,
-        LogLevel::Warning => LoggingLevel::Warning,
-        LogLevel::Error => LoggingLevel::Error,
-        LogLevel::Critical => LoggingLevel::Critical,
-        LogLevel::Alert => LoggingLevel::Alert,
-        LogLevel::Emergency => LoggingLevel::Emergency,
     }
 }

@@ -27,7 +27,6 @@ mod supervisor;
 mod task_wire;
 mod tasks;
 pub(crate) mod tool_cache;
-mod tool_result;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};

@@ -295,7 +295,7 @@ impl Connection {
     /// Asks the server to send log messages of `level` and above (`logging/setLevel`).
     #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet part of the handshake era.
     pub(crate) async fn set_log_level(&self, level: LogLevel) -> Result<()> {
-        let params = SetLevelRequestParams::new(super::client::logging_level(level));
+        let params = SetLevelRequestParams::new(crate::rmcp_model::logging_level(level));
         let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(params));
         self.ask("logging/setLevel", request, &mut Trip::default())
             .await

@@ -1,9 +1,11 @@
 //! The hub's resources and prompts: one server's by name, or every server's at once (a
-//! listing collects what each answers and the error of each that could not), the
-//! subscriptions a harness makes, completions of prompt and template arguments, and the
-//! level of the logs servers send. Each request itself is the connection's
-//! (`connection::requests`, `connection::subscriptions`); this file only chooses the servers.
-//! A read, a prompt and a completion are calls: they cross the seam (`Hub::carry`).
+//! listing collects what each answers and the error of each that could not), the names
+//! prompts are served under beside the tools and the routing of such a name back to its
+//! server, which servers a scope sees, the subscriptions a harness makes, completions of
+//! prompt and template arguments, and the level of the logs servers send. Each request itself
+//! is the connection's (`connection::requests`, `connection::subscriptions`); this file only
+//! chooses the servers. A read, a prompt and a completion are calls: they cross the seam
+//! (`Hub::carry`).
 
 use std::sync::Arc;
 
@@ -13,6 +15,8 @@ use serde_json::{Map, Value};
 use super::Hub;
 use super::call::{Site, Work};
 use crate::call::CallOptions;
+use crate::catalog::naming;
+use crate::catalog::scope::Scope;
 use crate::connection::{Connection, ListKind};
 use crate::error::{Error, Result};
 use crate::host::LogLevel;
@@ -45,9 +49,44 @@ impl Hub {
         self.list_all(server, ListKind::Templates).await
     }
 
-    /// Every prompt of `server`, or of every server offering prompts (`None`).
+    /// Every prompt of `server`, or of every server offering prompts (`None`), each with the
+    /// name it is served under beside the tools ([`Prompt::exposed_name`]: `mcp__SERVER__PROMPT`
+    /// fitted and kept apart by the tools' rule, over the prompts listed together).
     pub async fn prompts(&self, server: Option<&str>) -> Result<Listing<Prompt>> {
-        self.list_all(server, ListKind::Prompts).await
+        let mut listing: Listing<Prompt> = self.list_all(server, ListKind::Prompts).await?;
+        let keys: Vec<(&str, &str)> = listing
+            .items
+            .iter()
+            .map(|p| (p.server.as_str(), p.name.as_str()))
+            .collect();
+        let names = naming::assign(&keys);
+        for (prompt, name) in listing.items.iter_mut().zip(names) {
+            prompt.exposed_name = name;
+        }
+        Ok(listing)
+    }
+
+    /// The prompt served under `exposed` ([`Prompt::exposed_name`]), routed by a listing of
+    /// every server made now (a name is never parsed back into its server); `None` when no
+    /// server lists a prompt under that name.
+    pub async fn prompt_named(&self, exposed: &str) -> Result<Option<Prompt>> {
+        let listing = self.prompts(None).await?;
+        Ok(listing
+            .items
+            .into_iter()
+            .find(|p| p.exposed_name == exposed))
+    }
+
+    /// Whether `server` is in `scope`: its `stages` and `agents` admit it, so a harness in
+    /// that scope sees its tools ([`Hub::tools_for`]) and its resources, templates, prompts
+    /// and notices. The servers of the configuration running now decide (a reload's new
+    /// server is judged by its own declaration from the moment it is there); a server the hub
+    /// does not have is in no scope.
+    pub fn in_scope(&self, server: &str, scope: &Scope) -> bool {
+        self.inner
+            .table()
+            .server(server)
+            .is_some_and(|s| scope.admits_server(&s.spec.options))
     }
 
     /// Reads `uri` from `server`; without a server, from the one that lists `uri`, else the one

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{Hub, Server, Table};
 use crate::call::CallOptions;
 use crate::catalog::merge::{Dropped, SourceKind};
+use crate::catalog::naming;
 use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, ServerTool, Tool};
 use crate::error::Result;
@@ -131,6 +132,22 @@ impl Hub {
     /// [`Hub::tool`]'s answer to "whose is it", without copying the tool and its schemas.
     pub fn tool_server(&self, name: &str) -> Option<String> {
         self.with_listed(name, |t| t.server.clone())
+    }
+
+    /// The name `server`'s tool `raw_name` is exposed under: the catalog's (listed now or
+    /// not), else, for a tool its server has not listed (it is down, or not started), the name
+    /// it would get — unless another tool holds that name, when there is none.
+    pub fn exposed_tool_name(&self, server: &str, raw_name: &str) -> Option<String> {
+        let catalog = self.catalog();
+        if let Some(tool) = catalog
+            .tools()
+            .iter()
+            .find(|t| t.server == server && t.raw_name == raw_name)
+        {
+            return Some(tool.name.clone());
+        }
+        let name = naming::assign(&[(server, raw_name)]).pop()?;
+        catalog.get(&name).is_none().then_some(name)
     }
 
     /// `read` of the tool exposed as `name`, if it is listed now.

@@ -21,6 +21,7 @@ mod hub;
 mod lazy;
 mod mrtr;
 mod mrtr_rounds;
+mod naming_scope;
 mod oauth;
 mod oversize;
 mod progress_order;

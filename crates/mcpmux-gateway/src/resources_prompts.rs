@@ -1,22 +1,21 @@
-//! Resources, resource templates and prompts, served from the hub's listings over every
-//! server, in pages: URIs are kept as the servers give them (a read goes to the server that
-//! lists the URI), prompts are named `mcp__SERVER__PROMPT` as tools are (one naming function,
-//! the library's; the server's own in pass-through mode), and a `prompts/get` is routed by the table of the last listing, as is a
-//! `completion/complete` of a prompt's argument (one of a template's goes to the server that
-//! lists the template). What a session may see and use is its `View`'s to say: every list,
-//! read, get and completion asks it. Knows nothing of sessions or transports.
-
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+//! Resources, resource templates, prompts and completions, served from the hub's listings over
+//! every server, in pages: URIs are kept as the servers give them (a read goes to the server
+//! that lists the URI), prompts are served under the names the hub gives them beside the tools
+//! (`Prompt::exposed_name`; the server's own in pass-through mode), and a `prompts/get` is
+//! routed by the hub (`Hub::prompt_named`), as is a `completion/complete` of a prompt's
+//! argument (one of a template's goes to the server that lists the template). What a session
+//! may see and use is its `View`'s to say: every list, read, get and completion asks it.
+//! Knows nothing of sessions or transports.
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorData, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Reference,
 };
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::convert::failure;
+use mcpmux::rmcp_model;
+
+use crate::failures::failure;
 use crate::paging::Pager;
 use crate::passthrough::Naming;
 use crate::view::View;
@@ -24,25 +23,16 @@ use crate::view::View;
 /// The pager and the cursor of one list request.
 pub type PageOf<'a> = (&'a Pager, Option<&'a str>);
 
-/// The hub's resources and prompts as one server serves them.
-pub struct Catalog {
-    /// Exposed prompt name → (server, the server's own name), from the last listing.
-    prompts: Mutex<HashMap<String, (String, String)>>,
+/// The hub's resources, templates, prompts and completions as one server serves them.
+pub struct ResourcesAndPrompts {
     /// Prompts under the hub's names, or the server's own in pass-through mode.
     naming: Naming,
 }
 
-impl Catalog {
+impl ResourcesAndPrompts {
     /// Serves the resources and prompts a view shows, prompts named by `naming`.
     pub fn new(naming: Naming) -> Self {
-        Self {
-            prompts: Mutex::new(HashMap::new()),
-            naming,
-        }
-    }
-
-    fn routes(&self) -> MutexGuard<'_, HashMap<String, (String, String)>> {
-        mcpmux::sync::lock(&self.prompts)
+        Self { naming }
     }
 
     /// `resources/list`: every server's resources (a server that cannot list is logged and
@@ -60,7 +50,7 @@ impl Catalog {
             .filter(|r| view.server_shown(&r.server))
             .collect();
         let (page, next) = pager.page("resources/list", shown, cursor)?;
-        let items = page.iter().filter_map(|r| record(r, &r.uri)).collect();
+        let items = page.into_iter().map(rmcp_model::resource).collect();
         let mut result = ListResourcesResult::with_all_items(items);
         result.next_cursor = next;
         Ok(result)
@@ -75,8 +65,8 @@ impl Catalog {
         let shown = self.shown_templates(hub, view).await?;
         let (page, next) = pager.page("resources/templates/list", shown, cursor)?;
         let items = page
-            .iter()
-            .filter_map(|t| record(t, &t.uri_template))
+            .into_iter()
+            .map(rmcp_model::resource_template)
             .collect();
         let mut result = ListResourceTemplatesResult::with_all_items(items);
         result.next_cursor = next;
@@ -114,86 +104,57 @@ impl Catalog {
             .await
             .map_err(|e| naming_uri(failure(&e), uri))?;
         let contents = contents
-            .iter()
-            .map(|part| convert(part, uri))
-            .collect::<Result<Vec<_>, _>>()?;
+            .into_iter()
+            .map(rmcp_model::resource_contents)
+            .collect();
         Ok(ReadResourceResult::new(contents))
     }
 
-    /// `prompts/list`: every server's prompts under their exposed names; the routing table
-    /// `prompts/get` uses is this listing's.
+    /// `prompts/list`: every server's prompts in view, under the names they are served by.
     pub async fn prompts(
         &self,
         (hub, view): (&mcpmux::Hub, &View),
         (pager, cursor): PageOf<'_>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let items = self.list_prompts(hub, view).await?;
-        let (page, next) = pager.page("prompts/list", items, cursor)?;
-        let mut result = ListPromptsResult::with_all_items(page);
+        let listing = hub.prompts(None).await.map_err(|e| failure(&e))?;
+        log_errors("prompts/list", &listing.errors);
+        let shown: Vec<mcpmux::Prompt> = listing
+            .items
+            .into_iter()
+            .filter(|p| view.server_shown(&p.server))
+            .collect();
+        let (page, next) = pager.page("prompts/list", shown, cursor)?;
+        let items = page
+            .into_iter()
+            .map(|prompt| {
+                let name = self.naming.prompt_name(&prompt).to_owned();
+                rmcp_model::prompt(prompt, name)
+            })
+            .collect();
+        let mut result = ListPromptsResult::with_all_items(items);
         result.next_cursor = next;
         Ok(result)
     }
 
-    async fn list_prompts(
-        &self,
-        hub: &mcpmux::Hub,
-        view: &View,
-    ) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
-        let listing = hub.prompts(None).await.map_err(|e| failure(&e))?;
-        log_errors("prompts/list", &listing.errors);
-        let prompts: Vec<&mcpmux::Prompt> = listing
-            .items
-            .iter()
-            .filter(|p| view.server_shown(&p.server))
-            .collect();
-        let keys: Vec<(&str, &str)> = prompts
-            .iter()
-            .map(|p| (p.server.as_str(), p.name.as_str()))
-            .collect();
-        let names = self.naming.prompts(&keys);
-        let mut routes = HashMap::new();
-        let mut items = Vec::new();
-        for (prompt, name) in prompts.iter().zip(names) {
-            let mut value = serde_json::to_value(prompt).unwrap_or(Value::Null);
-            if let Some(fields) = value.as_object_mut() {
-                fields.remove("server");
-                fields.insert("name".into(), Value::String(name.clone()));
-            }
-            match serde_json::from_value(value) {
-                Ok(item) => {
-                    items.push(item);
-                    routes.insert(name, (prompt.server.clone(), prompt.name.clone()));
-                }
-                Err(error) => {
-                    tracing::warn!(server = %prompt.server, prompt = %prompt.name, %error, "prompt not listed downstream");
-                }
-            }
-        }
-        *self.routes() = routes;
-        Ok(items)
-    }
-
-    /// The server and the server's own name of the prompt listed as `name`, if the view
-    /// shows that server (the listing may predate a reload that hid it). A name not in the
-    /// last listing is looked up in a fresh one (a client may get without listing first).
+    /// The prompt served as `name` (the hub routes it), if the view shows its server.
     async fn prompt_route(
         &self,
         (hub, view): (&mcpmux::Hub, &View),
         name: &str,
-    ) -> Result<(String, String), ErrorData> {
-        let mut route = self.routes().get(name).cloned();
-        if route.is_none() {
-            self.list_prompts(hub, view).await?;
-            route = self.routes().get(name).cloned();
-        }
-        let route = route.ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!("no prompt named `{name}` (prompts/list names the prompts served)"),
-                None,
-            )
-        })?;
-        view.prompt_server(&route.0, name)?;
-        Ok(route)
+    ) -> Result<mcpmux::Prompt, ErrorData> {
+        let prompt = self
+            .naming
+            .hub_prompt(hub, name)
+            .await
+            .map_err(|e| failure(&e))?
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("no prompt named `{name}` (prompts/list names the prompts served)"),
+                    None,
+                )
+            })?;
+        view.prompt_server(&prompt.server, name)?;
+        Ok(prompt)
     }
 
     /// `completion/complete`: a prompt's argument by the server of the prompt listed under
@@ -205,8 +166,9 @@ impl Catalog {
     ) -> Result<CompleteResult, ErrorData> {
         let (server, reference) = match &request.r#ref {
             Reference::Prompt(prompt) => {
-                let (server, name) = self.prompt_route((hub, view), &prompt.name).await?;
-                (server, mcpmux::CompletionRef::Prompt { name })
+                let prompt = self.prompt_route((hub, view), &prompt.name).await?;
+                let name = prompt.name;
+                (prompt.server, mcpmux::CompletionRef::Prompt { name })
             }
             Reference::Resource(template) => {
                 let owner = self
@@ -274,18 +236,14 @@ impl Catalog {
         arguments: Map<String, Value>,
         options: mcpmux::CallOptions,
     ) -> Result<GetPromptResult, ErrorData> {
-        let (server, prompt) = self.prompt_route((hub, view), name).await?;
+        let mcpmux::Prompt {
+            server, name: own, ..
+        } = self.prompt_route((hub, view), name).await?;
         let filled = hub
-            .get_prompt_with(&server, &prompt, arguments, options)
+            .get_prompt_with(&server, &own, arguments, options)
             .await
             .map_err(|e| failure(&e))?;
-        let messages = serde_json::to_value(&filled.messages)
-            .and_then(serde_json::from_value)
-            .map_err(|e| invalid_answer(&server, &e))?;
-        // Built by rmcp's constructor: it carries the `resultType` 2026-07-28 requires.
-        let mut result = GetPromptResult::new(messages);
-        result.description = filled.description;
-        Ok(result)
+        rmcp_model::prompt_result(filled).map_err(|e| invalid_answer(&server, &e))
     }
 }
 
@@ -301,36 +259,6 @@ fn naming_uri(mut error: ErrorData, uri: &str) -> ErrorData {
     error
 }
 
-/// A hub record as rmcp's: its JSON without the `server` field the hub adds.
-fn record<T: DeserializeOwned>(item: &impl serde::Serialize, what: &str) -> Option<T> {
-    let mut value = serde_json::to_value(item).ok()?;
-    if let Some(fields) = value.as_object_mut() {
-        fields.remove("server");
-    }
-    match serde_json::from_value(value) {
-        Ok(record) => Some(record),
-        Err(error) => {
-            tracing::warn!(%what, %error, "not listed downstream");
-            None
-        }
-    }
-}
-
-/// One part of a read as rmcp's.
-fn convert(
-    part: &mcpmux::ResourceContents,
-    uri: &str,
-) -> Result<rmcp::model::ResourceContents, ErrorData> {
-    serde_json::to_value(part)
-        .and_then(serde_json::from_value)
-        .map_err(|e| {
-            ErrorData::internal_error(
-                format!("reading `{uri}` gave contents that are not MCP: {e}"),
-                None,
-            )
-        })
-}
-
 fn invalid_answer(server: &str, error: &serde_json::Error) -> ErrorData {
     ErrorData::internal_error(
         format!("server `{server}` answered with something that is not MCP: {error}"),
@@ -344,25 +272,5 @@ const MAX_COMPLETION_VALUES: usize = 100;
 fn log_errors(what: &str, errors: &[mcpmux::Error]) {
     for error in errors {
         tracing::warn!(%error, "{what}: a server could not answer; its items are left out");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use super::*;
-
-    #[test]
-    fn records_lose_the_hub_s_server_field() {
-        let resource: mcpmux::Resource = serde_json::from_value(serde_json::json!({
-            "server": "e", "uri": "demo://1", "name": "one", "mimeType": "text/plain"
-        }))
-        .unwrap();
-        let served: rmcp::model::Resource = record(&resource, "demo://1").unwrap();
-        let json = serde_json::to_value(&served).unwrap();
-        assert_eq!(json["uri"], "demo://1");
-        assert_eq!(json["mimeType"], "text/plain");
-        assert!(json.get("server").is_none(), "{json}");
     }
 }

@@ -1,84 +1,11 @@
-//! The hub's records in MCP's words: a [`mcpmux::Tool`] as an rmcp `Tool` (named as the hub
-//! exposes it), a [`mcpmux::ToolResult`] as a `CallToolResult`, and a [`mcpmux::Error`] as what
-//! the downstream client is told — an `isError` result naming the server and its state, or a
-//! JSON-RPC error when the request itself cannot be routed or the client lacks a capability;
-//! a failed read, get or listing keeps the upstream's code (`failure`). Knows nothing of
-//! sessions or transports.
+//! A [`mcpmux::Error`] as what the downstream client is told — an `isError` result naming the
+//! server and its state, or a JSON-RPC error when the request itself cannot be routed or the
+//! client lacks a capability; a failed read, get or listing keeps the upstream's code
+//! (`failure`). (The hub's records themselves are put in rmcp's model by the library:
+//! `mcpmux::rmcp_model`.) Knows nothing of sessions or transports.
 
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
-use serde_json::{Map, Value, json};
-
-/// The hub's tool as a downstream client lists it: its exposed (namespaced) name, the
-/// server's title, description, schemas and annotations.
-pub fn tool(tool: &mcpmux::Tool) -> Option<rmcp::model::Tool> {
-    let mut value = json!({
-        "name": tool.name,
-        "inputSchema": object_schema(&tool.input_schema),
-    });
-    let fields = value.as_object_mut()?;
-    if let Some(title) = &tool.title {
-        fields.insert("title".into(), json!(title));
-    }
-    if let Some(description) = &tool.description {
-        fields.insert("description".into(), json!(description));
-    }
-    if let Some(schema) = tool.output_schema.as_ref().filter(|s| s.is_object()) {
-        fields.insert("outputSchema".into(), schema.clone());
-    }
-    let hints = &tool.annotations;
-    let mut annotations = Map::new();
-    for (key, hint) in [
-        ("readOnlyHint", hints.read_only_hint),
-        ("destructiveHint", hints.destructive_hint),
-        ("idempotentHint", hints.idempotent_hint),
-        ("openWorldHint", hints.open_world_hint),
-    ] {
-        if let Some(hint) = hint {
-            annotations.insert(key.into(), json!(hint));
-        }
-    }
-    if !annotations.is_empty() {
-        fields.insert("annotations".into(), Value::Object(annotations));
-    }
-    match serde_json::from_value(value) {
-        Ok(tool) => Some(tool),
-        Err(error) => {
-            tracing::warn!(tool = %tool.name, %error, "tool not listed downstream");
-            None
-        }
-    }
-}
-
-/// An input schema is an object; anything else a server sent becomes the empty object schema.
-fn object_schema(schema: &Value) -> Value {
-    if schema.is_object() {
-        schema.clone()
-    } else {
-        json!({"type": "object"})
-    }
-}
-
-/// The hub's result as the downstream client gets it: the same blocks, structured content and
-/// `isError`. A block rmcp cannot carry is given as its text rendering.
-pub fn result(result: &mcpmux::ToolResult) -> CallToolResult {
-    let content = result
-        .content
-        .iter()
-        .map(|block| {
-            serde_json::to_value(block)
-                .ok()
-                .and_then(|value| serde_json::from_value::<ContentBlock>(value).ok())
-                .unwrap_or_else(|| ContentBlock::text(block.to_text()))
-        })
-        .collect();
-    let mut out = if result.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    out.structured_content = result.structured_content.clone();
-    out
-}
+use serde_json::{Value, json};
 
 /// How a failed call reaches the downstream client.
 ///
@@ -189,16 +116,6 @@ mod tests {
             "{}",
             error.message
         );
-    }
-
-    #[test]
-    fn results_keep_their_blocks_and_structured_content() {
-        let mut hub_result = mcpmux::ToolResult::text("hello");
-        hub_result.structured_content = Some(json!({"n": 1}));
-        let out = serde_json::to_value(result(&hub_result)).unwrap();
-        assert_eq!(out["content"][0]["text"], "hello");
-        assert_eq!(out["structuredContent"]["n"], 1);
-        assert_eq!(out["isError"], false);
     }
 
     #[test]
