@@ -73,7 +73,6 @@ impl Gateway {
         // its own declaration as it arrives (`Hub::in_scope`).
         let reload = inner.hub.reconfigure(config).await?;
         *mcpmux::sync::write(&inner.required) = required;
-        }
         Ok(reload)
     }
 }
