@@ -23,7 +23,7 @@ LAYERS = {
     "catalog": 3,
     "policy": 4,
     "error": 5, "call": 5,
-    "result": 6, "task": 6, "untrusted": 6, "resources": 6, "schema": 6, "auth": 6,
+    "result": 6, "task": 6, "telemetry": 6, "untrusted": 6, "resources": 6, "schema": 6, "auth": 6,
     "transport": 7,
     "connection": 8,
     "handler": 9,

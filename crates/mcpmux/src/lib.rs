@@ -46,6 +46,7 @@ mod spill;
 mod state;
 mod sync;
 mod task;
+pub mod telemetry;
 mod transport;
 mod untrusted;
 
@@ -72,6 +73,7 @@ pub use result::{IntoToolResult, Json, ToolResult, error_result};
 pub use spill::Spill;
 pub use state::{Era, HubEvent, Reload, ServerState};
 pub use task::{Task, TaskCall, TaskOutcome, TaskState, TaskStatus};
+pub use telemetry::{CallKind, CallObserver, CallRecord, Outcome};
 pub use untrusted::{
     UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,
     wrap_untrusted,

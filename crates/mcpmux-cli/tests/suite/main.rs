@@ -21,6 +21,7 @@ mod cli_get;
 mod cli_hostile;
 mod cli_install;
 mod cli_lazy;
+mod cli_otel;
 mod cli_oversize;
 mod cli_plugins;
 mod cli_prompts;

@@ -26,6 +26,7 @@ mod task_wire;
 mod tasks;
 pub(crate) mod tool_cache;
 mod tool_result;
+mod trace_meta;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};

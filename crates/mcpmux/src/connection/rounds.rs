@@ -193,7 +193,7 @@ impl Connection {
     ) -> Result<ServerResult, Error> {
         // In flight before it is sent: the server may ask its caller something at once.
         let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
-        let request_options = declared(live, options, as_task);
+        let request_options = super::trace_meta::traced(declared(live, options, as_task));
         // The call's progress route is in place before the server can answer: the reader may
         // hand on the first steps before this task runs again.
         let route = |token: &ProgressToken| {

@@ -16,6 +16,7 @@ use crate::result::{self, ToolResult};
 use crate::schema;
 use crate::state::ServerState;
 use crate::task::TaskCall;
+use crate::telemetry::CallProbe;
 
 impl Hub {
     /// Calls the tool exposed as `name` with JSON `arguments` (an object, or null for none).
@@ -43,12 +44,14 @@ impl Hub {
 
     /// One call, declaring the Tasks extension when `as_task` (the server may then answer
     /// with a task): lookup, scope, policy, validation, the call, the checks and the cut.
-    pub(super) async fn call_as(
+    /// Watched by `probe` (`Hub::call_as`, hub/observe.rs, starts and ends it).
+    pub(super) async fn route_call(
         &self,
         name: &str,
         arguments: Value,
         options: CallOptions,
         as_task: bool,
+        probe: &mut CallProbe<'_>,
     ) -> Result<TaskCall> {
         let arguments = match arguments {
             Value::Object(map) => Some(map),
@@ -91,6 +94,7 @@ impl Hub {
                 (!table.policy.is_allow_all()).then(|| table.policy.clone()),
             )
         };
+        super::observe::routed(probe, &tool.server, server.as_deref());
         let arguments = Value::Object(arguments.unwrap_or_default());
 
         // Scope: what `tools_for` leaves out cannot be called by name either.
@@ -140,6 +144,7 @@ impl Hub {
                 },
             })?;
 
+        probe.sending(&arguments);
         let (result, max_bytes) = match &server {
             Some(server) => {
                 let Value::Object(map) = arguments else {

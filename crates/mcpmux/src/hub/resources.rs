@@ -68,11 +68,7 @@ impl Hub {
         uri: &str,
         options: CallOptions,
     ) -> Result<Vec<ResourceContents>> {
-        let connection = match server {
-            Some(name) => self.connection_named(name)?,
-            None => self.owner_of(uri).await?,
-        };
-        connection.read_resource(uri, &options).await
+        self.observed_read(server, uri, options).await
     }
 
     /// The prompt `name` of `server` filled in with `arguments`.
@@ -96,9 +92,7 @@ impl Hub {
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<PromptMessages> {
-        self.connection_named(server)?
-            .get_prompt(name, arguments, &options)
-            .await
+        self.observed_prompt(server, name, arguments, options).await
     }
 
     /// The server a read of `uri` goes to (see [`Hub::read_resource`]): the one that lists
@@ -118,8 +112,7 @@ impl Hub {
         value: &str,
         context: std::collections::HashMap<String, String>,
     ) -> Result<Completion> {
-        self.connection_named(server)?
-            .complete(reference, (argument, value), context)
+        self.observed_complete(server, reference, (argument, value), context)
             .await
     }
 
@@ -192,7 +185,7 @@ impl Hub {
 
     /// The server to read `uri` from: the one that lists it, else the one (only) whose
     /// template matches it, else the only one with resources.
-    async fn owner_of(&self, uri: &str) -> Result<Arc<Connection>> {
+    pub(super) async fn owner_of(&self, uri: &str) -> Result<Arc<Connection>> {
         let listing: Listing<Resource> = self.list_all(None, ListKind::Resources).await?;
         if let Some(resource) = listing.items.iter().find(|r| r.uri == uri) {
             return self.connection_named(&resource.server);
