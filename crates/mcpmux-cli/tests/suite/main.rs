@@ -44,3 +44,4 @@ mod cli_serve_tasks;
 mod cli_shell;
 mod cli_terminal;
 mod cli_trust;
+mod cli_wire_log;
