@@ -399,6 +399,7 @@ impl StreamableHttpClient for AuthorizingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let custom_headers = super::trace_headers::with_trace_headers(&message, custom_headers);
         let in_session = session_id.is_some();
         let outcome = http_session::while_unreachable(&self.session, in_session, || {
             resend_on_stale_connection(&message, || {
@@ -429,6 +430,7 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let custom_headers = super::trace_headers::with_trace_headers(&message, custom_headers);
         let in_session = session_id.is_some();
         let outcome = http_session::while_unreachable(&self.session, in_session, || {
             resend_on_stale_connection(&message, || {

@@ -19,6 +19,7 @@ mod sandbox;
 pub(crate) use sandbox::denial as sandbox_denial;
 pub(crate) mod sse;
 pub(crate) mod stdio;
+mod trace_headers;
 pub(crate) mod wire_tap;
 pub(crate) mod ws;
 
