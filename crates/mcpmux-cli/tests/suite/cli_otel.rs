@@ -237,3 +237,66 @@ fn each_way_a_call_ends_is_its_own_outcome_on_its_span() {
         .unwrap();
     assert_eq!(failed["attributes"]["error.type"], "refused_policy");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_is_one_trace_with_a_span_per_turn_model_request_and_tool_call() {
+    use mcpmux_testmodel::{ScriptedModel, Step, Wire};
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            Step::tool_calls([("mcp__demo__add", r#"{"a":2,"b":3}"#)]).with_usage(120, 9),
+            Step::text("The sum is 5.").with_usage(160, 6),
+        ],
+    )
+    .await
+    .unwrap();
+    let sandbox = Sandbox::new();
+    let receiver = Receiver::start(&sandbox.home);
+    let mut cmd = sandbox.command(&["run", "What is 2 + 3?", "--model", "openai:test-model"]);
+    for name in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "MCPMUX_MODEL",
+    ] {
+        cmd.env_remove(name);
+    }
+    cmd.env("OPENAI_BASE_URL", model.base_url()).env(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        format!("http://127.0.0.1:{}", receiver.port),
+    );
+    let run = tokio::task::spawn_blocking(move || run_command(cmd, None))
+        .await
+        .unwrap();
+    assert_eq!(run.code, Some(0), "{run:?}");
+    // Exported at exit: the provider is shut down before the process ends.
+    let spans = receiver.spans();
+    let find = |name: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == name).collect() };
+    let agent = find("invoke_agent mcpmux");
+    assert_eq!(agent.len(), 1, "{spans:#?}");
+    let agent = agent[0];
+    assert_eq!(agent["parent"], "", "the run is the trace's root");
+    assert_eq!(agent["attributes"]["gen_ai.usage.input_tokens"], 280);
+    let turns = find("mcpmux.turn");
+    assert_eq!(turns.len(), 2, "{spans:#?}");
+    let chats = find("chat test-model");
+    assert_eq!(chats.len(), 2, "{spans:#?}");
+    let tool = find("tools/call mcp__demo__add");
+    assert_eq!(tool.len(), 1, "{spans:#?}");
+    for span in turns.iter().chain(&chats).chain(&tool) {
+        assert_eq!(span["trace"], agent["trace"], "{span}");
+    }
+    assert!(turns.iter().all(|t| t["parent"] == agent["span"]));
+    let first = turns
+        .iter()
+        .find(|t| t["attributes"]["mcpmux.iteration"] == 1)
+        .unwrap();
+    assert_eq!(tool[0]["parent"], first["span"]);
+    let first_chat = chats.iter().find(|c| c["parent"] == first["span"]).unwrap();
+    assert_eq!(first_chat["attributes"]["gen_ai.usage.input_tokens"], 120);
+    assert_eq!(first_chat["attributes"]["gen_ai.usage.output_tokens"], 9);
+    assert_eq!(
+        first_chat["attributes"]["gen_ai.request.model"],
+        "test-model"
+    );
+}
