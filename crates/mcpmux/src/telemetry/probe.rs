@@ -46,7 +46,7 @@ impl<'a> CallProbe<'a> {
             gen_ai.tool.name = Empty,
             gen_ai.prompt.name = Empty,
             mcp.resource.uri = Empty,
-            mcp.protocol.era = Empty,
+            mcpmux.era = Empty,
             network.transport = Empty,
             error.type = Empty,
             mcpmux.server = Empty,
@@ -121,7 +121,7 @@ impl<'a> CallProbe<'a> {
                     .record("network.transport", network_transport(transport));
             }
             if let Some(era) = era {
-                self.span.record("mcp.protocol.era", era.to_string());
+                self.span.record("mcpmux.era", era.to_string());
             }
         }
         if self.observers.is_some() {
