@@ -30,7 +30,7 @@ CRATES = {
         "catalog": 3,
         "policy": 4,
         "error": 5, "call": 5,
-        "result": 6, "task": 6, "untrusted": 6, "resources": 6, "schema": 6, "auth": 6,
+        "result": 6, "task": 6, "telemetry": 6, "untrusted": 6, "resources": 6, "schema": 6, "auth": 6,
         "transport": 7, "rmcp_model": 7,
         "connection": 8,
         "handler": 9,
@@ -40,7 +40,7 @@ CRATES = {
     # `mcpmux serve`: words and counters; the door's parts; what a session may see; the routes;
     # the session; the handler; the ways in; HTTP over them all.
     "mcpmux-gateway": ("mcpmux-gateway/src", "lib.rs", {
-        "failures": 1, "paging": 1, "progress": 1, "levels": 1, "metrics": 1, "guard": 1,
+        "failures": 1, "trace": 1, "paging": 1, "progress": 1, "levels": 1, "metrics": 1, "guard": 1,
         "rate_limit": 1, "access_log": 1, "deadlines": 1,
         "access": 2, "oauth": 2, "passthrough": 2, "rounds": 2,
         "identity": 3, "view": 3, "relay": 3, "options": 3,
@@ -54,7 +54,7 @@ CRATES = {
     # The `mcpmux` binary: the terminal and the process; how a command fails; the commands; the
     # log subscriber (the serve command's access log among it); main.
     "mcpmux-cli": ("mcpmux-cli/src", "main.rs", {
-        "output": 1, "arguments": 1, "runtime": 1, "spinner": 1, "demo": 1,
+        "output": 1, "arguments": 1, "runtime": 1, "telemetry": 1, "spinner": 1, "demo": 1,
         "failure": 2, "completions": 2,
         "agent": 3, "auth": 3, "edit": 3, "get": 3, "prompts": 3, "resources": 3, "secret": 3,
         "serve": 3, "trust": 3,

@@ -37,8 +37,12 @@ pub fn parse_filter(text: &str) -> Result<String, String> {
         .map_err(|e| format!("not a log filter ({e}); e.g. `debug` or `mcpmux=trace,rmcp=warn`"))
 }
 
-/// Installs the subscriber: the `filter` for everything, `access_log` for the access lines.
-pub fn init(filter: &str, access_log: Option<AccessLog>) {
+/// A layer under the others: the OpenTelemetry export (`telemetry.rs`), filtered on its own.
+pub type Export = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// Installs the subscriber: the `filter` for everything, `access_log` for the access lines,
+/// `export` for the spans exported.
+pub fn init(filter: &str, access_log: Option<AccessLog>, export: Option<Export>) {
     let mut filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new(QUIET));
     // The access lines are the second layer's alone: not twice with `-v`.
     if access_log.is_some()
@@ -68,6 +72,7 @@ pub fn init(filter: &str, access_log: Option<AccessLog>) {
         .with_target(false)
         .with_filter(filter);
     tracing_subscriber::registry()
+        .with(export)
         .with(main)
         .with(access)
         .init();

@@ -17,6 +17,7 @@ mod runtime;
 mod secret;
 mod serve;
 mod spinner;
+mod telemetry;
 mod trust;
 
 use std::io::{IsTerminal, Write};
@@ -74,6 +75,17 @@ struct Cli {
         value_parser = logging::parse_filter
     )]
     log: Option<String>,
+
+    /// Write every JSON-RPC message to and from each server to FILE, one JSON object a line
+    /// (time, server, direction, message), credentials and configured secrets redacted;
+    /// rotated to FILE.1 past 64 MiB. Also `MCPMUX_WIRE_LOG`.
+    #[arg(
+        long = "wire-log",
+        global = true,
+        env = "MCPMUX_WIRE_LOG",
+        value_name = "FILE"
+    )]
+    wire_log: Option<PathBuf>,
 
     /// Do not read or write the caches (protocol eras, tool lists): ask every server afresh.
     #[arg(long, global = true)]
@@ -223,10 +235,6 @@ fn main() -> ExitCode {
         Command::Serve(args) => args.access_log(),
         _ => None,
     };
-    logging::init(
-        &logging::filter(cli.log.as_deref(), cli.verbose),
-        access_log,
-    );
     let threads = match &cli.command {
         Command::Serve(args) => args.threads(),
         _ => 2,
@@ -238,7 +246,32 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let code = runtime.block_on(run(cli));
+    // The export (`OTEL_*`) is built inside the runtime: a gRPC exporter needs one.
+    let (telemetry, export) = {
+        let _inside = runtime.enter();
+        match telemetry::start() {
+            Ok(Some((telemetry, layer))) => {
+                (Some(telemetry), Some(Box::new(layer) as logging::Export))
+            }
+            Ok(None) => (None, None),
+            Err(e) => {
+                output::say!("mcpmux: {e}; going on without exporting traces");
+                (None, None)
+            }
+        }
+    };
+    logging::init(
+        &logging::filter(cli.log.as_deref(), cli.verbose),
+        access_log,
+        export,
+    );
+    let code = runtime.block_on(async {
+        let code = run(cli).await;
+        if let Some(telemetry) = telemetry {
+            telemetry.shutdown().await;
+        }
+        code
+    });
     // Servers are reaped inside `run`; do not wait for stray blocking tasks.
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
@@ -330,6 +363,26 @@ async fn run(cli: Cli) -> ExitCode {
         ));
     if cli.no_cache {
         options = options.with_era_cache(None).with_tool_cache(None);
+    }
+    if let Some(path) = &cli.wire_log {
+        let env = |name: &str| std::env::var(name).ok();
+        let secrets_file = mcpmux::config::secrets_file(load_options.home.as_deref(), &env);
+        match mcpmux::telemetry::wire::WireLog::open(
+            path,
+            mcpmux::telemetry::wire::DEFAULT_MAX_BYTES,
+        ) {
+            Ok(log) => {
+                let secrets = mcpmux::telemetry::wire::config_secrets(
+                    &config.servers,
+                    secrets_file.as_deref(),
+                );
+                options = options.with_wire_log(log.with_secrets(secrets));
+            }
+            Err(e) => {
+                output::say!("mcpmux: cannot write the wire log {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
     }
     // A token file others can read is refused for every remote server; say so once, plainly,
     // rather than only inside each server's connection error.

@@ -50,6 +50,7 @@ mod sse;
 mod stdio;
 mod subscriptions;
 mod tasks;
+mod trace;
 mod view;
 mod watchers;
 

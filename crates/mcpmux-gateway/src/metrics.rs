@@ -1,5 +1,5 @@
 //! What `/metrics` shows, in the Prometheus (OpenMetrics) text format: calls, failed calls and
-//! call latency per server and tool (counters and a histogram, recorded by the handler), each
+//! call latency per server and tool (counters and a histogram, told by the hub's call seam), each
 //! upstream server's state (a gauge per server and state, read from the hub at scrape time)
 //! and the open downstream sessions (given by the transport); the client connections open,
 //! refused past a cap and cut by a deadline (counted by the connection layer). Label values come from config
@@ -235,6 +235,17 @@ impl Metrics {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
         Ok(text)
+    }
+}
+
+/// The hub tells the metrics of each tool call as it ends (its one seam): server, exposed
+/// name, duration, and whether it failed (an error result or no result).
+impl mcpmux::CallObserver for Metrics {
+    fn call_ended(&self, call: &mcpmux::CallRecord<'_>) {
+        if call.kind == mcpmux::CallKind::Tool {
+            let tool = call.server.map(|server| (server, call.name));
+            self.record(tool, call.duration, call.outcome.failed());
+        }
     }
 }
 

@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -139,9 +140,13 @@ impl<R: Send + 'static> Call<R> {
         let (progress_tx, progress) = mpsc::unbounded_channel();
         let (done_tx, done) = oneshot::channel();
         let running = run(Asks(ask_tx), progress_tx);
-        let task = tokio::spawn(async move {
-            let _ = done_tx.send(running.await);
-        });
+        // In the span of the request that began it: the hub's call continues its trace.
+        let task = tokio::spawn(
+            async move {
+                let _ = done_tx.send(running.await);
+            }
+            .in_current_span(),
+        );
         Call {
             asks,
             progress,

@@ -412,6 +412,11 @@ impl ServerHandler for TestServer {
     ) -> Result<CallToolResponse, ErrorData> {
         if let Some(log) = &self.shared.call_log {
             log.record(&request.name, request.arguments.as_ref());
+            // The trace context the caller sent in `_meta` (SEP-414), for the tests of its
+            // propagation.
+            if let Some(traceparent) = context.meta.get_traceparent() {
+                log.record_event("traceparent", traceparent);
+            }
         }
         self.shared.faults.before_call(&request.name);
         let cancelled = context.ct.clone();

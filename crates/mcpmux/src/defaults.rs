@@ -119,6 +119,11 @@ pub const ENV_ALLOWLIST: &[&str] = &[
     "PROGRAMFILES",
 ];
 
+/// The size a wire log (`--wire-log`) grows to before it is rotated (one older file kept, so at
+/// most twice this on disk): enough for hours of ordinary calls; a session of large results
+/// rotates, which keeps the disk of a forgotten `MCPMUX_WIRE_LOG` bounded.
+pub const WIRE_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Largest JSON-RPC line accepted from a stdio server (a 50 MB result must not take us down).
 pub const MAX_STDIO_FRAME: usize = 64 * 1024 * 1024;
 

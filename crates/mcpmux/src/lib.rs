@@ -56,6 +56,7 @@ mod result;
 mod spill;
 mod state;
 mod task;
+pub mod telemetry;
 mod transport;
 mod untrusted;
 
@@ -82,6 +83,7 @@ pub use result::{IntoToolResult, Json, ToolResult, error_result};
 pub use spill::Spill;
 pub use state::{Era, HubEvent, Reload, ServerState};
 pub use task::{Task, TaskCall, TaskOutcome, TaskState, TaskStatus};
+pub use telemetry::{CallKind, CallObserver, CallRecord, Outcome};
 pub use transport::sse::{SseItem, SseParser};
 pub use untrusted::{
     UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,

@@ -5,6 +5,7 @@
 //! [`StopReason`]. Knows nothing of HTTP: the provider is a [`Provider`].
 
 mod calls;
+mod trace;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use mcpmux::schema::export;
 use mcpmux::{Hub, Scope, Tool};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::provider::{ModelRequest, ModelStop, Provider, ProviderError, StreamEvent};
 use crate::search::{DeferralOptions, Discovered, ToolPlan, plan};
@@ -259,8 +261,25 @@ impl Agent {
     }
 
     /// Adds `prompt` (if any: `None` continues a transcript that ends with tool results) and
-    /// runs until a stop, reporting on `events`; `cancel` stops it and its tool calls.
+    /// runs until a stop, reporting on `events`; `cancel` stops it and its tool calls. One
+    /// trace: a span for the run, each turn, each model request and each tool call.
     pub async fn run_with(
+        &self,
+        transcript: &mut Transcript,
+        prompt: Option<&str>,
+        events: &(dyn Fn(AgentEvent) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> RunOutcome {
+        let span = trace::run();
+        let outcome = self
+            .run_turns(transcript, prompt, events, cancel)
+            .instrument(span.clone())
+            .await;
+        trace::used(&span, &outcome.usage);
+        outcome
+    }
+
+    async fn run_turns(
         &self,
         transcript: &mut Transcript,
         prompt: Option<&str>,
@@ -348,8 +367,10 @@ impl Agent {
                 outcome.stop = StopReason::Budget { message };
                 return outcome;
             }
+            let turn_span = trace::turn(outcome.iterations + 1);
+            let chat = trace::chat(&turn_span, self.provider.name(), self.provider.model());
             let turn = tokio::select! {
-                turn = self.provider.complete(request, &sink) => turn,
+                turn = self.provider.complete(request, &sink).instrument(chat.clone()) => turn,
                 () = cancel.cancelled() => {
                     outcome.stop = StopReason::Cancelled;
                     return outcome;
@@ -362,6 +383,7 @@ impl Agent {
                     return outcome;
                 }
             };
+            trace::used(&chat, &turn.usage);
             outcome.iterations += 1;
             outcome.usage.add(turn.usage);
             transcript.usage.add(turn.usage);
@@ -401,7 +423,9 @@ impl Agent {
                 cancel,
                 events,
             };
-            let results = calls::run(&turn_calls, calls, &mut discovered).await;
+            let results = calls::run(&turn_calls, calls, &mut discovered)
+                .instrument(turn_span)
+                .await;
             push_user(transcript, results);
         }
     }

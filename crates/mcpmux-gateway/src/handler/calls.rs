@@ -222,7 +222,7 @@ impl Gateway {
     }
 
     /// The call itself, made for `caller`: through the hub, counted in flight and in the
-    /// metrics, its outcome in MCP's words.
+    /// metrics (by the hub), its outcome in MCP's words.
     async fn run(
         &self,
         mut request: CallToolRequestParams,
@@ -262,16 +262,8 @@ impl Gateway {
                 None,
             ));
         }
-        let started = std::time::Instant::now();
+        // Counted in the metrics by the hub's call seam (`Metrics` observes the hub).
         let outcome = crate::tasks::call(hub, &name, arguments, options, task.wanted).await;
-        // Only the server is wanted: the tool itself (its schemas) is not copied per call.
-        let server = hub.tool_server(&name);
-        let failed = outcome.as_ref().map_or(true, mcpmux::TaskCall::is_error);
-        self.inner.metrics.record(
-            server.as_deref().map(|server| (server, name.as_ref())),
-            started.elapsed(),
-            failed,
-        );
         match outcome {
             Ok(mcpmux::TaskCall::Completed(result)) => {
                 Ok(mcpmux::rmcp_model::tool_result(result).into())

@@ -31,6 +31,7 @@ use rmcp::{
 };
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 // Logging is SEP-2577-deprecated in rmcp, yet the handshake era's `logging/setLevel`.
 #[allow(deprecated)]
@@ -96,7 +97,7 @@ struct Inner {
     /// Resources, templates, prompts and completions, as the hub lists and routes them.
     resources_prompts: ResourcesAndPrompts,
     /// Calls counted and timed, for `/metrics`.
-    metrics: Metrics,
+    metrics: Arc<Metrics>,
     /// Whether some upstream server has offered resources (then prompts): declared from then
     /// on, so a session never sees a capability vanish because a server is down.
     offers_resources: AtomicBool,
@@ -177,6 +178,10 @@ impl Gateway {
             tokio::spawn(crate::notices::forward(host.clone(), to, stop.clone()));
         }
         let resources_prompts = ResourcesAndPrompts::new(Naming::new(options.passthrough));
+        // Told of every tool call by the hub's own seam as it ends: no second lookup of the
+        // tool here.
+        let metrics = Arc::new(Metrics::default());
+        hub.observe(metrics.clone());
         let pager = Pager::new(options.page_size);
         let waiting = options.waiting;
         Gateway {
@@ -194,7 +199,7 @@ impl Gateway {
                 levels,
                 options,
                 resources_prompts,
-                metrics: Metrics::default(),
+                metrics,
                 offers_resources: AtomicBool::new(false),
                 offers_prompts: AtomicBool::new(false),
                 offers_subscriptions: AtomicBool::new(false),
@@ -461,7 +466,8 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.read_for(request, context).await
+        let span = crate::trace::request_span("resources/read", None, self.session.id, &context);
+        self.read_for(request, context).instrument(span).await
     }
 
     async fn list_prompts(
@@ -482,7 +488,13 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.get_prompt_for(request, context).await
+        let span = crate::trace::request_span(
+            "prompts/get",
+            Some(&request.name),
+            self.session.id,
+            &context,
+        );
+        self.get_prompt_for(request, context).instrument(span).await
     }
 
     async fn list_tools(
@@ -506,7 +518,13 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await
+        let span = crate::trace::request_span(
+            "tools/call",
+            Some(&request.name),
+            self.session.id,
+            &context,
+        );
+        self.call(request, context).instrument(span).await
     }
 
     // rmcp checks a call's `Mcp-Param-*` headers (SEP-2243) against the tool's schema.
@@ -553,13 +571,19 @@ impl ServerHandler for Gateway {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.wait_for_startup().await;
-        self.inner
-            .resources_prompts
-            .complete(self.seen(), request)
-            .await
+        let span =
+            crate::trace::request_span("completion/complete", None, self.session.id, &context);
+        async {
+            self.wait_for_startup().await;
+            self.inner
+                .resources_prompts
+                .complete(self.seen(), request)
+                .await
+        }
+        .instrument(span)
+        .await
     }
 
     #[allow(deprecated)]

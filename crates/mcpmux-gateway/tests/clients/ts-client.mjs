@@ -4,7 +4,8 @@
 // `url` is streamable HTTP (`…/mcp`), `sse` the legacy HTTP+SSE transport (`…/sse`).
 // Actions, run in order, each printing one JSON line on stdout:
 //   {"do":"list"}                                   -> {"tools":[names]}
-//   {"do":"call","name":N,"arguments":{...}}        -> {"result":CallToolResult} or {"error":message}
+//   {"do":"call","name":N,"arguments":{...},"meta":{...}?}  -> {"result":CallToolResult} or {"error":message}
+//        (`meta`, when given, is sent as the request's `_meta`: a `traceparent`, …)
 //   {"do":"progress_then_cancel","name":N,"arguments":{...}}
 //        calls with a progress token, aborts at the first progress -> {"progress":n,"cancelled":bool}
 //   {"do":"call_expecting_list_changed","name":N,"arguments":{...}}
@@ -52,7 +53,9 @@ for (const action of scenario.actions) {
     print({ tools: await names(), protocol: client.getServerVersion()?.name });
   } else if (action.do === "call") {
     try {
-      print({ result: await client.callTool({ name: action.name, arguments: action.arguments ?? {} }) });
+      const params = { name: action.name, arguments: action.arguments ?? {} };
+      if (action.meta) params._meta = action.meta;
+      print({ result: await client.callTool(params) });
     } catch (error) {
       print({ error: String(error?.message ?? error) });
     }

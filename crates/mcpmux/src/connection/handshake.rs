@@ -24,6 +24,8 @@ use crate::config::ServerSpec;
 use crate::defaults;
 use crate::error::{Error, fmt_duration};
 use crate::state::Era;
+use crate::telemetry::wire::Direction;
+use crate::transport::wire_tap::Tap;
 use crate::transport::{self, ExitInfo, Opened, ProcessHandle};
 
 /// How long an error report waits for a dead server's last stderr lines to be read.
@@ -305,11 +307,15 @@ async fn attempt(
             handshake(handler, transport, lifecycle, probe, name, deadline).await,
             Side::default(),
         ),
-        Opened::InProcess { stream, server } => {
+        Opened::InProcess {
+            stream,
+            wire,
+            server,
+        } => {
             let (read, write) = tokio::io::split(stream);
             let transport = crate::transport::lines::LineTransport::new(
-                read,
-                write,
+                Tap::new(read, wire.clone(), Direction::Receive),
+                Tap::new(write, wire, Direction::Send),
                 name,
                 shared.ctx.max_message(),
             );

@@ -27,6 +27,7 @@ mod supervisor;
 mod task_wire;
 mod tasks;
 pub(crate) mod tool_cache;
+mod trace_meta;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};

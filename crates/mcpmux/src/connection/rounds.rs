@@ -418,12 +418,18 @@ impl Drop for CancelOnDrop {
 /// it where it is sent): to a 2026-07-28 session, the capabilities of whoever answers what the server
 /// asks — the call's relay, when it says; else the hub's own, which the session's `_meta`
 /// carries already. A task-augmented call ([`CallKind::Task`]) declares the Tasks extension
-/// beside them, in any era. `None`: the request adds nothing of its own.
+/// beside them, in any era; and the trace context of the call it is sent for (SEP-414,
+/// `trace_meta.rs`). `None`: the request adds nothing of its own.
 pub(super) fn request_meta(
     live: &Live,
     options: &CallOptions,
     kind: CallKind,
 ) -> Option<RequestMetaObject> {
+    super::trace_meta::traced(declared_meta(live, options, kind))
+}
+
+/// What a request declares in its `_meta` (see [`request_meta`]).
+fn declared_meta(live: &Live, options: &CallOptions, kind: CallKind) -> Option<RequestMetaObject> {
     let as_task = kind == CallKind::Task;
     let relayed = mrtr::possible(&live.peer)
         .then(|| {

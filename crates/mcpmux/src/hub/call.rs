@@ -9,10 +9,8 @@
 //! [`Site`]) and how it ended ([`Ended`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
-use tokio::time::Instant;
 
 use super::Hub;
 use crate::call::CallOptions;
@@ -27,6 +25,8 @@ use crate::result::{self, ToolResult};
 use crate::schema;
 use crate::state::{Era, ServerState};
 use crate::task::TaskCall;
+use crate::telemetry::CallProbe;
+use tracing::Instrument;
 
 /// A call's arguments from the hub's entry to the wire (rmcp's `JsonObject`).
 type JsonObject = serde_json::Map<String, Value>;
@@ -66,8 +66,7 @@ impl Hub {
         options: CallOptions,
         kind: CallKind,
     ) -> Result<TaskCall> {
-        self.carry(Work::Tool(name), async move {
-            let mut site = Site::default();
+        self.carry(Work::Tool(name), |mut site| async move {
             let result = self
                 .route_tool(name, arguments, options, kind, &mut site)
                 .await;
@@ -180,6 +179,9 @@ impl Hub {
                 },
             })?;
 
+        if site.watched {
+            site.bytes_out = Some(crate::telemetry::json_size(&arguments));
+        }
         let (result, max_bytes) = match &server {
             Some(server) => {
                 let call = server.connection.call(
@@ -389,13 +391,14 @@ pub(crate) enum Work<'a> {
 }
 
 impl<'a> Work<'a> {
-    /// The MCP method it is.
-    pub(crate) fn method(self) -> &'static str {
+    /// Its kind, as spans and observers name it.
+    pub(crate) fn kind(self) -> crate::telemetry::CallKind {
+        use crate::telemetry::CallKind as Kind;
         match self {
-            Work::Tool(_) => "tools/call",
-            Work::Read(_) => "resources/read",
-            Work::Prompt(_) => "prompts/get",
-            Work::Complete(_) => "completion/complete",
+            Work::Tool(_) => Kind::Tool,
+            Work::Read(_) => Kind::Read,
+            Work::Prompt(_) => Kind::Prompt,
+            Work::Complete(_) => Kind::Complete,
         }
     }
 
@@ -418,6 +421,11 @@ pub(crate) struct Site {
     pub(crate) local: bool,
     /// The attempts it took and the era of the session that answered.
     pub(crate) trip: Trip,
+    /// Someone looks at the call (a span is taken or an observer is there): worth counting
+    /// what it sends.
+    pub(crate) watched: bool,
+    /// The size of the arguments sent, counted when watched.
+    pub(crate) bytes_out: Option<usize>,
 }
 
 impl Site {
@@ -442,49 +450,69 @@ impl Site {
     }
 }
 
-/// How a call ended, as the seam saw it.
-#[derive(Debug)]
-pub(crate) struct Ended<'a> {
-    /// Its error; `None` when it succeeded.
-    pub(crate) error: Option<&'a Error>,
-    /// From the seam's start to its end.
-    pub(crate) elapsed: Duration,
-}
-
 impl Hub {
     /// The seam: every call a caller makes through the hub starts and ends here — a tool
     /// call, plain or task-augmented, to a server or a local tool ([`Hub::call_tool`]), a
     /// resource read, a prompt, a completion (`hub/resources.rs`) — whichever path carries
-    /// it. `body` routes and carries it, and says where it went ([`Site`]: server, transport,
-    /// era, attempts). What observes calls (logs; spans and metrics) hangs here, and only
-    /// here. Costs a clock read; no allocation, lock or task.
-    pub(crate) async fn carry<T>(
+    /// it. `body` routes and carries it inside the call's span (what it sends to a server
+    /// carries that span's trace context), and says where it went ([`Site`]: server,
+    /// transport, era, attempts, bytes). The span and the observers (`telemetry::CallProbe`)
+    /// hang here, and only here. With nobody looking: a disabled-span check and an atomic
+    /// load; no clock read, allocation, lock or task.
+    pub(crate) async fn carry<T: Answer, F>(
         &self,
         work: Work<'_>,
-        body: impl Future<Output = (Result<T>, Site)>,
-    ) -> Result<T> {
-        let started = Instant::now();
-        let (result, site) = body.await;
-        let ended = Ended {
-            error: result.as_ref().err(),
-            elapsed: started.elapsed(),
+        body: impl FnOnce(Site) -> F,
+    ) -> Result<T>
+    where
+        F: Future<Output = (Result<T>, Site)>,
+    {
+        let mut probe = CallProbe::start(&self.inner.observers, work.kind(), work.target());
+        let site = Site {
+            watched: probe.wanted(),
+            ..Site::default()
         };
-        observe(work, &site, &ended);
+        let span = probe.span().clone();
+        let (result, site) = body(site).instrument(span).await;
+        probe.carried(
+            site.server(),
+            site.transport(),
+            site.era(),
+            site.trip.attempts,
+            site.bytes_out,
+        );
+        T::finish(probe, &result);
         result
     }
 }
 
-/// What the library itself says of each call: a trace line.
-fn observe(work: Work<'_>, site: &Site, ended: &Ended<'_>) {
-    tracing::trace!(
-        method = work.method(),
-        target = work.target(),
-        server = site.server(),
-        transport = site.transport(),
-        era = ?site.era(),
-        attempts = site.trip.attempts,
-        elapsed = ?ended.elapsed,
-        error = ended.error.map(tracing::field::display),
-        "call"
-    );
+/// What a call answers, as its probe reads it: a tool's result may be an error the tool
+/// reported (`isError`), anything else succeeded when it arrived.
+pub(crate) trait Answer: Sized {
+    /// Ends `probe` with `result`.
+    fn finish(probe: CallProbe<'_>, result: &Result<Self>);
+}
+
+impl Answer for TaskCall {
+    fn finish(probe: CallProbe<'_>, result: &Result<Self>) {
+        probe.finish_tool(result);
+    }
+}
+
+impl Answer for Vec<crate::resources::ResourceContents> {
+    fn finish(probe: CallProbe<'_>, result: &Result<Self>) {
+        probe.finish(result);
+    }
+}
+
+impl Answer for crate::resources::PromptMessages {
+    fn finish(probe: CallProbe<'_>, result: &Result<Self>) {
+        probe.finish(result);
+    }
+}
+
+impl Answer for crate::resources::Completion {
+    fn finish(probe: CallProbe<'_>, result: &Result<Self>) {
+        probe.finish(result);
+    }
 }

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 mod call;
+mod observe;
 mod options;
 mod reload;
 mod resources;
@@ -160,6 +161,8 @@ struct Inner {
     keep_spills: bool,
     /// The transports' shared resources: shutdown waits for their process reapers.
     transports: TransportContext,
+    /// Told of every call as it ends (`Hub::observe`).
+    observers: crate::telemetry::Observers,
 }
 
 impl Drop for Inner {
@@ -226,7 +229,8 @@ impl Hub {
                 options.authorizer.clone(),
             ))
             .with_read_spin(options.read_spin)
-            .with_max_message(options.max_message_bytes),
+            .with_max_message(options.max_message_bytes)
+            .with_wire_log(options.wire_log.clone()),
             eras: EraCache::open(options.era_cache.clone()),
             events: events.clone(),
             shutdown_grace: options.shutdown_grace,
@@ -269,6 +273,7 @@ impl Hub {
             spill,
             keep_spills: options.keep_spills,
             transports,
+            observers: crate::telemetry::Observers::default(),
         });
         Ok(Hub { inner })
     }

@@ -15,6 +15,7 @@ use crate::handler::HandlerRegistry;
 use crate::host::Host;
 use crate::policy::{Approver, DenyAll};
 use crate::spill::Spill;
+use crate::telemetry::wire::WireLog;
 
 /// How a hub behaves beyond each server's own spec.
 #[derive(Clone)]
@@ -65,6 +66,9 @@ pub struct HubOptions {
     /// default): a larger one is skipped unread and fails the request it answers with
     /// "answer over …". A streamable HTTP server's JSON body has rmcp's own bound, 16 MiB.
     pub max_message_bytes: usize,
+    /// Where every JSON-RPC message to and from each server is written (`--wire-log`);
+    /// `None` writes none.
+    pub wire_log: Option<WireLog>,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -82,6 +86,7 @@ impl std::fmt::Debug for HubOptions {
             .field("reload_drain", &self.reload_drain)
             .field("read_spin", &self.read_spin)
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("wire_log", &self.wire_log)
             .finish()
     }
 }
@@ -105,6 +110,7 @@ impl Default for HubOptions {
             reload_drain: defaults::RELOAD_DRAIN,
             read_spin: defaults::READ_SPIN,
             max_message_bytes: defaults::MAX_STDIO_FRAME,
+            wire_log: None,
         }
     }
 }
@@ -209,6 +215,12 @@ impl HubOptions {
     /// Builder-style: how old a cached tool list may be and still be listed.
     pub fn with_tool_cache_max_age(mut self, max_age: Duration) -> Self {
         self.tool_cache_max_age = max_age;
+        self
+    }
+
+    /// Builder-style: write every JSON-RPC message to and from each server to `log`.
+    pub fn with_wire_log(mut self, log: WireLog) -> Self {
+        self.wire_log = Some(log);
         self
     }
 

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::Hub;
-use super::call::{Site, Work};
+use super::call::Work;
 use crate::call::CallOptions;
 use crate::catalog::naming;
 use crate::catalog::scope::Scope;
@@ -109,8 +109,7 @@ impl Hub {
         uri: &str,
         options: CallOptions,
     ) -> Result<Vec<ResourceContents>> {
-        self.carry(Work::Read(uri), async move {
-            let mut site = Site::default();
+        self.carry(Work::Read(uri), |mut site| async move {
             let result = async {
                 let connection = match server {
                     Some(name) => self.connection_named(name)?,
@@ -148,8 +147,7 @@ impl Hub {
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<PromptMessages> {
-        self.carry(Work::Prompt(name), async move {
-            let mut site = Site::default();
+        self.carry(Work::Prompt(name), |mut site| async move {
             let result = async {
                 let connection = self.connection_named(server)?;
                 site.spec = Some(connection.spec.clone());
@@ -180,8 +178,7 @@ impl Hub {
         value: &str,
         context: std::collections::HashMap<String, String>,
     ) -> Result<Completion> {
-        self.carry(Work::Complete(argument), async move {
-            let mut site = Site::default();
+        self.carry(Work::Complete(argument), |mut site| async move {
             let result = async {
                 let connection = self.connection_named(server)?;
                 site.spec = Some(connection.spec.clone());
@@ -264,7 +261,7 @@ impl Hub {
 
     /// The server to read `uri` from: the one that lists it, else the one (only) whose
     /// template matches it, else the only one with resources.
-    async fn owner_of(&self, uri: &str) -> Result<Arc<Connection>> {
+    pub(super) async fn owner_of(&self, uri: &str) -> Result<Arc<Connection>> {
         let listing: Listing<Resource> = self.list_all(None, ListKind::Resources).await?;
         if let Some(resource) = listing.items.iter().find(|r| r.uri == uri) {
             return self.connection_named(&resource.server);

@@ -430,6 +430,7 @@ impl AuthorizingClient {
             auth_header,
             custom_headers,
         } = post;
+        let custom_headers = super::trace_headers::with_trace_headers(&message, custom_headers);
         let in_session = session_id.is_some();
         let outcome = http_session::while_unreachable(&self.session, in_session, || {
             resend_on_stale_connection(&message, || {

@@ -19,6 +19,8 @@ mod sandbox;
 pub(crate) use sandbox::denial as sandbox_denial;
 pub(crate) mod sse;
 pub(crate) mod stdio;
+mod trace_headers;
+pub(crate) mod wire_tap;
 pub(crate) mod ws;
 
 use std::collections::BTreeMap;
@@ -48,6 +50,8 @@ pub(crate) struct TransportContext {
     polling: Arc<busy_pipe::Polling>,
     /// The most one message from a server may take: a stdio line, an SSE event.
     max_message: usize,
+    /// Where every message to and from a server is logged (`wire_tap.rs`), if anywhere.
+    wire_log: Option<crate::telemetry::wire::WireLog>,
 }
 
 impl TransportContext {
@@ -59,7 +63,19 @@ impl TransportContext {
             reapers: tokio_util::task::TaskTracker::new(),
             polling: busy_pipe::Polling::new(crate::defaults::READ_SPIN),
             max_message: crate::defaults::MAX_STDIO_FRAME,
+            wire_log: None,
         }
+    }
+
+    /// This context, logging every message to and from a server to `log`.
+    pub fn with_wire_log(mut self, log: Option<crate::telemetry::wire::WireLog>) -> Self {
+        self.wire_log = log;
+        self
+    }
+
+    /// Where `server`'s messages are logged, if anywhere.
+    pub(crate) fn wire_target(&self, server: &str) -> Option<wire_tap::WireTarget> {
+        wire_tap::WireTarget::of(self.wire_log.as_ref(), server)
     }
 
     /// This context, reading messages of at most `bytes` (`oversize.rs` says what happens to
@@ -130,16 +146,18 @@ pub(crate) enum Opened {
     },
     /// Streamable HTTP, and what its answers say about the session.
     Http {
-        transport: http::HttpTransport,
+        transport: wire_tap::Tapped<http::HttpTransport>,
         session: Arc<http_session::SessionWatch>,
     },
     /// Legacy HTTP+SSE (2024-11-05), its `endpoint` event already received.
-    Sse(sse::SseTransport),
+    Sse(wire_tap::Tapped<sse::SseTransport>),
     /// WebSocket, upgraded with the `mcp` subprotocol.
-    Ws(ws::WsTransport),
+    Ws(wire_tap::Tapped<ws::WsTransport>),
     /// An in-memory duplex to a server task in this process.
     InProcess {
         stream: tokio::io::DuplexStream,
+        /// Where its messages are logged.
+        wire: Option<wire_tap::WireTarget>,
         server: inproc::ServerTask,
     },
 }
@@ -218,34 +236,43 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
                 .with_helper(helper)
                 .reporting_refusals_to(outside_oauth);
             let session = client.session_watch();
+            let transport = http::connect(&spec.name, url, &headers, client, ctx.max_message)?;
             Ok(Opened::Http {
-                transport: http::connect(&spec.name, url, &headers, client, ctx.max_message)?,
+                transport: wire_tap::Tapped::new(transport, ctx.wire_target(&spec.name)),
                 session,
             })
         }
         TransportSpec::InProcess(server) => {
             let (stream, server) = inproc::start(server);
-            Ok(Opened::InProcess { stream, server })
+            Ok(Opened::InProcess {
+                stream,
+                wire: ctx.wire_target(&spec.name),
+                server,
+            })
         }
         TransportSpec::Sse { url, headers } => {
             let headers = with_helper_headers(spec, headers).await?;
-            Ok(Opened::Sse(
-                sse::connect(
-                    &spec.name,
-                    url,
-                    &headers,
-                    ctx.http()?,
-                    spec.startup_timeout,
-                    ctx.max_message,
-                )
-                .await?,
-            ))
+            let transport = sse::connect(
+                &spec.name,
+                url,
+                &headers,
+                ctx.http()?,
+                spec.startup_timeout,
+                ctx.max_message,
+            )
+            .await?;
+            Ok(Opened::Sse(wire_tap::Tapped::new(
+                transport,
+                ctx.wire_target(&spec.name),
+            )))
         }
         TransportSpec::Ws { url, headers } => {
             let headers = with_helper_headers(spec, headers).await?;
-            Ok(Opened::Ws(
-                ws::connect(&spec.name, url, &headers, spec.startup_timeout).await?,
-            ))
+            let transport = ws::connect(&spec.name, url, &headers, spec.startup_timeout).await?;
+            Ok(Opened::Ws(wire_tap::Tapped::new(
+                transport,
+                ctx.wire_target(&spec.name),
+            )))
         }
     }
 }
@@ -256,11 +283,11 @@ pub(crate) async fn open_legacy_sse(
     spec: &ServerSpec,
     ctx: &TransportContext,
     within: std::time::Duration,
-) -> Result<sse::SseTransport, OpenFailure> {
+) -> Result<wire_tap::Tapped<sse::SseTransport>, OpenFailure> {
     match &spec.transport {
         TransportSpec::Http { url, headers } => {
             let headers = with_helper_headers(spec, headers).await?;
-            sse::connect(
+            let transport = sse::connect(
                 &spec.name,
                 url,
                 &headers,
@@ -268,7 +295,11 @@ pub(crate) async fn open_legacy_sse(
                 within,
                 ctx.max_message,
             )
-            .await
+            .await?;
+            Ok(wire_tap::Tapped::new(
+                transport,
+                ctx.wire_target(&spec.name),
+            ))
         }
         other => Err(Error::Connect {
             server: spec.name.clone(),

@@ -16,13 +16,15 @@ use tokio::process::{Child, ChildStderr, ChildStdin, Command};
 use tokio::sync::{oneshot, watch};
 
 use super::busy_pipe::BusyPipe;
+use super::wire_tap::Tap;
 use crate::defaults;
 use crate::error::Error;
 use crate::platform::process::{self, Group};
 use crate::sync::lock;
+use crate::telemetry::wire::Direction;
 
 /// The rmcp transport over a child's stdout and its stdin.
-pub(crate) type StdioTransport = super::lines::LineTransport<BusyPipe, ChildStdin>;
+pub(crate) type StdioTransport = super::lines::LineTransport<Tap<BusyPipe>, Tap<ChildStdin>>;
 
 /// How a server process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,9 +224,10 @@ pub(crate) fn spawn(
             message: format!("cannot read the server's output: {e}"),
             stderr_tail: Vec::new(),
         })?;
+    let wire = ctx.wire_target(server);
     let transport = super::lines::LineTransport::kicked(
-        stdout,
-        stdin,
+        Tap::new(stdout, wire.clone(), Direction::Receive),
+        Tap::new(stdin, wire, Direction::Send),
         server,
         ctx.max_message,
         (!ctx.polling.is_off()).then_some(kick),

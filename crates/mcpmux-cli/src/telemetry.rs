@@ -1,0 +1,133 @@
+//! OpenTelemetry for `mcpmux call`, `run` and `serve`, switched on the standard way: with
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) set, the spans of
+//! the library (`mcpmux::call`), the gateway and the agent are exported over OTLP —
+//! `OTEL_EXPORTER_OTLP_PROTOCOL` `http/protobuf` (the default) or `grpc` — under the resource
+//! `OTEL_SERVICE_NAME` (`mcpmux` when unset) and `OTEL_RESOURCE_ATTRIBUTES` name, sampled as
+//! `OTEL_TRACES_SAMPLER` says; and the library's propagator is installed, so that what mcpmux
+//! sends carries W3C trace context and the gateway continues its clients' traces.
+//! `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` keeps it off. Off, nothing here runs.
+
+use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::registry::LookupSpan;
+
+/// The crates whose spans are exported (every span at `info` and above of each).
+const TRACED: [&str; 4] = ["mcpmux", "mcpmux_gateway", "mcpmux_agent", "mcpmux_cli"];
+
+/// A running export: shut down (its last spans sent) before the process exits.
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+}
+
+/// Whether the environment asks for export.
+pub fn wanted() -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let is = |name: &str, value: &str| {
+        std::env::var(name).is_ok_and(|v| v.trim().eq_ignore_ascii_case(value))
+    };
+    (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        && !is("OTEL_SDK_DISABLED", "true")
+        && !is("OTEL_TRACES_EXPORTER", "none")
+}
+
+/// Starts the export the environment asks for (call inside the runtime: a gRPC exporter
+/// needs it), and the layer that feeds it; `None` when not asked for.
+pub fn start<S>() -> Result<Option<(Telemetry, impl Layer<S> + Send + Sync)>, String>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
+{
+    if !wanted() {
+        return Ok(None);
+    }
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .build()
+        .map_err(|e| format!("cannot export traces (OTEL_EXPORTER_OTLP_*): {e}"))?;
+    let mut resource = opentelemetry_sdk::Resource::builder();
+    if !names_service() {
+        resource = resource.with_service_name("mcpmux");
+    }
+    let resource = resource
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.version",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build();
+    let tracer = provider.tracer("mcpmux");
+    mcpmux::telemetry::propagate::install(W3c::default());
+    let targets = TRACED.iter().fold(Targets::new(), |t, name| {
+        t.with_target(*name, LevelFilter::INFO)
+    });
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(targets);
+    Ok(Some((Telemetry { provider }, layer)))
+}
+
+/// Whether the environment names the service (`OTEL_SERVICE_NAME`, or `service.name` in
+/// `OTEL_RESOURCE_ATTRIBUTES`): else it is `mcpmux`.
+fn names_service() -> bool {
+    std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.trim().is_empty())
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|attributes| {
+            attributes
+                .split(',')
+                .any(|pair| pair.trim_start().starts_with("service.name="))
+        })
+}
+
+impl Telemetry {
+    /// Sends what is still queued and stops; on the runtime's blocking pool, so that a gRPC
+    /// exporter's connection (a task of the runtime) is still driven meanwhile.
+    pub async fn shutdown(self) {
+        let provider = self.provider;
+        let ended = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        if let Ok(Err(e)) = ended {
+            tracing::warn!("the last spans may not have been exported: {e}");
+        }
+    }
+}
+
+/// W3C trace context and baggage, read from and written to a span's OpenTelemetry context.
+struct W3c(TextMapCompositePropagator);
+
+impl Default for W3c {
+    fn default() -> Self {
+        W3c(TextMapCompositePropagator::new(vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ]))
+    }
+}
+
+impl mcpmux::telemetry::propagate::Propagator for W3c {
+    fn inject(&self, span: &tracing::Span, put: &mut dyn FnMut(&'static str, String)) {
+        let mut fields = std::collections::HashMap::new();
+        self.0.inject_context(&span.context(), &mut fields);
+        for name in mcpmux::telemetry::propagate::FIELDS {
+            if let Some(value) = fields.remove(name) {
+                put(name, value);
+            }
+        }
+    }
+
+    fn extract(&self, span: &tracing::Span, get: &dyn Fn(&str) -> Option<String>) {
+        let fields: std::collections::HashMap<String, String> =
+            mcpmux::telemetry::propagate::FIELDS
+                .iter()
+                .filter_map(|name| get(name).map(|value| (name.to_string(), value)))
+                .collect();
+        if fields.is_empty() {
+            return;
+        }
+        let context = self.0.extract(&fields);
+        let _ = span.set_parent(context);
+    }
+}

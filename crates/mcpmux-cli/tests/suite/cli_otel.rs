@@ -1,0 +1,302 @@
+//! OpenTelemetry end to end: `mcpmux serve --http` with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing
+//! at a real OTLP/HTTP receiver (`tests/otlp/receiver.py`, decoding what the exporter sends),
+//! called by the official TypeScript SDK client carrying a `traceparent` in `_meta`: the
+//! gateway's span continues the client's trace, the hub's call span is its child, and the test
+//! server receives the same trace in its request's `_meta`, the hub's span as its parent; each
+//! way a call can end is its own outcome on its span.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// The client's trace and its own (unexported) span.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+/// The OTLP receiver, killed when dropped.
+struct Receiver {
+    child: Child,
+    port: u16,
+    spans: PathBuf,
+}
+
+impl Receiver {
+    fn start(dir: &Path) -> Receiver {
+        let spans = dir.join("spans.jsonl");
+        let mut child = Command::new(venv_bin("python"))
+            .arg(workspace().join("crates/mcpmux-cli/tests/otlp/receiver.py"))
+            .arg(&spans)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the OTLP receiver");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the receiver said {line:?}"));
+        Receiver { child, port, spans }
+    }
+
+    /// The spans received so far.
+    fn spans(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.spans)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Waits until `pred` holds of the spans received.
+    fn until(&self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        eventually_blocking(Duration::from_secs(20), Duration::from_millis(50), || {
+            let spans = self.spans();
+            pred(&spans).then_some(spans)
+        })
+        .unwrap_or_else(|| panic!("never received {what}: {:#?}", self.spans()))
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `mcpmux serve --http` over `config`, exporting to `receiver`.
+fn served(sandbox: &Sandbox, config: &Path, receiver: &Receiver) -> Served {
+    let mut cmd = sandbox.command(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    cmd.env(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        format!("http://127.0.0.1:{}", receiver.port),
+    )
+    .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    .env("OTEL_SERVICE_NAME", "gateway-under-test")
+    // Exported every 100 ms rather than every 5 s.
+    .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    Served::spawn(cmd)
+}
+
+fn named<'a>(spans: &'a [Value], name: &str, kind: i64) -> Option<&'a Value> {
+    spans
+        .iter()
+        .find(|s| s["name"] == name && s["kind"] == kind && s["trace"] == TRACE)
+}
+
+/// OTLP span kinds.
+const SERVER: i64 = 2;
+const CLIENT: i64 = 3;
+
+#[test]
+fn a_traced_call_through_serve_continues_the_client_s_trace_to_the_upstream_server() {
+    let sandbox = Sandbox::new();
+    let calls = sandbox.project.join("calls.jsonl");
+    let config = sandbox.home.join("gateway.toml");
+    sandbox.write_file(
+        &config,
+        &format!(
+            "[servers.t]\ncommand = {:?}\nargs = [\"--call-log\", {:?}]\n",
+            testserver().to_str().unwrap(),
+            calls.to_str().unwrap()
+        ),
+    );
+    let receiver = Receiver::start(&sandbox.home);
+    let served = served(&sandbox, &config, &receiver);
+    let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
+    let lines = ts_client(
+        served.target(),
+        json!([{"do": "call", "name": "mcp__t__echo", "arguments": {"text": "traced"},
+                 "meta": {"traceparent": traceparent}}]),
+    );
+    assert_eq!(text_of(&lines[0]["result"]), "traced", "{lines:?}");
+
+    let spans = receiver.until("the gateway's and the hub's spans", |spans| {
+        named(spans, "tools/call mcp__t__echo", SERVER).is_some()
+            && named(spans, "tools/call mcp__t__echo", CLIENT).is_some()
+    });
+    let gateway = named(&spans, "tools/call mcp__t__echo", SERVER).unwrap();
+    let hub = named(&spans, "tools/call mcp__t__echo", CLIENT).unwrap();
+    assert_eq!(gateway["parent"], CLIENT_SPAN, "{gateway}");
+    assert_eq!(hub["parent"], gateway["span"], "{hub}");
+    assert_eq!(gateway["service"], "gateway-under-test");
+    let attributes = &hub["attributes"];
+    assert_eq!(attributes["mcp.method.name"], "tools/call");
+    assert_eq!(attributes["gen_ai.tool.name"], "mcp__t__echo");
+    assert_eq!(attributes["mcpmux.server"], "t");
+    assert_eq!(attributes["mcpmux.transport"], "stdio");
+    assert_eq!(attributes["network.transport"], "pipe");
+    assert_eq!(attributes["mcpmux.outcome"], "ok");
+    assert_eq!(attributes["mcpmux.bytes_out"], 17, "{attributes}");
+    assert!(
+        attributes["mcpmux.bytes_in"].as_i64().unwrap() > 0,
+        "{attributes}"
+    );
+
+    // The upstream server was sent the same trace, the hub's call as its parent.
+    let logged = call_log(&calls);
+    let sent = logged
+        .iter()
+        .find_map(|l| l["traceparent"].as_str())
+        .unwrap_or_else(|| panic!("no traceparent reached the server: {logged:?}"));
+    assert_eq!(
+        sent,
+        format!("00-{TRACE}-{}-01", hub["span"].as_str().unwrap())
+    );
+}
+
+#[test]
+fn each_way_a_call_ends_is_its_own_outcome_on_its_span() {
+    let sandbox = Sandbox::new();
+    let config = sandbox.home.join("gateway.toml");
+    let server = testserver();
+    let server = server.to_str().unwrap();
+    sandbox.write_file(
+        &config,
+        &format!(
+            "[servers.t]\ncommand = {server:?}\n\n\
+             [servers.h]\ncommand = {server:?}\ncall_timeout = \"300ms\"\n\n\
+             [policy]\ndeny = [\"mcp__t__add\"]\n"
+        ),
+    );
+    let receiver = Receiver::start(&sandbox.home);
+    let served = served(&sandbox, &config, &receiver);
+    let meta = json!({"traceparent": format!("00-{TRACE}-{CLIENT_SPAN}-01")});
+    let call = |name: &str, arguments: Value| json!({"do": "call", "name": name, "arguments": arguments, "meta": meta});
+    let lines = ts_client(
+        served.target(),
+        json!([
+            call("mcp__t__echo", json!({"text": "fine"})),
+            call("mcp__t__fail", json!({})),
+            call("mcp__t__add", json!({"a": 1, "b": 2})),
+            call("mcp__t__echo", json!({"text": 5})),
+            call("mcp__nobody__nothing", json!({})),
+            call("mcp__h__hang", json!({})),
+        ]),
+    );
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    let expected = [
+        ("mcp__t__echo", "ok"),
+        ("mcp__t__fail", "tool_error"),
+        ("mcp__t__add", "refused_policy"),
+        ("mcp__t__echo", "invalid_arguments"),
+        ("mcp__nobody__nothing", "unknown"),
+        ("mcp__h__hang", "timeout"),
+    ];
+    let outcomes = |spans: &[Value]| -> Vec<(String, String, i64)> {
+        spans
+            .iter()
+            .filter(|s| s["kind"] == CLIENT && s["trace"] == TRACE)
+            .map(|s| {
+                (
+                    s["attributes"]["gen_ai.tool.name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    s["attributes"]["mcpmux.outcome"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    s["status"]["code"].as_i64().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let spans = receiver.until("a span of each call", |spans| outcomes(spans).len() >= 6);
+    let mut seen = outcomes(&spans);
+    seen.sort();
+    let mut wanted: Vec<(String, String, i64)> = expected
+        .iter()
+        // OTLP status codes: unset (0) for a call that went well, error (2) otherwise.
+        .map(|(tool, outcome)| {
+            let code = if *outcome == "ok" { 0 } else { 2 };
+            (tool.to_string(), outcome.to_string(), code)
+        })
+        .collect();
+    wanted.sort();
+    assert_eq!(seen, wanted);
+    let failed = spans
+        .iter()
+        .find(|s| s["attributes"]["mcpmux.outcome"] == "refused_policy")
+        .unwrap();
+    assert_eq!(failed["attributes"]["error.type"], "refused_policy");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_is_one_trace_with_a_span_per_turn_model_request_and_tool_call() {
+    use mcpmux_testmodel::{ScriptedModel, Step, Wire};
+    let model = ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            Step::tool_calls([("mcp__demo__add", r#"{"a":2,"b":3}"#)]).with_usage(120, 9),
+            Step::text("The sum is 5.").with_usage(160, 6),
+        ],
+    )
+    .await
+    .unwrap();
+    let sandbox = Sandbox::new();
+    let receiver = Receiver::start(&sandbox.home);
+    let mut cmd = sandbox.command(&["run", "What is 2 + 3?", "--model", "openai:test-model"]);
+    for name in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "MCPMUX_MODEL",
+    ] {
+        cmd.env_remove(name);
+    }
+    cmd.env("OPENAI_BASE_URL", model.base_url()).env(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        format!("http://127.0.0.1:{}", receiver.port),
+    );
+    let run = tokio::task::spawn_blocking(move || run_command(cmd, None))
+        .await
+        .unwrap();
+    assert_eq!(run.code, Some(0), "{run:?}");
+    // Exported at exit: the provider is shut down before the process ends.
+    let spans = receiver.spans();
+    let find = |name: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == name).collect() };
+    let agent = find("invoke_agent mcpmux");
+    assert_eq!(agent.len(), 1, "{spans:#?}");
+    let agent = agent[0];
+    assert_eq!(agent["parent"], "", "the run is the trace's root");
+    assert_eq!(agent["attributes"]["gen_ai.usage.input_tokens"], 280);
+    let turns = find("mcpmux.turn");
+    assert_eq!(turns.len(), 2, "{spans:#?}");
+    let chats = find("chat test-model");
+    assert_eq!(chats.len(), 2, "{spans:#?}");
+    let tool = find("tools/call mcp__demo__add");
+    assert_eq!(tool.len(), 1, "{spans:#?}");
+    for span in turns.iter().chain(&chats).chain(&tool) {
+        assert_eq!(span["trace"], agent["trace"], "{span}");
+    }
+    assert!(turns.iter().all(|t| t["parent"] == agent["span"]));
+    let first = turns
+        .iter()
+        .find(|t| t["attributes"]["mcpmux.iteration"] == 1)
+        .unwrap();
+    assert_eq!(tool[0]["parent"], first["span"]);
+    let first_chat = chats.iter().find(|c| c["parent"] == first["span"]).unwrap();
+    assert_eq!(first_chat["attributes"]["gen_ai.usage.input_tokens"], 120);
+    assert_eq!(first_chat["attributes"]["gen_ai.usage.output_tokens"], 9);
+    assert_eq!(
+        first_chat["attributes"]["gen_ai.request.model"],
+        "test-model"
+    );
+}

@@ -1,0 +1,118 @@
+//! `--wire-log FILE`: every JSON-RPC message to and from each server, in order, one JSON line
+//! each, for a stdio server, a streamable HTTP server and through `mcpmux serve`; a secret
+//! planted in the config (an environment value, a header) and echoed by the server never
+//! appears in it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const SECRET: &str = "planted-Wire-S3cret-7731";
+
+fn wire(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        !text.contains(SECRET),
+        "the planted secret was written: {text}"
+    );
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `server`'s messages, each with its direction.
+fn of<'a>(lines: &'a [Value], server: &str) -> Vec<(&'a str, &'a Value)> {
+    lines
+        .iter()
+        .filter(|l| l["server"] == server)
+        .map(|l| (l["dir"].as_str().unwrap(), &l["message"]))
+        .collect()
+}
+
+/// Every answer received came after the request it answers, sent under its id, and the
+/// `tools/call` of `tool` went with `arguments` and came back with `text`.
+fn assert_replays(messages: &[(&str, &Value)], tool: &str, arguments: Value, text: &str) {
+    for (at, (dir, message)) in messages.iter().enumerate() {
+        let is_answer = message.get("method").is_none() && message.get("id").is_some();
+        if *dir == "recv" && is_answer {
+            let asked = messages[..at].iter().any(|(d, m)| {
+                *d == "send" && m["id"] == message["id"] && m.get("method").is_some()
+            });
+            assert!(
+                asked,
+                "{message} answers nothing sent before it: {messages:#?}"
+            );
+        }
+    }
+    let (at, call) = messages
+        .iter()
+        .enumerate()
+        .find(|(_, (dir, m))| *dir == "send" && m["method"] == "tools/call")
+        .map(|(at, (_, m))| (at, *m))
+        .unwrap_or_else(|| panic!("no tools/call in {messages:#?}"));
+    assert_eq!(call["params"]["name"], tool);
+    assert_eq!(call["params"]["arguments"], arguments);
+    let answer = messages[at + 1..]
+        .iter()
+        .find(|(dir, m)| *dir == "recv" && m["id"] == call["id"])
+        .unwrap()
+        .1;
+    assert_eq!(answer["result"]["content"][0]["text"], text, "{answer}");
+}
+
+#[test]
+fn the_wire_log_of_a_stdio_and_an_http_server_holds_each_message_in_order_without_the_secret() {
+    let http = testserver_http(&[]);
+    let sandbox = Sandbox::with_user_servers(json!({
+        "ts": {"command": testserver(), "args": [], "env": {"API_TOKEN": SECRET}},
+        "web": {"url": http.url, "headers": {"Authorization": format!("Bearer {SECRET}")}},
+    }));
+    let log = sandbox.home.join("wire.jsonl");
+    let log_arg = log.to_str().unwrap();
+    let said = format!("{{\"text\":\"say {SECRET}\"}}");
+    let run = sandbox.run(&["call", "mcp__ts__echo", &said, "--wire-log", log_arg]);
+    assert_code(&run, 0);
+    let run = sandbox.run_with_env(
+        &["call", "mcp__web__echo", r#"{"text":"over http"}"#],
+        &[("MCPMUX_WIRE_LOG", log_arg)],
+    );
+    assert_code(&run, 0);
+
+    let lines = wire(&log);
+    assert!(lines.iter().all(|l| l["ts"].is_string()), "{lines:#?}");
+    let stdio = of(&lines, "ts");
+    assert_replays(
+        &stdio,
+        "echo",
+        json!({"text": "say [redacted]"}),
+        "say [redacted]",
+    );
+    let web = of(&lines, "web");
+    assert_replays(&web, "echo", json!({"text": "over http"}), "over http");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn the_wire_log_of_serve_holds_what_a_client_s_call_sent_upstream() {
+    let sandbox = with_testserver(&[]);
+    let log = sandbox.home.join("wire.jsonl");
+    let served = Served::start(&sandbox, &["--wire-log", log.to_str().unwrap()]);
+    let lines = ts_client(
+        served.target(),
+        json!([{"do": "call", "name": "mcp__t__echo", "arguments": {"text": "through"}}]),
+    );
+    assert_eq!(text_of(&lines[0]["result"]), "through", "{lines:?}");
+    drop(served);
+    let lines = wire(&log);
+    assert_replays(
+        &of(&lines, "t"),
+        "echo",
+        json!({"text": "through"}),
+        "through",
+    );
+}
