@@ -28,6 +28,7 @@ LAYERS = {
     "connection": 8,
     "handler": 9,
     "hub": 10,
+    "cli_support": 11,
     "lib": 11,
 }
 

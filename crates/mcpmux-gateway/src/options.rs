@@ -22,7 +22,7 @@ pub struct GatewayOptions {
     pub scope: Option<mcpmux::Scope>,
     /// Servers `/readyz` waits for (the config's `required` servers).
     pub required: Vec<String>,
-    /// How long a `tools/list` waits for startup to settle; see [`DEFAULT_LIST_WAIT`].
+    /// How long a `tools/list` waits for startup to settle (10 s by default).
     pub list_wait: Duration,
     /// Servers whose resources and prompts are not served (those outside the scope).
     pub hidden: Vec<String>,

@@ -73,14 +73,14 @@ impl Naming {
         }
         // A name never served stays unknown: an invalid one (a refused tool's own name), or
         // one whose hub name is another tool's (`x_` would reach a refused `x!`).
-        if !mcpmux::is_mcp_tool_name(served) {
+        if !mcpmux::cli_support::naming::is_mcp_tool_name(served) {
             return served.to_owned();
         }
         let servers = hub.servers();
         let [server] = servers.as_slice() else {
             return served.to_owned();
         };
-        match mcpmux::exposed_names(&[(server.name.as_str(), served)]).pop() {
+        match mcpmux::cli_support::naming::exposed_names(&[(server.name.as_str(), served)]).pop() {
             Some(name) if hub.tool(&name).is_none_or(|tool| tool.raw_name == served) => name,
             _ => served.to_owned(),
         }
@@ -121,13 +121,13 @@ impl Naming {
         if self.passthrough {
             keys.iter().map(|(_, name)| (*name).to_owned()).collect()
         } else {
-            mcpmux::exposed_names(keys)
+            mcpmux::cli_support::naming::exposed_names(keys)
         }
     }
 }
 
 /// The tools whose own names pass-through mode refuses to serve: names that are not valid MCP
-/// tool names ([`mcpmux::is_mcp_tool_name`]: NUL, newlines, bidi overrides, emoji, `/`, over 64
+/// tool names ([`mcpmux::cli_support::naming::is_mcp_tool_name`]: NUL, newlines, bidi overrides, emoji, `/`, over 64
 /// characters), which a client would be handed as they are. Refused rather than escaped: an
 /// escaped name is not the server's, which pass-through promises, and could equal another
 /// tool's. Each refused name is warned about once while its server keeps listing it.
@@ -143,7 +143,7 @@ impl Refusals {
     pub fn servable(&self, tools: Vec<mcpmux::Tool>) -> Vec<mcpmux::Tool> {
         let (servable, refused): (Vec<_>, Vec<_>) = tools
             .into_iter()
-            .partition(|tool| mcpmux::is_mcp_tool_name(&tool.raw_name));
+            .partition(|tool| mcpmux::cli_support::naming::is_mcp_tool_name(&tool.raw_name));
         let refused: HashSet<(String, String)> = refused
             .into_iter()
             .map(|tool| (tool.server, tool.raw_name))

@@ -349,7 +349,7 @@ impl mcpmux::Approver for ClientApproval {
 /// [`MAX_SHOWN_ARGUMENTS`].
 fn approval_form(tool: &str, rule: &str, arguments: &Value) -> Value {
     let arguments = serde_json::to_string(arguments).unwrap_or_default();
-    let mut shown = mcpmux::terminal::escape_json_controls(&arguments).into_owned();
+    let mut shown = mcpmux::cli_support::terminal::escape_json_controls(&arguments).into_owned();
     if shown.len() > MAX_SHOWN_ARGUMENTS {
         let mut cut = MAX_SHOWN_ARGUMENTS;
         while !shown.is_char_boundary(cut) {
@@ -358,8 +358,8 @@ fn approval_form(tool: &str, rule: &str, arguments: &Value) -> Value {
         shown.truncate(cut);
         shown.push_str(" … (cut)");
     }
-    let tool = mcpmux::terminal::escape_controls(tool);
-    let rule = mcpmux::terminal::escape_controls(rule);
+    let tool = mcpmux::cli_support::terminal::escape_controls(tool);
+    let rule = mcpmux::cli_support::terminal::escape_controls(rule);
     json!({
         "message": format!(
             "mcpmux: allow the call to `{tool}` (policy rule `{rule}` asks)?\nArguments: {shown}"

@@ -439,7 +439,7 @@ pub(super) fn short(text: &str) -> String {
     if text.chars().count() > MAX_MESSAGE_CHARS {
         out.push('…');
     }
-    mcpmux::terminal::escape_controls(&out).into_owned()
+    mcpmux::cli_support::terminal::escape_controls(&out).into_owned()
 }
 
 /// The innermost source of `e`: for a refused connection, "Connection refused (os error 111)".

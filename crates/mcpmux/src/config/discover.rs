@@ -220,7 +220,7 @@ pub(crate) fn config_home(
 
 /// The secrets file `${secret:NAME}` reads, for a home and environment (`XDG_CONFIG_HOME`).
 pub fn secrets_file(home: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    config_home(home, env).map(|dir| dir.join("mcpmux").join(super::SECRETS_FILE))
+    config_home(home, env).map(|dir| dir.join("mcpmux").join(super::secrets::SECRETS_FILE))
 }
 
 /// `.toml` is mcpmux's dialect; anything else is read as Claude JSON.

@@ -12,12 +12,12 @@ mod claude;
 mod dedup;
 mod dialect;
 mod dialects;
-mod discover;
+pub(crate) mod discover;
 mod duration;
-mod edit;
-mod edit_args;
+pub(crate) mod edit;
+pub(crate) mod edit_args;
 mod entry;
-mod expand;
+pub(crate) mod expand;
 mod fields;
 mod json_doc;
 mod mcpmux_toml;
@@ -25,37 +25,31 @@ mod options;
 mod perms;
 mod plugins;
 mod sandbox;
-mod secrets;
+pub(crate) mod secrets;
 mod size;
 mod spec;
 mod toml_json;
-mod trust;
+pub(crate) mod trust;
 mod trust_view;
 mod value;
 mod write;
 
-pub(crate) use auth::secure_endpoint;
+// What a harness reads: how servers are described and where they came from. Editing,
+// secrets and trust approvals (the CLI's `add`, `secret`, `trust`) are `cli_support`'s face.
 pub use dialect::Dialect;
-pub use sandbox::{Defaults as SandboxDefaults, Grants, Limits, Network, Profile, Sandbox};
+pub use dialects::vars::{InputFn, InputRequest};
+pub use sandbox::{Defaults as SandboxDefaults, Limits, Network, Profile, Sandbox};
 pub use spec::{
     AuthSpec, Backoff, Breaker, IdentityProvider, InProcessFuture, InProcessServer, OAuthGrant,
     OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource, ToolFilter,
     TransportSpec,
 };
-pub(crate) use write::write_atomic;
+pub use trust::{ApproveFn, ProjectEntry};
 
-pub use dedup::deduplicate;
-pub use dialects::vars::{InputFn, InputRequest, input_variable};
-pub use discover::secrets_file;
-pub use edit::{Added, EditScope, add, remove, remove_in_scope, scope_file, scope_file_with_env};
-pub use edit_args::{EditError, NewServer, NewTransport, valid_name};
-pub use expand::valid_secret_name;
-pub use secrets::{
-    SECRETS_FILE, SecretValue, SecretsError, read_secrets, remove_secret, secret_names, set_secret,
-};
-pub use trust::{
-    APPROVALS_FILE, ApproveFn, ProjectEntry, TrustFileError, approve, approve_one, revoke,
-};
+pub(crate) use auth::secure_endpoint;
+pub(crate) use dedup::deduplicate;
+pub(crate) use sandbox::Grants;
+pub(crate) use write::write_atomic;
 
 use std::collections::BTreeMap;
 use std::io;

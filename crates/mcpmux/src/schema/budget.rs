@@ -483,7 +483,7 @@ mod tests {
             let error = Validator::compile(&schema).unwrap_err();
             assert!(error.unusable, "{error}");
             let mut args = json!({"x": null});
-            crate::schema::drop_null_optionals(&schema, &mut args);
+            crate::schema::arguments::drop_null_optionals(&schema, &mut args);
             let tools = [
                 Tool::local("bad", schema.clone()),
                 Tool::local("good", json!({"type": "object"})),

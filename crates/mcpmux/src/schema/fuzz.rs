@@ -178,7 +178,7 @@ proptest! {
             let _ = validator.validate(&json!({"a": value}));
         }
         let mut args = json!({"a": null, "b": [null]});
-        super::drop_null_optionals(&schema, &mut args);
+        super::arguments::drop_null_optionals(&schema, &mut args);
     }
 
     /// Every provider export answers, and every definition is plain JSON.

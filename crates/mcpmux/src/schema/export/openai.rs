@@ -518,7 +518,7 @@ fn make_nullable_map(map: &mut Map<String, Value>) {
 mod tests {
     use super::super::{Provider, export};
     use super::*;
-    use crate::schema::drop_null_optionals;
+    use crate::schema::arguments::drop_null_optionals;
 
     #[test]
     fn strict_optional_properties_become_nullable_and_nulls_come_back_out() {
