@@ -26,7 +26,7 @@ LAYERS = {
     "result": 6, "task": 6, "untrusted": 6, "resources": 6, "schema": 6, "auth": 6,
     "transport": 7,
     "connection": 8,
-    "handler": 9,
+    "local_tools": 9,
     "hub": 10,
     "cli_support": 11,
     "lib": 11,

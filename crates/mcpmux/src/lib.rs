@@ -40,7 +40,7 @@ mod connection;
 mod content;
 mod defaults;
 mod error;
-mod handler;
+mod local_tools;
 mod hub;
 mod redact;
 mod resources;
@@ -71,7 +71,7 @@ pub use catalog::scope::{Scope, ScopeParseError};
 pub use catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
 
 // Tools that are not MCP servers.
-pub use handler::{
+pub use local_tools::{
     Builtin, HandlerRegistry, Health, NoArgs, Resolved, ToolSource, input_schema_for,
 };
 

@@ -36,7 +36,7 @@ use crate::connection::era::EraCache;
 use crate::connection::tool_cache::ToolCache;
 use crate::connection::{Connection, Shared};
 use crate::error::{Error, Result};
-use crate::handler::HandlerRegistry;
+use crate::local_tools::HandlerRegistry;
 use crate::policy::{Approver, EffectOverrides, Policy};
 use crate::schema::validate::ValidatorCache;
 use crate::spill::Spill;
