@@ -609,7 +609,7 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
         } => {
             let provider = format
                 .as_deref()
-                .map(str::parse::<mcpmux::schema::Provider>)
+                .map(str::parse::<mcpmux::schema::ExportFormat>)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             startup(hub).await?;

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use mcpmux::config::{self, ConfigSet, LoadOptions, PolicyRules};
-use mcpmux::schema::Provider;
+use mcpmux::schema::ExportFormat;
 use mcpmux::{CallOptions, HandlerRegistry, Hub, HubOptions};
 
 use crate::awaitable::{self, Completer, Outcome};
@@ -339,7 +339,7 @@ impl NativeHub {
         provider: &str,
         scope: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let provider: Provider = provider
+        let provider: ExportFormat = provider
             .parse()
             .map_err(|e| PyValueError::new_err(format!("{e}")))?;
         let hub = self.hub()?;

@@ -6,7 +6,7 @@
 //! send `definitions` to its model and loop on the model's tool calls; here a scripted "model"
 //! plays that part so the example runs anywhere.
 
-use mcpmux::schema::{Provider, export};
+use mcpmux::schema::{ExportFormat, export};
 use mcpmux::{Builtin, HandlerRegistry, Hub, HubOptions, LoadOptions};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -37,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // What the model is told it can call.
     let tools = hub.tools();
-    let definitions = export(&tools, Provider::Anthropic).definitions();
+    let definitions = export(&tools, ExportFormat::Anthropic).definitions();
     println!("{} tools offered to the model:", tools.len());
     for tool in &tools {
         println!("  {}", tool.name);

@@ -11,8 +11,8 @@ use crate::config::PolicyRules;
 use crate::connection::era::EraCache;
 use crate::connection::tool_cache::ToolCache;
 use crate::defaults;
-use crate::local_tools::HandlerRegistry;
 use crate::host::Host;
+use crate::local_tools::HandlerRegistry;
 use crate::policy::{Approver, DenyAll};
 use crate::spill::Spill;
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::catalog::Tool;
 
-pub use export::{Export, ExportedTool, Provider, UnusableTool, export};
+pub use export::{Export, ExportFormat, ExportedTool, UnknownExportFormat, UnusableTool, export};
 pub use validate::{ArgumentProblem, SchemaError, Validator};
 
 pub(crate) use arguments::CallRefusal;
