@@ -9,8 +9,8 @@
 //! the pages of every list; `passthrough` the names served for a single upstream server
 //! (`--passthrough`); `relay` what an upstream server asks mid-call passed on to the calling
 //! client (and a policy `ask` asked of it), a 2026-07-28 client in `rounds` of
-//! `input_required`; `subscriptions` who holds which resource; `tasks` the tasks upstream
-//! servers run for clients (SEP-2663); `notices` the upstream servers' updates, list changes
+//! `input_required`; `subscriptions` who holds which resource; `upstream_tasks` the tasks
+//! upstream servers run for clients (SEP-2663); `notices` the upstream servers' updates, list changes
 //! and logs passed on; `watchers` who hears of list changes and logs; `levels` each session's
 //! log level and the one asked upstream; `metrics` what `/metrics` shows; `reload` when the
 //! config is read again and applied; `guard` the HTTP door's rules, `oauth` the gateway as an
@@ -49,7 +49,7 @@ mod sessions;
 mod sse;
 mod stdio;
 mod subscriptions;
-mod tasks;
+mod upstream_tasks;
 mod view;
 mod watchers;
 

@@ -36,14 +36,14 @@ use crate::{
 /// (a call answered in rounds takes it from its first).
 struct TaskAsk {
     wanted: bool,
-    holder: crate::tasks::Holder,
+    holder: crate::upstream_tasks::Holder,
 }
 
 impl TaskAsk {
     fn of(context: &RequestContext<RoleServer>) -> Self {
         TaskAsk {
-            wanted: crate::tasks::wanted(context),
-            holder: crate::tasks::Holder::of(context),
+            wanted: crate::upstream_tasks::wanted(context),
+            holder: crate::upstream_tasks::Holder::of(context),
         }
     }
 }
@@ -263,7 +263,7 @@ impl Gateway {
             ));
         }
         let started = std::time::Instant::now();
-        let outcome = crate::tasks::call(hub, &name, arguments, options, task.wanted).await;
+        let outcome = crate::upstream_tasks::call(hub, &name, arguments, options, task.wanted).await;
         // Only the server is wanted: the tool itself (its schemas) is not copied per call.
         let server = hub.tool_server(&name);
         let failed = outcome.as_ref().map_or(true, mcpmux::TaskCall::is_error);
