@@ -263,7 +263,8 @@ impl Gateway {
             ));
         }
         let started = std::time::Instant::now();
-        let outcome = crate::upstream_tasks::call(hub, &name, arguments, options, task.wanted).await;
+        let outcome =
+            crate::upstream_tasks::call(hub, &name, arguments, options, task.wanted).await;
         // Only the server is wanted: the tool itself (its schemas) is not copied per call.
         let server = hub.tool_server(&name);
         let failed = outcome.as_ref().map_or(true, mcpmux::TaskCall::is_error);
