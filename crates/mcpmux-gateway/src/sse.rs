@@ -38,7 +38,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::Gateway;
-use crate::identity::{Caller, Identity};
+use crate::identity::{Identity, ServedRequest};
 
 /// Legacy SSE sessions open at once, at most; past it `GET /sse` answers 503.
 pub const DEFAULT_MAX_SSE_SESSIONS: usize = 1024;
@@ -179,7 +179,7 @@ async fn open(State(legacy): State<Legacy>) -> Response {
         );
     }
     let id = session_id();
-    let identity = Caller::current();
+    let identity = ServedRequest::current();
     let (inbound, received) = mpsc::channel(INBOUND_QUEUE);
     let ledger = Arc::new(Ledger::new(shared.awaiting.clone()));
     let queue = Arc::new(Queue::new(&shared.options));
@@ -323,7 +323,7 @@ async fn message(
             );
         }
     };
-    let caller = Caller::current().map(|identity| identity.client);
+    let caller = ServedRequest::current().map(|identity| identity.client);
     let theirs = |session: &Session| matches!((&session.owner, &caller), (Some(owner), Some(caller)) if owner != caller);
     let Some(session) = legacy.find(&id).filter(|session| !theirs(session)) else {
         return plain(
