@@ -28,7 +28,7 @@ use super::{Gateway, Inner};
 use crate::progress::forward_progress;
 use crate::{
     convert,
-    relay::{Caller, ClientApproval, ClientRelay},
+    relay::{ClientApproval, ClientRelay, DownstreamClient},
     rounds::{Call, Rounds},
 };
 
@@ -61,7 +61,7 @@ impl Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         // What the upstream server asks during this call goes to this call's client, and a
         // policy `ask` is asked of it when it can answer.
-        let caller = Caller::of(self.session.id, &context);
+        let caller = DownstreamClient::of(self.session.id, &context);
         if caller.is_stateless() {
             let resumed = resumed(&mut request.request_state, &mut request.input_responses);
             if resumed.is_none() && self.inner.closing.is_cancelled() {
@@ -129,7 +129,7 @@ impl Gateway {
         mut request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let caller = Caller::of(self.session.id, &context);
+        let caller = DownstreamClient::of(self.session.id, &context);
         if !caller.is_stateless() {
             return self.fill(request, caller, None).await;
         }
@@ -153,7 +153,7 @@ impl Gateway {
         mut request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let caller = Caller::of(self.session.id, &context);
+        let caller = DownstreamClient::of(self.session.id, &context);
         if !caller.is_stateless() {
             return self.read(request, caller, None).await;
         }
@@ -177,9 +177,9 @@ impl Gateway {
         &self,
         rounds: &Arc<Rounds<R>>,
         resumed: Option<(String, InputResponses)>,
-        caller: Caller,
+        caller: DownstreamClient,
         context: &RequestContext<RoleServer>,
-        run: impl FnOnce(Caller, Option<mpsc::UnboundedSender<mcpmux::Progress>>) -> F,
+        run: impl FnOnce(DownstreamClient, Option<mpsc::UnboundedSender<mcpmux::Progress>>) -> F,
     ) -> Result<R, ErrorData>
     where
         R: From<InputRequiredResult> + Send + 'static,
@@ -204,7 +204,7 @@ impl Gateway {
     /// answers it already holds.
     fn options_for(
         &self,
-        caller: &Caller,
+        caller: &DownstreamClient,
         cancel: CancellationToken,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
         input_responses: Option<InputResponses>,
@@ -226,7 +226,7 @@ impl Gateway {
     async fn run(
         &self,
         mut request: CallToolRequestParams,
-        caller: Caller,
+        caller: DownstreamClient,
         task: TaskAsk,
         cancel: CancellationToken,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
@@ -289,7 +289,7 @@ impl Gateway {
     async fn fill(
         &self,
         mut request: GetPromptRequestParams,
-        caller: Caller,
+        caller: DownstreamClient,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let _in_flight = InFlight::enter(&self.inner);
@@ -308,7 +308,7 @@ impl Gateway {
     async fn read(
         &self,
         mut request: ReadResourceRequestParams,
-        caller: Caller,
+        caller: DownstreamClient,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let _in_flight = InFlight::enter(&self.inner);
