@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use mcpmux::config::{self, ConfigSet, LoadOptions, PolicyRules};
 use mcpmux::schema::ExportFormat;
-use mcpmux::{CallOptions, HandlerRegistry, Hub, HubOptions};
+use mcpmux::{CallOptions, Hub, HubOptions, LocalTools};
 
 use crate::awaitable::{self, Completer, Outcome};
 use crate::convert;
@@ -115,7 +115,7 @@ impl Plan {
             policy.ask.extend(inline.policy.ask);
             policy.deny.extend(inline.policy.deny);
         }
-        let mut registry = HandlerRegistry::new();
+        let mut registry = LocalTools::new();
         for builtin in self.builtins {
             registry.register(builtin);
         }

@@ -7,7 +7,7 @@
 //! plays that part so the example runs anywhere.
 
 use mcpmux::schema::{ExportFormat, export};
-use mcpmux::{Builtin, HandlerRegistry, Hub, HubOptions, LoadOptions};
+use mcpmux::{Builtin, Hub, HubOptions, LoadOptions, LocalTools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -21,7 +21,7 @@ struct Note {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A built-in tool: a plain async function; its JSON schema comes from the type.
-    let mut registry = HandlerRegistry::new();
+    let mut registry = LocalTools::new();
     registry.register(Builtin::new(
         "remember",
         "Stores a note for later in this session.",

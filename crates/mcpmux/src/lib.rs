@@ -72,7 +72,7 @@ pub use catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
 
 // Tools that are not MCP servers.
 pub use local_tools::{
-    Builtin, HandlerRegistry, Health, NoArgs, Resolved, ToolSource, input_schema_for,
+    Builtin, Health, LocalTools, NoArgs, Resolved, ToolSource, input_schema_for,
 };
 
 // Resources, prompts and completions.
