@@ -33,9 +33,9 @@ CRATES = {
         "result": 6, "task": 6, "telemetry": 6, "untrusted": 6, "resources": 6, "schema": 6, "auth": 6,
         "transport": 7, "rmcp_model": 7,
         "connection": 8,
-        "handler": 9,
+        "local_tools": 9,
         "hub": 10,
-        "lib": 11,
+        "cli_support": 11, "lib": 11,
     }),
     # `mcpmux serve`: words and counters; the door's parts; what a session may see; the routes;
     # the session; the handler; the ways in; HTTP over them all.
@@ -44,7 +44,7 @@ CRATES = {
         "rate_limit": 1, "access_log": 1, "deadlines": 1,
         "access": 2, "oauth": 2, "passthrough": 2, "rounds": 2,
         "identity": 3, "view": 3, "relay": 3, "options": 3,
-        "watchers": 4, "subscriptions": 4, "tasks": 4, "resources_prompts": 4, "sessions": 4, "door": 4,
+        "watchers": 4, "subscriptions": 4, "upstream_tasks": 4, "resources_prompts": 4, "sessions": 4, "door": 4,
         "notices": 5, "session": 5,
         "handler": 6,
         "reload": 7, "connections": 7, "sse": 7, "stdio": 7,

@@ -18,6 +18,10 @@ echo "== the symbol order of scripts/build-ordered.sh (callgrind's list, lld's l
 python3 -B scripts/test_callgrind_order.py
 echo "== cargo doc (the library's public face: every item documented, every link resolves)"
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p mcpmux
+echo "== the public API of mcpmux and mcpmux-gateway against crates/*/public-api.txt"
+# A change to what others embed shows in review: it fails here, with a diff, until
+# `scripts/public-api.py --bless` writes the snapshot anew.
+python3 scripts/public-api.py
 echo "== cargo package (every crate meant for others: metadata, versions, nothing test-only)"
 # The publishable crates, from cargo itself (`publish = false` ones are listed with publish []).
 # No verify build: it compiles the whole dependency tree again outside the workspace's profiles

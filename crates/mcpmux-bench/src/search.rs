@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use mcpmux::schema::{Provider, export};
+use mcpmux::schema::{ExportFormat, export};
 use mcpmux::{Hub, HubOptions, ServerSpec, Tool};
 use mcpmux_agent::search::estimate_tokens;
 use mcpmux_agent::{DeferralOptions, Discovered, ToolIndex, plan};
@@ -171,7 +171,7 @@ fn recall<'a>(index: &ToolIndex, queries: impl IntoIterator<Item = &'a Labelled>
 
 /// Tool-definition tokens of one request to `provider`: every definition, the deferred plan's
 /// first request, and the request after one search found its tools.
-fn tokens(tools: &[Tool], provider: Provider) -> anyhow::Result<(usize, usize, usize)> {
+fn tokens(tools: &[Tool], provider: ExportFormat) -> anyhow::Result<(usize, usize, usize)> {
     let plan = plan(tools, &DeferralOptions::default(), provider);
     if !plan.is_deferred() {
         bail!(
@@ -228,8 +228,8 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     let (real, big) = catalogs?;
 
-    let anthropic = tokens(&real, Provider::Anthropic)?;
-    let openai = tokens(&real, Provider::OpenAi)?;
+    let anthropic = tokens(&real, ExportFormat::Anthropic)?;
+    let openai = tokens(&real, ExportFormat::OpenAi)?;
     let index = ToolIndex::new(&real);
     let recall_tuned = recall(&index, &set.queries);
     let recall_held = recall(&index, &set.held_out);

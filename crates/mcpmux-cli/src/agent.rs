@@ -116,7 +116,7 @@ pub async fn run(
         spinner.abort();
         output::eprint_control("\r\x1b[2K");
     }
-    end_text_line(&mut mcpmux::sync::lock(&status));
+    end_text_line(&mut mcpmux::cli_support::sync::lock(&status));
     // A request that never reached a model has nothing to count.
     if outcome.iterations > 0 || outcome.tool_calls > 0 {
         output::say!(
@@ -141,7 +141,7 @@ fn plural(n: usize) -> &'static str {
 
 /// Prints one event: text on stdout, the rest on stderr.
 fn show(status: &Mutex<Status>, event: AgentEvent) {
-    let mut status = mcpmux::sync::lock(status);
+    let mut status = mcpmux::cli_support::sync::lock(status);
     let clear = |status: &Status| {
         if status.waiting.is_some() && std::io::stderr().is_terminal() {
             output::eprint_control("\r\x1b[2K");
@@ -219,7 +219,7 @@ async fn spin(status: Arc<Mutex<Status>>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     for frame in 0usize.. {
         tick.tick().await;
-        let line = mcpmux::sync::lock(&status).waiting.clone();
+        let line = mcpmux::cli_support::sync::lock(&status).waiting.clone();
         if let Some(what) = line.filter(|_| !output::prompting()) {
             output::eprint_control("\r\x1b[2K");
             output::eprint_text(&format!("{} {what}…", FRAMES[frame % FRAMES.len()]));

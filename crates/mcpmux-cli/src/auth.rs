@@ -184,7 +184,7 @@ fn status(config: &ConfigSet, store: &TokenStore, json: bool) -> anyhow::Result<
                 Some(LoginStatus {
                     name: spec.name.clone(),
                     // Printed: no query or userinfo (`mcpmux::redact`).
-                    url: Some(mcpmux::redact::redact_url(url)),
+                    url: Some(mcpmux::cli_support::redact::redact_url(url)),
                     logged_in: received.is_some(),
                     received_at: received.and_then(|(_, at)| *at),
                     static_authorization: headers

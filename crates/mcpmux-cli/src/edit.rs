@@ -1,10 +1,13 @@
-//! `mcpmux add` and `mcpmux remove`: parse the arguments, call `mcpmux::config::{add, remove}`
-//! and say which file changed. The checks and the file editing are the library's.
+//! `mcpmux add` and `mcpmux remove`: parse the arguments, call
+//! `mcpmux::cli_support::edit::{add, remove}` and say which file changed. The checks and the
+//! file editing are the library's.
 
 use anyhow::Context;
 use clap::Args;
 use mcpmux::LoadOptions;
-use mcpmux::config::{self, Added, EditScope, NewServer};
+use mcpmux::cli_support::edit::{self, Added, EditScope, NewServer};
+use mcpmux::cli_support::trust;
+use mcpmux::config;
 
 /// `mcpmux add NAME [options] -- COMMAND ARGS…` or `mcpmux add NAME --url URL`.
 #[derive(Args)]
@@ -64,8 +67,8 @@ pub fn add(args: &AddArgs, options: &LoadOptions) -> anyhow::Result<()> {
         )?,
         None => NewServer::stdio(&args.name, &args.command, &args.env, &args.headers)?,
     };
-    let file = config::scope_file(args.scope, options)?;
-    let added = config::add(&file, &server, args.force)?;
+    let file = edit::scope_file(args.scope, options)?;
+    let added = edit::add(&file, &server, args.force)?;
     let verb = match added {
         Added::Replaced => "replaced",
         _ => "added",
@@ -118,7 +121,7 @@ fn approve_own_entry(name: &str, options: &LoadOptions) -> anyhow::Result<()> {
         .rev()
         .find(|entry| entry.name == name && entry.file == file)
     {
-        config::approve_one(store, &options.project_dir, entry).context(
+        trust::approve_one(store, &options.project_dir, entry).context(
             "the server was written but its approval was not stored: run `mcpmux trust`",
         )?;
         crate::output::out!("approved it for this project (others who clone it are asked)")?;
@@ -128,9 +131,9 @@ fn approve_own_entry(name: &str, options: &LoadOptions) -> anyhow::Result<()> {
 
 /// Removes the server and says from where.
 pub fn remove(args: &RemoveArgs, options: &LoadOptions) -> anyhow::Result<()> {
-    let file = match config::remove_in_scope(options, args.scope, &args.name) {
+    let file = match edit::remove_in_scope(options, args.scope, &args.name) {
         Ok(file) => file,
-        Err(error @ config::EditError::NotFound { .. }) => {
+        Err(error @ edit::EditError::NotFound { .. }) => {
             // Say where it does come from: another tool's file is edited with that tool.
             return Err(match defined_in(&args.name, options) {
                 Some(other) => anyhow::anyhow!(

@@ -91,7 +91,7 @@ impl<W: std::io::Write> std::io::Write for Redacted<W> {
         match std::str::from_utf8(buf) {
             Ok(text) => {
                 self.0
-                    .write_all(mcpmux::redact::redact_text(text).as_bytes())?;
+                    .write_all(mcpmux::cli_support::redact::redact_text(text).as_bytes())?;
                 Ok(buf.len())
             }
             Err(_) => self.0.write(buf),

@@ -366,7 +366,8 @@ async fn run(cli: Cli) -> ExitCode {
     }
     if let Some(path) = &cli.wire_log {
         let env = |name: &str| std::env::var(name).ok();
-        let secrets_file = mcpmux::config::secrets_file(load_options.home.as_deref(), &env);
+        let secrets_file =
+            mcpmux::cli_support::secrets::secrets_file(load_options.home.as_deref(), &env);
         match mcpmux::telemetry::wire::WireLog::open(
             path,
             mcpmux::telemetry::wire::DEFAULT_MAX_BYTES,
@@ -549,7 +550,7 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
         } => {
             let provider = format
                 .as_deref()
-                .map(str::parse::<mcpmux::schema::Provider>)
+                .map(str::parse::<mcpmux::schema::ExportFormat>)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             startup(hub).await?;

@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 
-use mcpmux::terminal::{escape_controls, escape_json_controls};
+use mcpmux::cli_support::terminal::{escape_controls, escape_json_controls};
 use mcpmux::{ServerState, ServerStatus, Tool};
 
 /// Whether stdout and stderr escape control characters; set once by [`init`].
@@ -332,7 +332,7 @@ pub fn note_cached(tools: &[Tool], servers: &[ServerStatus]) {
     let names: Vec<&str> = from_cache.iter().map(|(name, _)| *name).collect();
     say!(
         "mcpmux: the tools of {} are from the tool cache (listed up to {} ago; those servers start on first use); --no-cache asks them now",
-        mcpmux::terminal::escape_controls(&names.join(", ")),
+        mcpmux::cli_support::terminal::escape_controls(&names.join(", ")),
         age(oldest)
     );
 }

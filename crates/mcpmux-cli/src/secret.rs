@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Read};
 use anyhow::Context;
 use clap::Subcommand;
 use mcpmux::LoadOptions;
-use mcpmux::config;
+use mcpmux::cli_support::secrets;
 
 /// What `mcpmux secret` does.
 #[derive(Subcommand)]
@@ -33,23 +33,23 @@ const MAX_VALUE: u64 = 64 * 1024;
 
 /// Runs one `secret` command.
 pub fn run(command: &SecretCommand, options: &LoadOptions) -> anyhow::Result<()> {
-    let file = config::secrets_file(options.home.as_deref(), &|name| std::env::var(name).ok())
-        .ok_or(config::SecretsError::NoHome)?;
+    let file = secrets::secrets_file(options.home.as_deref(), &|name| std::env::var(name).ok())
+        .ok_or(secrets::SecretsError::NoHome)?;
     match command {
         SecretCommand::Set { name } => {
-            if !config::valid_secret_name(name) {
+            if !secrets::valid_secret_name(name) {
                 // Checked before asking for the value, so nothing typed is wasted.
-                config::set_secret(&file, name, "")?;
+                secrets::set_secret(&file, name, "")?;
             }
             let value = read_value(name)?;
-            config::set_secret(&file, name, &value)?;
+            secrets::set_secret(&file, name, &value)?;
             crate::output::out!(
                 "stored secret `{name}` in {}; use it as ${{secret:{name}}} in env or headers values or an oauth clientSecret",
                 file.display()
             )?;
         }
         SecretCommand::List => {
-            let names = config::secret_names(&file)?;
+            let names = secrets::secret_names(&file)?;
             if names.is_empty() {
                 crate::output::out!(
                     "no secrets in {}; `mcpmux secret set NAME` stores one",
@@ -61,7 +61,7 @@ pub fn run(command: &SecretCommand, options: &LoadOptions) -> anyhow::Result<()>
             }
         }
         SecretCommand::Rm { name } => {
-            config::remove_secret(&file, name)?;
+            secrets::remove_secret(&file, name)?;
             crate::output::out!("removed secret `{name}` from {}", file.display())?;
         }
     }

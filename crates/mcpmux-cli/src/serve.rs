@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use mcpmux_gateway::{
     Baseline, ConnectionLimits, Gateway, GatewayOptions, HttpOptions, HttpServer, Loaded,
-    OAuthOptions, Rate, RateLimit, ReloadOptions, Reloader, Token,
+    OAuthOptions, Rate, RateLimit, ReloadOptions, Reloader, SessionLimits, Token,
 };
 
 /// The variable a bearer token may come from instead of `--token-file`.
@@ -72,18 +72,18 @@ pub struct ServeArgs {
     /// HTTP: `/mcp` sessions open at once, at most; past it a new session gets 503 with
     /// `Retry-After`.
     #[arg(long, value_name = "N", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_MAX_SESSIONS as u32,
+          default_value_t = SessionLimits::default().max_sessions as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
     /// HTTP: sessions one client (a token's subject, a named token, an address) may hold at
     /// once, on `/mcp` and on `/sse` each; past it: 503 (with `Retry-After` on `/mcp`).
     #[arg(long, value_name = "N", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_MAX_SESSIONS_PER_CLIENT as u32,
+          default_value_t = SessionLimits::default().max_per_client as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions_per_client: u32,
     /// HTTP: seconds a `/mcp` session may sit without a request before it is closed.
     #[arg(long, value_name = "SECS", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_IDLE.as_secs())]
+          default_value_t = SessionLimits::default().idle.as_secs())]
     session_idle: u64,
     /// HTTP: log one line per request on stderr (`text` or `json`), whatever --verbose says.
     #[arg(
@@ -97,31 +97,31 @@ pub struct ServeArgs {
     /// HTTP: seconds a request's head may take to arrive (from the accept, or from its first
     /// byte on a kept-alive connection); then the connection is closed.
     #[arg(long, value_name = "SECS", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_HEADER_TIMEOUT.as_secs_f64())]
+          default_value_t = ConnectionLimits::default().header_timeout.as_secs_f64())]
     header_timeout: f64,
     /// HTTP: seconds a request's body may take to arrive once its head has; then 408.
     #[arg(long, value_name = "SECS", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_BODY_TIMEOUT.as_secs_f64())]
+          default_value_t = ConnectionLimits::default().body_timeout.as_secs_f64())]
     body_timeout: f64,
     /// HTTP: seconds a kept-alive connection may wait for its next request, and an answer
     /// for a client that reads none of it.
     #[arg(long, value_name = "SECS", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+          default_value_t = ConnectionLimits::default().idle_timeout.as_secs_f64())]
     idle_timeout: f64,
     /// HTTP: connections open at once, at most (kept below the open-file limit); past it a
     /// connection is closed at once. Each SSE stream holds one.
     #[arg(long, value_name = "N", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_MAX_CONNECTIONS as u32,
+          default_value_t = ConnectionLimits::default().max_connections as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// HTTP: connections one peer address (IPv6: its /64) may hold at once; 0: no such cap.
     /// Behind a proxy every connection comes from the proxy: raise it, or 0.
     #[arg(long, value_name = "N", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_MAX_CONNECTIONS_PER_PEER as u32)]
+          default_value_t = ConnectionLimits::default().max_connections_per_peer as u32)]
     max_connections_per_peer: u32,
     /// HTTP: the largest request head (request line and headers) in bytes; past it: 431.
     #[arg(long, value_name = "BYTES", requires = "http",
-          default_value_t = mcpmux_gateway::DEFAULT_MAX_HEADER_BYTES as u32,
+          default_value_t = ConnectionLimits::default().max_header_bytes as u32,
           value_parser = clap::value_parser!(u32).range(1024..))]
     max_header_bytes: u32,
     /// Seconds calls in flight may take to finish on Ctrl-C or SIGTERM before they are
@@ -141,7 +141,7 @@ pub struct ServeArgs {
     no_watch: bool,
     /// Items per page of tools/list, resources/list, resources/templates/list and
     /// prompts/list (clients follow `nextCursor` for the rest).
-    #[arg(long, value_name = "N", default_value_t = mcpmux_gateway::DEFAULT_PAGE_SIZE as u32,
+    #[arg(long, value_name = "N", default_value_t = GatewayOptions::default().page_size as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     page_size: u32,
     /// Threads serving requests: 1 runs everything on one thread, the least latency per

@@ -41,7 +41,7 @@ pub async fn wait_with_spinner(hub: &Hub) -> Result<(), mcpmux::Error> {
                     FRAMES[frame % FRAMES.len()],
                     servers.len(),
                     // Names from a project's config are someone else's words.
-                    mcpmux::terminal::escape_controls(&waiting.join(", "))
+                    mcpmux::cli_support::terminal::escape_controls(&waiting.join(", "))
                 );
                 let _ = err.flush();
                 frame += 1;

@@ -19,7 +19,7 @@ pub fn run(config: &ConfigSet, project: &Path, revoke: bool) -> anyhow::Result<(
         "the home directory is unknown, so there is no place to keep approvals: set HOME",
     )?;
     if revoke {
-        if mcpmux::config::revoke(store, project)? {
+        if mcpmux::cli_support::trust::revoke(store, project)? {
             crate::output::out!(
                 "withdrew the approval of the servers of {}; they will not be started until approved again",
                 project.display()
@@ -36,7 +36,7 @@ pub fn run(config: &ConfigSet, project: &Path, revoke: bool) -> anyhow::Result<(
         )?;
         return Ok(());
     }
-    mcpmux::config::approve(store, project, &config.project)?;
+    mcpmux::cli_support::trust::approve(store, project, &config.project)?;
     crate::output::out!("approved the servers of {}:", project.display())?;
     for entry in &config.project {
         crate::output::out!("  {entry}\n    defined in: {}", entry.file.display())?;
@@ -82,7 +82,7 @@ pub fn remember(config: &ConfigSet, project: &Path, answers: &Answers) {
         return;
     };
     for entry in answers.iter() {
-        if let Err(e) = mcpmux::config::approve_one(store, project, entry) {
+        if let Err(e) = mcpmux::cli_support::trust::approve_one(store, project, entry) {
             eprintln!(
                 "mcpmux: the approval of `{}` is not remembered: {e}",
                 entry.name
@@ -108,7 +108,9 @@ pub fn input_prompt()
             request.variable
         );
         let answer = if request.password {
-            rpassword::prompt_password(mcpmux::terminal::escape_controls(&question).as_ref())
+            rpassword::prompt_password(
+                mcpmux::cli_support::terminal::escape_controls(&question).as_ref(),
+            )
         } else {
             crate::output::eprint_text(&question);
             let mut line = String::new();

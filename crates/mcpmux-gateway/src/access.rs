@@ -1,7 +1,7 @@
 //! Access rules: what one identity may use of the gateway's upstream authority. The tokens
 //! file (TOML, mode 600) names static tokens and the rules of identities: each rule allows
 //! and denies servers and tools with the globs of `tools.allow` / `tools.deny` (the library's
-//! [`mcpmux::NameFilter`]), may narrow the stage/agent scope, set a rate limit of its own, and
+//! [`mcpmux::cli_support::naming::NameFilter`]), may narrow the stage/agent scope, set a rate limit of its own, and
 //! route a policy `ask` (to the client, or refused). A static token names its rule; an OAuth
 //! identity gets the rule of the first `[[oauth]]` entry whose claims (`sub`, `client_id`, a
 //! scope, a group) it holds, and none when entries exist but none matches (refused). An
@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use mcpmux::NameFilter;
+use mcpmux::cli_support::naming::NameFilter;
 use sha2::{Digest, Sha256};
 
 use crate::guard::Client;

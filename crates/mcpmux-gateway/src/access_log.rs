@@ -40,7 +40,7 @@ pub(crate) struct Learnt {
 /// `text` fit for a log line: control and bidi characters escaped (newlines and tabs too: a
 /// peer must not start a line of its own), at most 256 characters.
 pub(crate) fn clean(text: &str) -> String {
-    let escaped = mcpmux::terminal::escape_controls(text);
+    let escaped = mcpmux::cli_support::terminal::escape_controls(text);
     let escaped = if escaped.contains(['\n', '\t']) {
         Cow::Owned(escaped.replace('\n', "\\n").replace('\t', "\\t"))
     } else {

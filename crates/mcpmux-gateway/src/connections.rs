@@ -78,13 +78,13 @@ content-type: text/plain\r\ncontent-length: 21\r\n\r\ntoo many connections\n";
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ConnectionLimits {
-    /// How long a request's head may take to arrive; see [`DEFAULT_HEADER_TIMEOUT`].
+    /// How long a request's head may take to arrive (10 s by default).
     pub header_timeout: Duration,
-    /// How long a request's body may take once its head arrived (then 408); see
-    /// [`DEFAULT_BODY_TIMEOUT`].
+    /// How long a request's body may take once its head arrived (then 408;
+    /// 30 s by default).
     pub body_timeout: Duration,
     /// How long a kept-alive connection may wait for its next request, and an answer for a
-    /// peer that reads none of it; see [`DEFAULT_IDLE_TIMEOUT`].
+    /// peer that reads none of it (60 s by default).
     pub idle_timeout: Duration,
     /// Connections open at once (also kept below the open-file limit).
     pub max_connections: usize,
@@ -239,7 +239,7 @@ impl Admission {
     }
 
     fn open(&self) -> MutexGuard<'_, Open> {
-        mcpmux::sync::lock(&self.open)
+        mcpmux::cli_support::sync::lock(&self.open)
     }
 
     /// Counts a connection from `ip`, unless a cap is reached.

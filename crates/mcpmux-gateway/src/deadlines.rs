@@ -92,7 +92,7 @@ impl Clock {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        mcpmux::sync::lock(&self.state)
+        mcpmux::cli_support::sync::lock(&self.state)
     }
 
     /// When the connection is to be closed unless something happens first; none while a

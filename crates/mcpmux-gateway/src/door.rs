@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 use crate::access::{Access, Claims, Rule};
 use crate::access_log::{self, Learnt};
 use crate::guard::{self, Client, Token};
-use crate::identity::{Caller, Identity, Refused};
+use crate::identity::{Identity, Refused, ServedRequest};
 use crate::oauth::{Rejection, ResourceServer};
 use crate::rate_limit::Limiter;
 
@@ -361,7 +361,7 @@ pub(crate) async fn check_door(
     // What rmcp does for the request without it in hand (making its session, its handler)
     // knows whose it is.
     let serve = |request| async move {
-        let (response, refused) = Caller::scope(identity, next.run(request)).await;
+        let (response, refused) = ServedRequest::scope(identity, next.run(request)).await;
         match refused {
             Some(refused) => refusal(refused),
             None => response,

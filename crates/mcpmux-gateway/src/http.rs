@@ -32,7 +32,7 @@ use crate::{
     door::{self, Door, Requests},
     guard::{self, GuardError, Token},
     handler::Gateway,
-    identity::{Caller, Identity},
+    identity::{Identity, ServedRequest},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
     rate_limit::{Limiter, RateLimit},
     sessions::{SessionLimits, Sessions},
@@ -205,7 +205,9 @@ impl HttpServer {
         let service = StreamableHttpService::new(
             // One handler per session: what a session asks and holds is its own, and it is
             // the identity's that made it (the door's, as rmcp makes it inside the request).
-            move || Ok(factory.session_for(Caller::current().unwrap_or_else(Identity::local))),
+            move || {
+                Ok(factory.session_for(ServedRequest::current().unwrap_or_else(Identity::local)))
+            },
             session_manager.clone(),
             config,
         );

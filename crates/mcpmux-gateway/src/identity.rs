@@ -1,9 +1,9 @@
 //! Who a request is, as the door decided it: the client the door admitted (a token's subject,
 //! a static token's name, or the peer's address), the access rule it holds, and whether it
 //! showed credentials. The door puts it in the request's extensions and runs the rest of the
-//! request inside [`Caller::scope`], so what rmcp calls on the request's behalf without the
+//! request inside [`ServedRequest::scope`], so what rmcp calls on the request's behalf without the
 //! request in hand (the session manager, the handler factory) can read it with
-//! [`Caller::current`]; and notes there why a session was refused, for the door to answer
+//! [`ServedRequest::current`]; and notes there why a session was refused, for the door to answer
 //! it. Over stdio there is no door: the one client is [`Identity::local`]. Knows nothing of
 //! HTTP.
 
@@ -66,25 +66,25 @@ pub(crate) enum Refused {
 }
 
 /// The identity of the request being served, and what the session manager decided of it.
-pub(crate) struct Caller {
+pub(crate) struct ServedRequest {
     /// Who.
     pub identity: Identity,
     refused: Mutex<Option<Refused>>,
 }
 
 tokio::task_local! {
-    static CALLER: Arc<Caller>;
+    static CALLER: Arc<ServedRequest>;
 }
 
-impl Caller {
+impl ServedRequest {
     /// Runs `serve` (the rest of a request) as `identity`'s.
     pub async fn scope<F: Future>(identity: Identity, serve: F) -> (F::Output, Option<Refused>) {
-        let caller = Arc::new(Caller {
+        let caller = Arc::new(ServedRequest {
             identity,
             refused: Mutex::new(None),
         });
         let output = CALLER.scope(caller.clone(), serve).await;
-        let refused = *mcpmux::sync::lock(&caller.refused);
+        let refused = *mcpmux::cli_support::sync::lock(&caller.refused);
         (output, refused)
     }
 
@@ -97,7 +97,7 @@ impl Caller {
     /// Notes why the request being served was refused (nothing outside a request).
     pub fn refuse(refused: Refused) {
         let _ = CALLER.try_with(|caller| {
-            *mcpmux::sync::lock(&caller.refused) = Some(refused);
+            *mcpmux::cli_support::sync::lock(&caller.refused) = Some(refused);
         });
     }
 }
@@ -110,21 +110,21 @@ mod tests {
 
     #[tokio::test]
     async fn the_identity_is_known_inside_its_request_only() {
-        assert!(Caller::current().is_none());
+        assert!(ServedRequest::current().is_none());
         let identity = Identity {
             client: Client::Subject("alice".into()),
             rule: Arc::default(),
             authenticated: true,
         };
-        let (seen, refused) = Caller::scope(identity, async {
-            Caller::refuse(Refused::NotFound);
-            Caller::current().map(|i| i.client)
+        let (seen, refused) = ServedRequest::scope(identity, async {
+            ServedRequest::refuse(Refused::NotFound);
+            ServedRequest::current().map(|i| i.client)
         })
         .await;
         assert_eq!(seen, Some(Client::Subject("alice".into())));
         assert_eq!(refused, Some(Refused::NotFound));
         // Outside a request a refusal goes nowhere, and nothing panics.
-        Caller::refuse(Refused::NotFound);
+        ServedRequest::refuse(Refused::NotFound);
     }
 
     #[test]

@@ -32,7 +32,7 @@ impl Levels {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<u64, Option<LogLevel>>> {
-        mcpmux::sync::lock(&self.wanted)
+        mcpmux::cli_support::sync::lock(&self.wanted)
     }
 
     /// `session` began (it sent `notifications/initialized`), with no level set.

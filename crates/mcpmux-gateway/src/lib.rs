@@ -9,8 +9,8 @@
 //! the pages of every list; `passthrough` the names served for a single upstream server
 //! (`--passthrough`); `relay` what an upstream server asks mid-call passed on to the calling
 //! client (and a policy `ask` asked of it), a 2026-07-28 client in `rounds` of
-//! `input_required`; `subscriptions` who holds which resource; `tasks` the tasks upstream
-//! servers run for clients (SEP-2663); `notices` the upstream servers' updates, list changes
+//! `input_required`; `subscriptions` who holds which resource; `upstream_tasks` the tasks
+//! upstream servers run for clients (SEP-2663); `notices` the upstream servers' updates, list changes
 //! and logs passed on; `watchers` who hears of list changes and logs; `levels` each session's
 //! log level and the one asked upstream; `metrics` what `/metrics` shows; `reload` when the
 //! config is read again and applied; `guard` the HTTP door's rules, `oauth` the gateway as an
@@ -49,36 +49,30 @@ mod sessions;
 mod sse;
 mod stdio;
 mod subscriptions;
-mod tasks;
 mod trace;
+mod upstream_tasks;
 mod view;
 mod watchers;
 
+// Serving: the gateway, its options, the two ways in.
+pub use handler::{Gateway, ReconfigureError};
+pub use http::{HttpError, HttpOptions, HttpServer};
+pub use options::GatewayOptions;
+pub use stdio::{StdioError, serve_stdio};
+
+// The limits a served gateway keeps (each `Default` is the documented default).
+pub use connections::{ConnectionLimits, raise_open_file_limit};
+pub use rounds::WaitingLimits;
+pub use sessions::SessionLimits;
+pub use sse::SseOptions;
+
+// Who may come in, and what each may use.
 pub use access::{Access, AccessError, AskRoute};
 pub use access_log::TARGET as ACCESS_LOG_TARGET;
-pub use connections::{
-    ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_HEADER_BYTES,
-    raise_open_file_limit,
-};
-pub use guard::{GuardError, Token, origin_allowed};
-pub use handler::{Gateway, ReconfigureError};
-pub use http::{DEFAULT_GRACE, DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer};
+pub use guard::{GuardError, Token};
 pub use oauth::{OAuthError, OAuthOptions};
-pub use options::{DEFAULT_LIST_WAIT, GatewayOptions};
-pub use paging::DEFAULT_PAGE_SIZE;
-pub use passthrough::{PassthroughError, check_one_server};
 pub use rate_limit::{Rate, RateLimit, RateParseError};
-pub use relay::APPROVAL_WAIT;
-pub use reload::{
-    Baseline, DEFAULT_DEBOUNCE, DEFAULT_POLL, Loaded, Outcome, ReloadOptions, Reloader, Trigger,
-};
-pub use rounds::{DEFAULT_MAX_WAITING, DEFAULT_MAX_WAITING_PER_CLIENT, WaitingLimits};
-pub use sessions::{
-    DEFAULT_HANDSHAKE, DEFAULT_IDLE, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,
-    SessionLimits,
-};
-pub use sse::{
-    DEFAULT_MAX_SSE_SESSIONS, DEFAULT_SSE_QUEUE_BYTES, DEFAULT_SSE_QUEUE_MESSAGES, SseOptions,
-};
-pub use stdio::{StdioError, serve_stdio};
+
+// `--passthrough` and hot reload.
+pub use passthrough::{PassthroughError, check_one_server};
+pub use reload::{Baseline, Loaded, Outcome, ReloadOptions, Reloader, Trigger};

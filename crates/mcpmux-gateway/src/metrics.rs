@@ -207,7 +207,7 @@ impl Metrics {
     pub fn render(&self, hub: &mcpmux::Hub, sessions: usize) -> Result<String, std::fmt::Error> {
         let servers = hub.servers();
         let names: BTreeSet<String> = servers.iter().map(|s| s.name.clone()).collect();
-        let mut stated = mcpmux::sync::lock(&self.stated);
+        let mut stated = mcpmux::cli_support::sync::lock(&self.stated);
         for gone in stated.difference(&names) {
             for state in STATES {
                 self.states.remove(&StateLabels {

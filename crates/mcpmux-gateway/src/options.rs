@@ -23,7 +23,7 @@ pub struct GatewayOptions {
     pub scope: Option<mcpmux::Scope>,
     /// Servers `/readyz` waits for (the config's `required` servers).
     pub required: Vec<String>,
-    /// How long a `tools/list` waits for startup to settle; see [`DEFAULT_LIST_WAIT`].
+    /// How long a `tools/list` waits for startup to settle (10 s by default).
     pub list_wait: Duration,
     /// The host the hub was started with ([`mcpmux::Host::relaying`], so the servers may ask
     /// the calling clients for roots, sampling and elicitation): its resource updates, list

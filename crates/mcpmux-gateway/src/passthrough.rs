@@ -73,7 +73,7 @@ impl Naming {
             return tool.name.clone();
         }
         // A name never served stays unknown: an invalid one (a refused tool's own name).
-        if !mcpmux::is_mcp_tool_name(served) {
+        if !mcpmux::cli_support::naming::is_mcp_tool_name(served) {
             return served.to_owned();
         }
         let servers = hub.servers();
@@ -139,7 +139,7 @@ impl Naming {
 }
 
 /// The tools whose own names pass-through mode refuses to serve: names that are not valid MCP
-/// tool names ([`mcpmux::is_mcp_tool_name`]: NUL, newlines, bidi overrides, emoji, `/`, over 64
+/// tool names ([`mcpmux::cli_support::naming::is_mcp_tool_name`]: NUL, newlines, bidi overrides, emoji, `/`, over 64
 /// characters), which a client would be handed as they are. Refused rather than escaped: an
 /// escaped name is not the server's, which pass-through promises, and could equal another
 /// tool's. Each refused name is warned about once while its server keeps listing it.
@@ -155,12 +155,12 @@ impl Refusals {
     pub fn servable(&self, tools: Vec<mcpmux::Tool>) -> Vec<mcpmux::Tool> {
         let (servable, refused): (Vec<_>, Vec<_>) = tools
             .into_iter()
-            .partition(|tool| mcpmux::is_mcp_tool_name(&tool.raw_name));
+            .partition(|tool| mcpmux::cli_support::naming::is_mcp_tool_name(&tool.raw_name));
         let refused: HashSet<(String, String)> = refused
             .into_iter()
             .map(|tool| (tool.server, tool.raw_name))
             .collect();
-        let mut last = mcpmux::sync::lock(&self.last);
+        let mut last = mcpmux::cli_support::sync::lock(&self.last);
         for (server, name) in refused.difference(&last) {
             tracing::warn!(
                 server = ?server,

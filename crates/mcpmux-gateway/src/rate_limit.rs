@@ -119,7 +119,7 @@ impl<K: Hash + Eq + Clone> StateStore for Buckets<K> {
     where
         F: Fn(Option<Nanos>) -> Result<(T, Nanos), E>,
     {
-        let mut table = mcpmux::sync::lock(&self.table);
+        let mut table = mcpmux::cli_support::sync::lock(&self.table);
         let known = table.known.get(key).copied();
         if known.is_some() || table.known.len() < self.max {
             let (outcome, next) = f(known)?;
@@ -135,7 +135,7 @@ impl<K: Hash + Eq + Clone> StateStore for Buckets<K> {
 
 impl<K: Hash + Eq + Clone> ShrinkableKeyedStateStore<K> for Buckets<K> {
     fn retain_recent(&self, drop_below: Nanos) {
-        let mut table = mcpmux::sync::lock(&self.table);
+        let mut table = mcpmux::cli_support::sync::lock(&self.table);
         table.known.retain(|_, at| *at >= drop_below);
         if table.overflow.is_some_and(|at| at < drop_below) {
             table.overflow = None;
@@ -143,12 +143,12 @@ impl<K: Hash + Eq + Clone> ShrinkableKeyedStateStore<K> for Buckets<K> {
     }
 
     fn shrink_to_fit(&self) {
-        let mut table = mcpmux::sync::lock(&self.table);
+        let mut table = mcpmux::cli_support::sync::lock(&self.table);
         table.known.shrink_to_fit();
     }
 
     fn len(&self) -> usize {
-        let table = mcpmux::sync::lock(&self.table);
+        let table = mcpmux::cli_support::sync::lock(&self.table);
         table.known.len()
     }
 

@@ -40,7 +40,7 @@ const RELAYED_CAPABILITIES: [&str; 3] = ["roots", "sampling", "elicitation"];
 /// The downstream client a call is made for: its session, how it is asked, and what it
 /// declared it can answer.
 #[derive(Clone)]
-pub struct Caller {
+pub struct DownstreamClient {
     /// The gateway's number for the session.
     pub session: u64,
     way: Way,
@@ -56,13 +56,13 @@ enum Way {
         peer: Peer<RoleServer>,
         call: RequestId,
     },
-    /// A 2026-07-28 client, which cannot be sent requests ([`Caller::in_rounds`] asks it).
+    /// A 2026-07-28 client, which cannot be sent requests ([`DownstreamClient::in_rounds`] asks it).
     Stateless,
     /// Rounds of `input_required` answers to its call.
     Rounds(Asks),
 }
 
-impl Caller {
+impl DownstreamClient {
     /// The client of `context`'s `tools/call`, in session `session`.
     pub fn of(session: u64, context: &RequestContext<RoleServer>) -> Self {
         let capabilities = context
@@ -80,7 +80,7 @@ impl Caller {
                 call: context.id.clone(),
             }
         };
-        Caller {
+        DownstreamClient {
             session,
             way,
             capabilities,
@@ -94,7 +94,7 @@ impl Caller {
 
     /// This caller, asked through `asks` in rounds of `input_required`.
     pub fn in_rounds(self, asks: Asks) -> Self {
-        Caller {
+        DownstreamClient {
             way: Way::Rounds(asks),
             ..self
         }
@@ -305,12 +305,12 @@ impl Relay for ClientRelay {
 }
 
 /// The library's relay for one call: its caller's client answers.
-pub struct ClientRelay(pub Caller);
+pub struct ClientRelay(pub DownstreamClient);
 
 /// Approves a call a policy `ask` rule matches by asking the user of the client that made it
 /// (`elicitation/create`: a yes/no form naming the tool and its arguments). Declined,
 /// dismissed, unanswered within [`APPROVAL_WAIT`], or failed: refused.
-pub struct ClientApproval(pub Caller);
+pub struct ClientApproval(pub DownstreamClient);
 
 impl mcpmux::Approver for ClientApproval {
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'_, Approval> {
@@ -349,7 +349,7 @@ impl mcpmux::Approver for ClientApproval {
 /// [`MAX_SHOWN_ARGUMENTS`].
 fn approval_form(tool: &str, rule: &str, arguments: &Value) -> Value {
     let arguments = serde_json::to_string(arguments).unwrap_or_default();
-    let mut shown = mcpmux::terminal::escape_json_controls(&arguments).into_owned();
+    let mut shown = mcpmux::cli_support::terminal::escape_json_controls(&arguments).into_owned();
     if shown.len() > MAX_SHOWN_ARGUMENTS {
         let mut cut = MAX_SHOWN_ARGUMENTS;
         while !shown.is_char_boundary(cut) {
@@ -358,8 +358,8 @@ fn approval_form(tool: &str, rule: &str, arguments: &Value) -> Value {
         shown.truncate(cut);
         shown.push_str(" … (cut)");
     }
-    let tool = mcpmux::terminal::escape_controls(tool);
-    let rule = mcpmux::terminal::escape_controls(rule);
+    let tool = mcpmux::cli_support::terminal::escape_controls(tool);
+    let rule = mcpmux::cli_support::terminal::escape_controls(rule);
     json!({
         "message": format!(
             "mcpmux: allow the call to `{tool}` (policy rule `{rule}` asks)?\nArguments: {shown}"

@@ -151,7 +151,7 @@ pub struct ReloadOptions {
     /// How long writes must have stopped before a reload.
     pub debounce: Duration,
     /// Look at the files this often instead of watching them (`None`: watch, and poll only
-    /// where watching is not possible, every [`DEFAULT_POLL`]).
+    /// where watching is not possible, every 2 s).
     pub poll: Option<Duration>,
 }
 
@@ -190,7 +190,7 @@ impl ReloadOptions {
 type Load = Arc<dyn Fn() -> Loaded + Send + Sync>;
 
 /// Reloads a gateway's config: on demand ([`Reloader::reload`]) or on its triggers
-/// ([`Reloader::run`]).
+/// (SIGHUP, a watched file's change).
 pub struct Reloader {
     gateway: Gateway,
     load: Load,

@@ -244,7 +244,7 @@ impl<R> Rounds<R> {
 
 impl<R: From<InputRequiredResult> + Send + 'static> Rounds<R> {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked<R>>> {
-        mcpmux::sync::lock(&self.waiting)
+        mcpmux::cli_support::sync::lock(&self.waiting)
     }
 
     /// The call named by `state`, given the client's `responses` to its last round. Only the

@@ -62,7 +62,7 @@ impl Session {
             (rule.clone(), seen)
         });
         let id = self.watchers.add_session(peer, self.id, view);
-        let mut watching = mcpmux::sync::lock(&self.watching);
+        let mut watching = mcpmux::cli_support::sync::lock(&self.watching);
         if let Some(before) = watching.replace(id) {
             self.watchers.remove(before);
         }

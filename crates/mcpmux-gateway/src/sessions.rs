@@ -1,6 +1,6 @@
 //! The `/mcp` sessions (`Mcp-Session-Id`): rmcp's `LocalSessionManager` wrapped with the
 //! bounds a hostile client cannot break. A session is bound to the identity that created it
-//! (the door's, read with [`Caller::current`]): the same id presented by another identity is
+//! (the door's, read with [`ServedRequest::current`]): the same id presented by another identity is
 //! unknown to it (404), and cannot be closed by it. Sessions are capped overall and per
 //! identity (past either the door answers 503 with `Retry-After`); a session that has not sent
 //! `notifications/initialized` within [`SessionLimits::handshake`] is closed, and one idle for
@@ -25,7 +25,7 @@ use rmcp::{
 };
 
 use crate::guard::Client;
-use crate::identity::{Caller, Refused};
+use crate::identity::{Refused, ServedRequest};
 
 /// Sessions open at once, at most: at about 63 kB an idle session (measured with
 /// `scripts/session-flood.py`, see the README), some 63 MB.
@@ -181,7 +181,7 @@ impl Sessions {
             Whose::Mine => Ok(()),
             Whose::Missing => Err(SessionsError::NotFound),
             Whose::Theirs => {
-                Caller::refuse(Refused::NotFound);
+                ServedRequest::refuse(Refused::NotFound);
                 Err(SessionsError::NotFound)
             }
         }
@@ -192,7 +192,7 @@ impl Sessions {
         let Some(entry) = table.entries.get(id) else {
             return Whose::Missing;
         };
-        let caller = Caller::current().map(|identity| identity.client);
+        let caller = ServedRequest::current().map(|identity| identity.client);
         match (&entry.owner, caller) {
             (Some(owner), Some(caller)) if *owner != caller => {
                 tracing::debug!(%caller, "a session id of another identity was presented");
@@ -231,7 +231,7 @@ impl Sessions {
 }
 
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
-    mcpmux::sync::lock(table)
+    mcpmux::cli_support::sync::lock(table)
 }
 
 /// Forgets session `id` and closes it in rmcp.
@@ -286,7 +286,7 @@ impl SessionManager for Sessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let owner = Caller::current().map(|identity| identity.client);
+        let owner = ServedRequest::current().map(|identity| identity.client);
         {
             let mut table = lock(&self.table);
             let held = owner
@@ -296,7 +296,7 @@ impl SessionManager for Sessions {
             if table.total >= self.limits.max_sessions || held >= self.limits.max_per_client {
                 drop(table);
                 tracing::debug!(client = ?owner.as_ref().map(ToString::to_string), "a session refused: past a cap");
-                Caller::refuse(Refused::Full {
+                ServedRequest::refuse(Refused::Full {
                     retry_after: self.retry_after(),
                 });
                 return Err(SessionsError::Full);
@@ -351,7 +351,7 @@ impl SessionManager for Sessions {
             // Already gone (its worker ended, or a DELETE came first): nothing to do.
             Whose::Missing => return Ok(()),
             Whose::Theirs => {
-                Caller::refuse(Refused::NotFound);
+                ServedRequest::refuse(Refused::NotFound);
                 return Err(SessionsError::NotFound);
             }
         }

@@ -38,7 +38,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::handler::Gateway;
-use crate::identity::{Caller, Identity};
+use crate::identity::{Identity, ServedRequest};
 
 /// Legacy SSE sessions open at once, at most; past it `GET /sse` answers 503.
 pub const DEFAULT_MAX_SSE_SESSIONS: usize = 1024;
@@ -150,7 +150,7 @@ impl Legacy {
     }
 
     fn table(&self) -> MutexGuard<'_, HashMap<String, Session>> {
-        mcpmux::sync::lock(&self.shared.table)
+        mcpmux::cli_support::sync::lock(&self.shared.table)
     }
 
     fn find(&self, id: &str) -> Option<Session> {
@@ -176,7 +176,7 @@ async fn open(State(legacy): State<Legacy>) -> Response {
         );
     }
     let id = session_id();
-    let identity = Caller::current();
+    let identity = ServedRequest::current();
     let (inbound, received) = mpsc::channel(INBOUND_QUEUE);
     let ledger = Arc::new(Ledger::new(shared.awaiting.clone()));
     let queue = Arc::new(Queue::new(&shared.options));
@@ -320,7 +320,7 @@ async fn message(
             );
         }
     };
-    let caller = Caller::current().map(|identity| identity.client);
+    let caller = ServedRequest::current().map(|identity| identity.client);
     let theirs = |session: &Session| matches!((&session.owner, &caller), (Some(owner), Some(caller)) if owner != caller);
     let Some(session) = legacy.find(&id).filter(|session| !theirs(session)) else {
         return plain(
@@ -469,7 +469,7 @@ impl Queue {
     }
 
     fn lock(&self) -> MutexGuard<'_, QueueState> {
-        mcpmux::sync::lock(&self.state)
+        mcpmux::cli_support::sync::lock(&self.state)
     }
 
     /// Queues one message, or cuts the stream off when the reader is too far behind.
@@ -565,7 +565,7 @@ impl Ledger {
     }
 
     fn ids(&self) -> MutexGuard<'_, HashSet<RequestId>> {
-        mcpmux::sync::lock(&self.ids)
+        mcpmux::cli_support::sync::lock(&self.ids)
     }
 
     /// Notes a request; false when one with this id already awaits its answer.

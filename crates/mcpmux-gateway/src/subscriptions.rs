@@ -56,7 +56,7 @@ impl Subscriptions {
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
-        mcpmux::sync::lock(&self.table)
+        mcpmux::cli_support::sync::lock(&self.table)
     }
 
     /// `holder` (whose updates go to `target`) subscribes to `uri`, on the server a read of

@@ -82,7 +82,7 @@ pub fn visible(rule: &Rule, tools: &[mcpmux::Tool]) -> Vec<mcpmux::Tool> {
 
 impl Watchers {
     fn lock(&self) -> MutexGuard<'_, Vec<(u64, Watcher)>> {
-        mcpmux::sync::lock(&self.watchers)
+        mcpmux::cli_support::sync::lock(&self.watchers)
     }
 
     /// Remembers handshake-era session `session`; returns its id for [`Watchers::remove`]
@@ -116,7 +116,7 @@ impl Watchers {
     }
 
     fn views(&self) -> MutexGuard<'_, HashMap<u64, (Arc<Rule>, u64)>> {
-        mcpmux::sync::lock(&self.views)
+        mcpmux::cli_support::sync::lock(&self.views)
     }
 
     /// From now on the gateway serves one client only, for good (stdio).

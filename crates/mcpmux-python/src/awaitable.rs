@@ -17,7 +17,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcpmux::sync::lock;
+use mcpmux::cli_support::sync::lock;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;

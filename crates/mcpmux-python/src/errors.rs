@@ -46,7 +46,7 @@ fn instantiate(
 /// A text field as Python is given it: its URLs without query or userinfo, as the error's
 /// message shows them.
 fn clean(text: &str) -> String {
-    mcpmux::redact::redact_text(text).into_owned()
+    mcpmux::cli_support::redact::redact_text(text).into_owned()
 }
 
 /// A server's stderr lines, each [`clean`]ed.

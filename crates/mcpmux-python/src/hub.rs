@@ -16,8 +16,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use mcpmux::config::{self, ConfigSet, LoadOptions, PolicyRules};
-use mcpmux::schema::Provider;
-use mcpmux::{CallOptions, HandlerRegistry, Hub, HubOptions};
+use mcpmux::schema::ExportFormat;
+use mcpmux::{CallOptions, Hub, HubOptions, LocalTools};
 
 use crate::awaitable::{self, Completer, Outcome};
 use crate::convert;
@@ -115,7 +115,7 @@ impl Plan {
             policy.ask.extend(inline.policy.ask);
             policy.deny.extend(inline.policy.deny);
         }
-        let mut registry = HandlerRegistry::new();
+        let mut registry = LocalTools::new();
         for builtin in self.builtins {
             registry.register(builtin);
         }
@@ -259,7 +259,7 @@ pub(crate) struct NativeHub {
 
 impl NativeHub {
     fn slot(&self) -> MutexGuard<'_, Option<Hub>> {
-        mcpmux::sync::lock(&self.hub)
+        mcpmux::cli_support::sync::lock(&self.hub)
     }
 
     fn hub(&self) -> PyResult<Hub> {
@@ -337,7 +337,7 @@ impl NativeHub {
         provider: &str,
         scope: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let provider: Provider = provider
+        let provider: ExportFormat = provider
             .parse()
             .map_err(|e| PyValueError::new_err(format!("{e}")))?;
         let hub = self.hub()?;

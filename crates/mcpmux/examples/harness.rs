@@ -6,8 +6,8 @@
 //! send `definitions` to its model and loop on the model's tool calls; here a scripted "model"
 //! plays that part so the example runs anywhere.
 
-use mcpmux::schema::{Provider, export};
-use mcpmux::{Builtin, HandlerRegistry, Hub, HubOptions, LoadOptions};
+use mcpmux::schema::{ExportFormat, export};
+use mcpmux::{Builtin, Hub, HubOptions, LoadOptions, LocalTools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -21,7 +21,7 @@ struct Note {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A built-in tool: a plain async function; its JSON schema comes from the type.
-    let mut registry = HandlerRegistry::new();
+    let mut registry = LocalTools::new();
     registry.register(Builtin::new(
         "remember",
         "Stores a note for later in this session.",
@@ -37,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // What the model is told it can call.
     let tools = hub.tools();
-    let definitions = export(&tools, Provider::Anthropic).definitions();
+    let definitions = export(&tools, ExportFormat::Anthropic).definitions();
     println!("{} tools offered to the model:", tools.len());
     for tool in &tools {
         println!("  {}", tool.name);

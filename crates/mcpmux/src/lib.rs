@@ -25,12 +25,13 @@
 pub mod auth;
 pub mod config;
 pub mod host;
-pub mod http_body;
 pub mod policy;
-pub mod redact;
 pub mod schema;
-pub mod sync;
-pub mod terminal;
+pub mod telemetry;
+
+// What the CLI, the gateway, the agent and the Python package share beyond the harness's face:
+// not covered by semver (see the module).
+pub mod cli_support;
 
 // The records in rmcp's model, for a harness that serves the hub over rmcp (the gateway): a
 // face of its own, so that an rmcp upgrade is not a change of the default one.
@@ -48,43 +49,58 @@ mod connection;
 mod content;
 mod defaults;
 mod error;
-mod handler;
+mod http_body;
 mod hub;
+mod local_tools;
 mod platform;
+mod redact;
 mod resources;
 mod result;
 mod spill;
 mod state;
+mod sync;
 mod task;
-pub mod telemetry;
+mod terminal;
 mod transport;
 mod untrusted;
 
+// The hub, its options, and what it tells of its servers.
+pub use hub::{Hub, HubOptions, ServerStatus};
+pub use state::{Era, HubEvent, Reload, ServerState};
+
+// A call and its result.
 pub use call::{CallOptions, Progress, TASKS_EXTENSION};
-pub use catalog::filter::NameFilter;
-pub use catalog::merge::{Dropped, SourceKind, ToolOrigin};
-pub use catalog::naming::{assign as exposed_names, is_mcp_tool_name};
-pub use catalog::scope::{Scope, ScopeParseError};
-pub use catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
-pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};
 pub use content::{Content, EmbeddedResource};
 pub use error::{Error, Result};
-pub use handler::{
-    Builtin, HandlerRegistry, Health, NoArgs, Resolved, ToolSource, input_schema_for,
+pub use result::{IntoToolResult, Json, ToolResult, error_result};
+pub use spill::Spill;
+pub use task::{Task, TaskCall, TaskOutcome, TaskState, TaskStatus};
+
+// What a harness without `tracing` is told of every call (`Hub::observe`).
+pub use telemetry::{CallKind, CallObserver, CallRecord, Outcome};
+
+// Tools: records, where they came from, who may see them.
+pub use catalog::merge::{Dropped, SourceKind, ToolOrigin};
+pub use catalog::scope::{Scope, ScopeParseError};
+pub use catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
+
+// Tools that are not MCP servers.
+pub use local_tools::{
+    Builtin, Health, LocalTools, NoArgs, Resolved, ToolSource, input_schema_for,
 };
-pub use host::Host;
-pub use hub::{Hub, HubOptions, ServerStatus};
-pub use policy::{Approver, Decision, Policy, SideEffect, SideEffects};
+
+// Resources, prompts and completions.
 pub use resources::{
     Completion, CompletionRef, Listing, Page, Prompt, PromptArgument, PromptMessage,
     PromptMessages, Resource, ResourceContents, ResourceTemplate,
 };
-pub use result::{IntoToolResult, Json, ToolResult, error_result};
-pub use spill::Spill;
-pub use state::{Era, HubEvent, Reload, ServerState};
-pub use task::{Task, TaskCall, TaskOutcome, TaskState, TaskStatus};
-pub use telemetry::{CallKind, CallObserver, CallRecord, Outcome};
-pub use transport::sse::{SseItem, SseParser};
+
+// Configuration, the host's answers, policy (each module holds the rest of its subject).
+pub use config::{ConfigSet, LoadOptions, ServerSpec, TransportSpec};
+pub use host::Host;
+pub use policy::{Approver, Decision, Policy, SideEffect, SideEffects};
+
+// Results shown to a model.
 pub use untrusted::{
     UNTRUSTED_TAG, closing_tag, neutralize_delimiters, render_untrusted, render_untrusted_error,
     wrap_untrusted,

@@ -198,7 +198,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// Says the tool does not exist, which names are close, and where to look.
 fn unknown_tool(turn: &Turn<'_>, name: &str) -> String {
-    let shown = mcpmux::terminal::escape_controls(name);
+    let shown = mcpmux::cli_support::terminal::escape_controls(name);
     let shown: String = shown.chars().take(100).collect();
     let close = turn
         .export

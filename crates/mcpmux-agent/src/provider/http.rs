@@ -6,8 +6,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use mcpmux::http_body::{BodyError, read_body, read_prefix};
-use mcpmux::{SseItem, SseParser};
+use mcpmux::cli_support::http_body::{BodyError, read_body, read_prefix};
+use mcpmux::cli_support::sse::{SseItem, SseParser};
 use serde_json::Value;
 
 use super::{EventSink, ProviderError, StreamEvent};
@@ -393,7 +393,7 @@ pub(super) fn short(text: &str) -> String {
     if text.chars().count() > MAX_MESSAGE_CHARS {
         out.push('…');
     }
-    mcpmux::terminal::escape_controls(&out).into_owned()
+    mcpmux::cli_support::terminal::escape_controls(&out).into_owned()
 }
 
 /// The innermost source of `e`: for a refused connection, "Connection refused (os error 111)".

@@ -13,7 +13,7 @@ use std::fmt;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use mcpmux::schema::Provider as ExportFormat;
+use mcpmux::schema::ExportFormat;
 use serde_json::Value;
 
 use crate::transcript::{Block, Message, Usage};

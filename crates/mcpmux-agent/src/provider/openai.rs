@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use futures::future::BoxFuture;
-use mcpmux::schema::Provider as ExportFormat;
+use mcpmux::schema::ExportFormat;
 use serde_json::{Map, Value, json};
 
 use super::http::{self, Endpoint, Failure};

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use mcpmux::Tool;
-use mcpmux::schema::{Provider, export};
+use mcpmux::schema::{ExportFormat, export};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -102,7 +102,7 @@ pub fn estimate_tokens(definition: &Value) -> usize {
 #[derive(Debug, Clone)]
 pub struct ToolPlan {
     /// The provider whose definitions were measured.
-    pub provider: Provider,
+    pub provider: ExportFormat,
     /// Sent every turn: everything when not deferring; else the pinned tools and the
     /// meta-tool (last).
     pub sent: Vec<Tool>,
@@ -120,7 +120,7 @@ pub struct ToolPlan {
 }
 
 /// Decides what `tools` a request to `provider` carries under `options`.
-pub fn plan(tools: &[Tool], options: &DeferralOptions, provider: Provider) -> ToolPlan {
+pub fn plan(tools: &[Tool], options: &DeferralOptions, provider: ExportFormat) -> ToolPlan {
     let exported = export(tools, provider);
     let tokens: HashMap<&str, usize> = exported
         .tools

@@ -47,7 +47,7 @@ fn names(tools: &[Tool]) -> Vec<&str> {
 fn under_the_thresholds_every_tool_is_sent_and_nothing_deferred() {
     let tools = catalog();
     let options = DeferralOptions::default().with_max_tools(100);
-    let plan = plan(&tools, &options, Provider::Anthropic);
+    let plan = plan(&tools, &options, ExportFormat::Anthropic);
     assert!(!plan.is_deferred());
     assert_eq!(names(&plan.sent), names(&tools));
     assert!(plan.deferred.is_empty());
@@ -57,8 +57,8 @@ fn under_the_thresholds_every_tool_is_sent_and_nothing_deferred() {
 #[test]
 fn over_the_token_share_only_pinned_tools_and_search_tools_are_sent() {
     let tools = catalog();
-    let all = plan(&tools, &DeferralOptions::default(), Provider::OpenAi).tokens_all;
-    let exported = export(&tools, Provider::OpenAi);
+    let all = plan(&tools, &DeferralOptions::default(), ExportFormat::OpenAi).tokens_all;
+    let exported = export(&tools, ExportFormat::OpenAi);
     assert_eq!(
         all,
         exported
@@ -72,7 +72,7 @@ fn over_the_token_share_only_pinned_tools_and_search_tools_are_sent() {
     let options = DeferralOptions::share_of_context(all * 10 - 100, 10)
         .with_pinned("mcp__fs__file_op_1?")
         .with_always_load("gh");
-    let plan = plan(&tools, &options, Provider::OpenAi);
+    let plan = plan(&tools, &options, ExportFormat::OpenAi);
     assert!(plan.is_deferred());
     let sent = names(&plan.sent);
     assert_eq!(sent.len(), 10 + 20 + 1, "{sent:?}");
@@ -96,12 +96,12 @@ fn more_tools_than_max_tools_defers_whatever_their_size() {
     let options = DeferralOptions::default()
         .without_token_limit()
         .with_max_tools(60);
-    let plan = plan(&tools, &options, Provider::Anthropic);
+    let plan = plan(&tools, &options, ExportFormat::Anthropic);
     assert!(plan.is_deferred());
     assert_eq!(names(&plan.sent), [SEARCH_TOOL]);
     assert_eq!(plan.deferred.len(), 61);
     let unlimited = DeferralOptions::default().without_token_limit();
-    assert!(!super::plan(&tools, &unlimited, Provider::Anthropic).is_deferred());
+    assert!(!super::plan(&tools, &unlimited, ExportFormat::Anthropic).is_deferred());
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn when_every_tool_is_pinned_nothing_is_deferred() {
     let options = DeferralOptions::default()
         .with_max_tools(1)
         .with_pinned("*");
-    let plan = plan(&tools, &options, Provider::Gemini);
+    let plan = plan(&tools, &options, ExportFormat::Gemini);
     assert!(!plan.is_deferred());
     assert_eq!(plan.sent.len(), tools.len());
 }
@@ -121,7 +121,7 @@ fn a_search_returns_definitions_that_are_sent_from_the_next_request_on() {
     let plan = plan(
         &tools,
         &DeferralOptions::default().with_max_tools(10),
-        Provider::Anthropic,
+        ExportFormat::Anthropic,
     );
     let mut discovered = Discovered::default();
     assert_eq!(names(&plan.request_tools(&discovered)), [SEARCH_TOOL]);
@@ -150,7 +150,7 @@ fn a_search_with_no_match_says_so_and_discovers_nothing() {
     let plan = plan(
         &catalog(),
         &DeferralOptions::default().with_max_tools(10),
-        Provider::OpenAi,
+        ExportFormat::OpenAi,
     );
     let mut discovered = Discovered::default();
     let answer = plan
@@ -166,7 +166,7 @@ fn malformed_search_arguments_are_refused_with_what_to_send() {
     let plan = plan(
         &catalog(),
         &DeferralOptions::default().with_max_tools(10),
-        Provider::OpenAi,
+        ExportFormat::OpenAi,
     );
     let mut d = Discovered::default();
     let cases = [
@@ -207,7 +207,7 @@ fn a_tool_with_an_unusable_schema_is_neither_sent_nor_searchable() {
         let plan = plan(
             &tools,
             &DeferralOptions::default().with_max_tools(max_tools),
-            Provider::Anthropic,
+            ExportFormat::Anthropic,
         );
         let everywhere: Vec<&str> = names(&plan.sent)
             .into_iter()

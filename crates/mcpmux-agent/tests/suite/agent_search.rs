@@ -73,7 +73,7 @@ async fn a_large_catalog_is_searched_and_what_is_found_is_sent_and_called_next_t
         assert!(transcript.discovered().any(|n| n == wanted), "{wire:?}");
         // Measured on the real requests: the deferred first request is a fraction of the whole.
         let deferred_bytes = model.requests()[0].body["tools"].to_string().len();
-        let all_tools = mcpmux::schema::export(&all, mcpmux::schema::Provider::Anthropic);
+        let all_tools = mcpmux::schema::export(&all, mcpmux::schema::ExportFormat::Anthropic);
         let all_bytes = all_tools.definitions().to_string().len();
         assert!(
             deferred_bytes * 20 < all_bytes,

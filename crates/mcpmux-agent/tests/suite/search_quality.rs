@@ -11,7 +11,7 @@ use crate::catalog;
 
 use std::collections::HashSet;
 
-use mcpmux::schema::{Provider, export};
+use mcpmux::schema::{ExportFormat, export};
 use mcpmux_agent::search::estimate_tokens;
 use mcpmux_agent::{DeferralOptions, Discovered, ToolIndex, plan};
 use serde_json::json;
@@ -131,7 +131,7 @@ fn labelled_queries_find_their_tools_in_the_top_five_at_least_nine_times_in_ten(
 #[test]
 fn deferring_200_real_tools_sends_at_least_85_percent_fewer_definition_tokens() {
     let catalog = catalog::catalog();
-    for provider in [Provider::Anthropic, Provider::OpenAi] {
+    for provider in [ExportFormat::Anthropic, ExportFormat::OpenAi] {
         let plan = plan(catalog, &DeferralOptions::default(), provider);
         assert!(
             plan.is_deferred(),

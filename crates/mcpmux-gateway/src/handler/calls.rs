@@ -28,7 +28,7 @@ use super::{Gateway, Inner};
 use crate::progress::forward_progress;
 use crate::{
     failures,
-    relay::{Caller, ClientApproval, ClientRelay},
+    relay::{ClientApproval, ClientRelay, DownstreamClient},
     rounds::{Call, Rounds},
 };
 
@@ -36,14 +36,14 @@ use crate::{
 /// (a call answered in rounds takes it from its first).
 struct TaskAsk {
     wanted: bool,
-    holder: crate::tasks::Holder,
+    holder: crate::upstream_tasks::Holder,
 }
 
 impl TaskAsk {
     fn of(context: &RequestContext<RoleServer>) -> Self {
         TaskAsk {
-            wanted: crate::tasks::wanted(context),
-            holder: crate::tasks::Holder::of(context),
+            wanted: crate::upstream_tasks::wanted(context),
+            holder: crate::upstream_tasks::Holder::of(context),
         }
     }
 }
@@ -61,7 +61,7 @@ impl Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         // What the upstream server asks during this call goes to this call's client, and a
         // policy `ask` is asked of it when it can answer.
-        let caller = Caller::of(self.session.id, &context);
+        let caller = DownstreamClient::of(self.session.id, &context);
         if caller.is_stateless() {
             let resumed = resumed(&mut request.request_state, &mut request.input_responses);
             if resumed.is_none() && self.inner.closing.is_cancelled() {
@@ -129,7 +129,7 @@ impl Gateway {
         mut request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let caller = Caller::of(self.session.id, &context);
+        let caller = DownstreamClient::of(self.session.id, &context);
         if !caller.is_stateless() {
             return self.fill(request, caller, None).await;
         }
@@ -153,7 +153,7 @@ impl Gateway {
         mut request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let caller = Caller::of(self.session.id, &context);
+        let caller = DownstreamClient::of(self.session.id, &context);
         if !caller.is_stateless() {
             return self.read(request, caller, None).await;
         }
@@ -177,9 +177,9 @@ impl Gateway {
         &self,
         rounds: &Arc<Rounds<R>>,
         resumed: Option<(String, InputResponses)>,
-        caller: Caller,
+        caller: DownstreamClient,
         context: &RequestContext<RoleServer>,
-        run: impl FnOnce(Caller, Option<mpsc::UnboundedSender<mcpmux::Progress>>) -> F,
+        run: impl FnOnce(DownstreamClient, Option<mpsc::UnboundedSender<mcpmux::Progress>>) -> F,
     ) -> Result<R, ErrorData>
     where
         R: From<InputRequiredResult> + Send + 'static,
@@ -204,7 +204,7 @@ impl Gateway {
     /// answers it already holds.
     fn options_for(
         &self,
-        caller: &Caller,
+        caller: &DownstreamClient,
         cancel: CancellationToken,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
         input_responses: Option<InputResponses>,
@@ -226,7 +226,7 @@ impl Gateway {
     async fn run(
         &self,
         mut request: CallToolRequestParams,
-        caller: Caller,
+        caller: DownstreamClient,
         task: TaskAsk,
         cancel: CancellationToken,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
@@ -263,7 +263,8 @@ impl Gateway {
             ));
         }
         // Counted in the metrics by the hub's call seam (`Metrics` observes the hub).
-        let outcome = crate::tasks::call(hub, &name, arguments, options, task.wanted).await;
+        let outcome =
+            crate::upstream_tasks::call(hub, &name, arguments, options, task.wanted).await;
         match outcome {
             Ok(mcpmux::TaskCall::Completed(result)) => {
                 Ok(mcpmux::rmcp_model::tool_result(result).into())
@@ -282,7 +283,7 @@ impl Gateway {
     async fn fill(
         &self,
         mut request: GetPromptRequestParams,
-        caller: Caller,
+        caller: DownstreamClient,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let _in_flight = InFlight::enter(&self.inner);
@@ -301,7 +302,7 @@ impl Gateway {
     async fn read(
         &self,
         mut request: ReadResourceRequestParams,
-        caller: Caller,
+        caller: DownstreamClient,
         progress: Option<mpsc::UnboundedSender<mcpmux::Progress>>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let _in_flight = InFlight::enter(&self.inner);

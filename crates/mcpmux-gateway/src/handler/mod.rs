@@ -4,7 +4,7 @@
 //! sends them (`calls`: what the upstream server asks meanwhile goes to that client, a
 //! 2026-07-28 client's in rounds of `input_required`); list changes reach every watcher
 //! (`watchers`); resources, templates, prompts and completions are `resources_prompts`'s,
-//! subscriptions `subscriptions`'s, tasks `tasks`'s, upstream notices `notices`'s, and each capability is
+//! subscriptions `subscriptions`'s, tasks `upstream_tasks`'s, upstream notices `notices`'s, and each capability is
 //! declared once some upstream server offers it. What a session may see and use — on every
 //! route: lists, calls, reads, subscriptions, prompts, completions — is its `view`'s to say.
 //! Knows nothing of HTTP or stdio: a transport makes one handler per session
@@ -114,7 +114,7 @@ struct Inner {
     prompt_rounds: Arc<Rounds<GetPromptResponse>>,
     read_rounds: Arc<Rounds<ReadResourceResponse>>,
     /// The tasks upstream servers run for downstream clients (SEP-2663).
-    tasks: crate::tasks::Tasks,
+    tasks: crate::upstream_tasks::Tasks,
     /// Pass-through mode: the tools not served for their names.
     refusals: Refusals,
 }
@@ -210,7 +210,7 @@ impl Gateway {
                 rounds: Arc::new(Rounds::new(waiting)),
                 prompt_rounds: Arc::new(Rounds::new(waiting)),
                 read_rounds: Arc::new(Rounds::new(waiting)),
-                tasks: crate::tasks::Tasks::default(),
+                tasks: crate::upstream_tasks::Tasks::default(),
                 refusals: Refusals::default(),
                 watchers,
                 startup,

@@ -52,7 +52,7 @@ impl Gateway {
 
     /// The servers readiness waits for now.
     fn required(&self) -> Vec<String> {
-        mcpmux::sync::read(&self.inner.required).clone()
+        mcpmux::cli_support::sync::read(&self.inner.required).clone()
     }
 
     /// Serves the servers of `config` from now on (see [`mcpmux::Hub::reconfigure`]), with
@@ -72,7 +72,7 @@ impl Gateway {
         // A new server's resources are never shown outside the scope: the hub judges it by
         // its own declaration as it arrives (`Hub::in_scope`).
         let reload = inner.hub.reconfigure(config).await?;
-        *mcpmux::sync::write(&inner.required) = required;
+        *mcpmux::cli_support::sync::write(&inner.required) = required;
         Ok(reload)
     }
 }

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use mcpmux::http_body::{BodyError, read_body};
+use mcpmux::cli_support::http_body::{BodyError, read_body};
 use serde::de::DeserializeOwned;
 use url::Url;
 

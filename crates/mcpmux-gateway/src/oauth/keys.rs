@@ -188,7 +188,7 @@ impl KeySource {
     }
 
     fn snapshot(&self) -> Snapshot {
-        mcpmux::sync::lock(&self.snapshot).clone()
+        mcpmux::cli_support::sync::lock(&self.snapshot).clone()
     }
 
     fn may_read(&self, snapshot: &Snapshot, now: Instant) -> bool {
@@ -262,7 +262,7 @@ impl KeySource {
             return;
         }
         let outcome = self.fetch(snapshot.jwks_uri.clone()).await;
-        let mut state = mcpmux::sync::lock(&self.snapshot);
+        let mut state = mcpmux::cli_support::sync::lock(&self.snapshot);
         state.generation += 1;
         state.attempted = Some(Instant::now());
         match outcome {

@@ -164,7 +164,7 @@ fn passthrough_refuses_tool_names_that_are_not_valid_mcp_tool_names_and_names_th
     assert!(tools.contains(&"echo"), "{tools:?}");
     for tool in &tools {
         assert!(
-            mcpmux::is_mcp_tool_name(tool),
+            mcpmux::cli_support::naming::is_mcp_tool_name(tool),
             "an invalid name was served: {tool:?}"
         );
     }

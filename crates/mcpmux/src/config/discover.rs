@@ -20,12 +20,12 @@ pub(crate) struct Candidate {
     /// A required file that is missing is a problem; an optional one is skipped.
     pub required: bool,
     /// Whose file it is: a project's own entries need approval.
-    pub scope: Scope,
+    pub scope: FileScope,
 }
 
 /// Whose file a config file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub(crate) enum FileScope {
     /// The person's own (home, user config folder): trusted as it is.
     User,
     /// The project directory's: someone else's until approved.
@@ -89,7 +89,7 @@ pub(crate) fn candidates(
     imports: &Imports,
 ) -> Vec<Candidate> {
     let mut list = Vec::new();
-    let optional = |path: PathBuf, dialect: Dialect, shape: Shape, scope: Scope| Candidate {
+    let optional = |path: PathBuf, dialect: Dialect, shape: Shape, scope: FileScope| Candidate {
         path,
         dialect,
         shape,
@@ -99,7 +99,7 @@ pub(crate) fn candidates(
 
     for dialect in &imports.user {
         if let Some(path) = super::dialects::user_file(*dialect, options.home.as_deref(), env) {
-            list.push(optional(path, *dialect, Shape::default(), Scope::User));
+            list.push(optional(path, *dialect, Shape::default(), FileScope::User));
         }
     }
     if let Some(home) = &options.home {
@@ -112,13 +112,13 @@ pub(crate) fn candidates(
                 flat: false,
                 project_dir: Some(options.project_dir.clone()),
             },
-            Scope::User,
+            FileScope::User,
         ));
         list.push(optional(
             home.join(".claude").join("settings.json"),
             Dialect::Claude,
             Shape::default(),
-            Scope::User,
+            FileScope::User,
         ));
     }
     if let Some(config_home) = config_home(options.home.as_deref(), env) {
@@ -126,7 +126,7 @@ pub(crate) fn candidates(
             config_home.join("mcpmux").join("config.toml"),
             Dialect::Mcpmux,
             Shape::default(),
-            Scope::User,
+            FileScope::User,
         ));
     }
 
@@ -161,7 +161,7 @@ pub(crate) fn candidates(
         if list.iter().any(|c| same_file(&c.path, &path)) {
             continue;
         }
-        list.push(optional(path, dialect, shape, Scope::Project));
+        list.push(optional(path, dialect, shape, FileScope::Project));
     }
 
     for path in &options.extra_files {
@@ -173,7 +173,7 @@ pub(crate) fn candidates(
                 project_dir: None,
             },
             required: true,
-            scope: Scope::CommandLine,
+            scope: FileScope::CommandLine,
         });
     }
     list
@@ -218,7 +218,7 @@ pub(crate) fn config_home(
 
 /// The secrets file `${secret:NAME}` reads, for a home and environment (`XDG_CONFIG_HOME`).
 pub fn secrets_file(home: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    config_home(home, env).map(|dir| dir.join("mcpmux").join(super::SECRETS_FILE))
+    config_home(home, env).map(|dir| dir.join("mcpmux").join(super::secrets::SECRETS_FILE))
 }
 
 /// `.toml` is mcpmux's dialect; anything else is read as Claude JSON.

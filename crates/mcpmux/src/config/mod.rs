@@ -12,12 +12,12 @@ mod claude;
 mod dedup;
 mod dialect;
 mod dialects;
-mod discover;
+pub(crate) mod discover;
 mod duration;
-mod edit;
-mod edit_args;
+pub(crate) mod edit;
+pub(crate) mod edit_args;
 mod entry;
-mod expand;
+pub(crate) mod expand;
 mod fields;
 mod json_doc;
 mod mcpmux_toml;
@@ -25,43 +25,37 @@ mod options;
 mod perms;
 mod plugins;
 mod sandbox;
-mod secrets;
+pub(crate) mod secrets;
 mod size;
 mod spec;
 mod toml_json;
-mod trust;
+pub(crate) mod trust;
 mod trust_view;
 mod value;
 mod write;
 
-pub(crate) use auth::secure_endpoint;
+// What a harness reads: how servers are described and where they came from. Editing,
+// secrets and trust approvals (the CLI's `add`, `secret`, `trust`) are `cli_support`'s face.
 pub use dialect::Dialect;
-pub use sandbox::{Defaults as SandboxDefaults, Grants, Limits, Network, Profile, Sandbox};
+pub use dialects::vars::{InputFn, InputRequest};
+pub use sandbox::{Defaults as SandboxDefaults, Limits, Network, Profile, Sandbox};
 pub use spec::{
     AuthSpec, Backoff, Breaker, IdentityProvider, InProcessFuture, InProcessServer, OAuthGrant,
     OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource, ToolFilter,
     TransportSpec,
 };
-pub(crate) use write::write_atomic;
+pub use trust::{ApproveFn, ProjectEntry};
 
-pub use dedup::deduplicate;
-pub use dialects::vars::{InputFn, InputRequest, input_variable};
-pub use discover::secrets_file;
-pub use edit::{Added, EditScope, add, remove, remove_in_scope, scope_file, scope_file_with_env};
-pub use edit_args::{EditError, NewServer, NewTransport, valid_name};
-pub use expand::valid_secret_name;
-pub use secrets::{
-    SECRETS_FILE, SecretValue, SecretsError, read_secrets, remove_secret, secret_names, set_secret,
-};
-pub use trust::{
-    APPROVALS_FILE, ApproveFn, ProjectEntry, TrustFileError, approve, approve_one, revoke,
-};
+pub(crate) use auth::secure_endpoint;
+pub(crate) use dedup::deduplicate;
+pub(crate) use sandbox::Grants;
+pub(crate) use write::write_atomic;
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use discover::Scope;
+use discover::FileScope;
 use entry::Entry;
 use fields::Context;
 
@@ -497,7 +491,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     let mut merged: BTreeMap<String, Option<ServerSpec>> = BTreeMap::new();
     // Where each merged name's current definition came from: a project file may tighten what
     // a user-level definition allows, never loosen it.
-    let mut scopes: BTreeMap<String, Scope> = BTreeMap::new();
+    let mut scopes: BTreeMap<String, FileScope> = BTreeMap::new();
 
     let config_home = discover::config_home(options.home.as_deref(), env);
     set.trust_file = config_home
@@ -530,7 +524,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     for candidate in discover::candidates(options, env, &imports) {
         let path = candidate.path.as_path();
         // The person's own files run as they are: refused when someone else could edit them.
-        if candidate.scope != Scope::Project
+        if candidate.scope != FileScope::Project
             && let Err(exposed) = perms::check_not_writable_by_others(path)
         {
             set.problem(ConfigError::Exposed {
@@ -575,12 +569,13 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
                 continue;
             }
         };
-        if candidate.scope == Scope::Project {
+        if candidate.scope == FileScope::Project {
             gate.set_own(
                 merged
                     .iter()
                     .filter(|(name, spec)| {
-                        spec.is_some() && scopes.get(*name).is_some_and(|s| *s != Scope::Project)
+                        spec.is_some()
+                            && scopes.get(*name).is_some_and(|s| *s != FileScope::Project)
                     })
                     .map(|(name, _)| name.clone())
                     .collect(),
@@ -591,7 +586,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             dialect: candidate.dialect,
             env,
             home: options.home.as_deref(),
-            gate: (candidate.scope == Scope::Project).then_some(&gate),
+            gate: (candidate.scope == FileScope::Project).then_some(&gate),
             workspace: &options.project_dir,
             inputs: None,
             secrets: &secrets,
@@ -612,7 +607,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             set.problem(error);
         }
         let mut policy = file.policy;
-        if candidate.scope == Scope::Project && !policy.allow.is_empty() {
+        if candidate.scope == FileScope::Project && !policy.allow.is_empty() {
             // A project may add asks and denials, never skip one: under a harness's
             // ask-by-default policy an `allow` would let its calls through unasked.
             tracing::warn!(file = %path.display(), entries = ?policy.allow, "[policy] allow entries of a project file are ignored: a project file may only add ask and deny rules");
@@ -622,7 +617,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
         set.project.extend(file.project);
         // Only the person's own files choose defaults: a project file cannot lift them.
         if let Some(defaults) = file.sandbox {
-            if candidate.scope == Scope::Project {
+            if candidate.scope == FileScope::Project {
                 tracing::warn!(file = %path.display(), "a project file's [sandbox] defaults are ignored: set them in your own mcpmux.toml");
             } else {
                 set.sandbox_defaults = defaults;
@@ -642,7 +637,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
     for spec in &mut set.servers {
         if spec.options.sandbox.is_none() {
             let written_by_person = spec.origin.is_hand_written()
-                && scopes.get(&spec.name) != Some(&Scope::Project)
+                && scopes.get(&spec.name) != Some(&FileScope::Project)
                 && !matches!(&spec.origin, Origin::File { dialect, .. } if Dialect::IMPORTABLE.contains(dialect));
             let default = if written_by_person {
                 &set.sandbox_defaults.servers
@@ -661,7 +656,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
 /// The file an entry being merged comes from.
 struct Step<'a> {
     file: &'a Path,
-    scope: Scope,
+    scope: FileScope,
     project: &'a Path,
 }
 
@@ -669,7 +664,7 @@ struct Step<'a> {
 fn merge(
     set: &mut ConfigSet,
     merged: &mut BTreeMap<String, Option<ServerSpec>>,
-    scopes: &mut BTreeMap<String, Scope>,
+    scopes: &mut BTreeMap<String, FileScope>,
     step: &Step<'_>,
     name: String,
     entry: Result<Entry, ConfigError>,
@@ -677,7 +672,7 @@ fn merge(
     let file = step.file;
     // A project file over a definition the person made themselves may only tighten it.
     let user_limits = match (step.scope, scopes.get(&name), merged.get(&name)) {
-        (Scope::Project, Some(scope), Some(Some(spec))) if *scope != Scope::Project => {
+        (FileScope::Project, Some(scope), Some(Some(spec))) if *scope != FileScope::Project => {
             Some(spec.clone())
         }
         _ => None,

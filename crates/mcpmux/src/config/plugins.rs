@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::claude::{self, Shape};
-use super::discover::{self, Scope};
+use super::discover::{self, FileScope};
 use super::entry::Entry;
 use super::fields::Context;
 use super::secrets::SecretSource;
@@ -47,7 +47,7 @@ struct PluginFile {
 pub(crate) fn load(
     set: &mut ConfigSet,
     merged: &mut BTreeMap<String, Option<ServerSpec>>,
-    scopes: &mut BTreeMap<String, Scope>,
+    scopes: &mut BTreeMap<String, FileScope>,
     options: &LoadOptions,
     env: &dyn Fn(&str) -> Option<String>,
     secrets: &SecretSource,
@@ -266,7 +266,7 @@ fn read_plugin_file(
     file: &PluginFile,
     set: &mut ConfigSet,
     merged: &mut BTreeMap<String, Option<ServerSpec>>,
-    scopes: &mut BTreeMap<String, Scope>,
+    scopes: &mut BTreeMap<String, FileScope>,
     options: &LoadOptions,
     env: &dyn Fn(&str) -> Option<String>,
     secrets: &SecretSource,
@@ -335,7 +335,7 @@ fn read_plugin_file(
         });
         let step = Step {
             file: &file.path,
-            scope: Scope::User,
+            scope: FileScope::User,
             project: &options.project_dir,
         };
         merge(set, merged, scopes, &step, name, entry);

@@ -195,7 +195,7 @@ impl Sandbox {
 
     /// The concrete grants for a server whose home is `home`, project `project` and private
     /// temp dir `tmp`; `None` for the `none` profile.
-    pub fn grants(&self, home: Option<&Path>, project: &Path, tmp: &Path) -> Option<Grants> {
+    pub(crate) fn grants(&self, home: Option<&Path>, project: &Path, tmp: &Path) -> Option<Grants> {
         let (project_write, network) = match self.profile {
             Profile::None => return None,
             Profile::Project => (true, Network::Any),

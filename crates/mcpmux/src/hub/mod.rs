@@ -37,7 +37,7 @@ use crate::connection::era::EraCache;
 use crate::connection::tool_cache::ToolCache;
 use crate::connection::{Connection, Shared};
 use crate::error::{Error, Result};
-use crate::handler::HandlerRegistry;
+use crate::local_tools::LocalTools;
 use crate::policy::{Approver, EffectOverrides, Policy};
 use crate::schema::validate::ValidatorCache;
 use crate::spill::Spill;
@@ -154,7 +154,7 @@ struct Inner {
     shadowed: RwLock<Vec<Dropped>>,
     events: Broadcast<HubEvent>,
     approver: Arc<dyn Approver>,
-    registry: Arc<HandlerRegistry>,
+    registry: Arc<LocalTools>,
     validators: ValidatorCache,
     /// The spill folder, with this hub's own record of the files it wrote.
     spill: Spill,

@@ -11,8 +11,8 @@ use crate::config::PolicyRules;
 use crate::connection::era::EraCache;
 use crate::connection::tool_cache::ToolCache;
 use crate::defaults;
-use crate::handler::HandlerRegistry;
 use crate::host::Host;
+use crate::local_tools::LocalTools;
 use crate::policy::{Approver, DenyAll};
 use crate::spill::Spill;
 use crate::telemetry::wire::WireLog;
@@ -31,7 +31,7 @@ pub struct HubOptions {
     /// Who decides `ask` calls; without one they are refused.
     pub approver: Arc<dyn Approver>,
     /// Built-in tools and custom handlers (refreshed by the harness before starting).
-    pub registry: Arc<HandlerRegistry>,
+    pub registry: Arc<LocalTools>,
     /// Where truncated results are spilled in full.
     pub spill: Spill,
     /// Leave the spill files this hub wrote when it shuts down (they are removed otherwise;
@@ -98,7 +98,7 @@ impl Default for HubOptions {
             shutdown_grace: None,
             policy: PolicyRules::default(),
             approver: Arc::new(DenyAll),
-            registry: Arc::new(HandlerRegistry::new()),
+            registry: Arc::new(LocalTools::new()),
             spill: Spill::in_temp_dir(),
             keep_spills: false,
             host: Host::default(),
@@ -171,7 +171,7 @@ impl HubOptions {
     }
 
     /// Builder-style: built-in tools and custom handlers, shown with and routed like MCP tools.
-    pub fn with_registry(mut self, registry: HandlerRegistry) -> Self {
+    pub fn with_registry(mut self, registry: LocalTools) -> Self {
         self.registry = Arc::new(registry);
         self
     }

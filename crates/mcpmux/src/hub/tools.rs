@@ -14,7 +14,7 @@ use crate::catalog::naming;
 use crate::catalog::scope::Scope;
 use crate::catalog::{Catalog, ServerTool, Tool};
 use crate::error::Result;
-use crate::handler::{Health, ToolSource};
+use crate::local_tools::{Health, ToolSource};
 use crate::result::ToolResult;
 use crate::schema::validate::Compiled;
 use crate::state::ServerState;

@@ -3,8 +3,8 @@
 //! harness supplies for `ask`. Knows nothing of connections: the hub asks it before a call and
 //! a refused call never reaches a server.
 
-pub mod effects;
-pub mod rules;
+pub(crate) mod effects;
+pub(crate) mod rules;
 
 use std::fmt;
 use std::future::Future;

@@ -477,18 +477,18 @@ mod tests {
     #[test]
     fn hostile_schemas_never_reach_the_recursive_walkers() {
         use crate::catalog::Tool;
-        use crate::schema::{Provider, Validator, export};
+        use crate::schema::{ExportFormat, Validator, export};
         let self_ref = json!({"type": "object", "properties": {"x": {"type": "string"}}, "allOf": [{"$ref": "#"}]});
         for schema in [self_ref, ref_bomb(40), ref_bomb(20)] {
             let error = Validator::compile(&schema).unwrap_err();
             assert!(error.unusable, "{error}");
             let mut args = json!({"x": null});
-            crate::schema::drop_null_optionals(&schema, &mut args);
+            crate::schema::arguments::drop_null_optionals(&schema, &mut args);
             let tools = [
                 Tool::local("bad", schema.clone()),
                 Tool::local("good", json!({"type": "object"})),
             ];
-            for provider in Provider::ALL {
+            for provider in ExportFormat::ALL {
                 let e = export(&tools, provider);
                 let names: Vec<&str> = e.tools.iter().map(|t| t.tool.as_str()).collect();
                 assert_eq!(names, ["good"], "{provider}");
@@ -508,14 +508,14 @@ mod tests {
     #[test]
     fn a_diamond_through_properties_compiles_validates_and_exports_quickly() {
         use crate::catalog::Tool;
-        use crate::schema::{Provider, Validator, export};
+        use crate::schema::{ExportFormat, Validator, export};
         let started = std::time::Instant::now();
         let schema = property_diamond(40);
         assert_eq!(check(&schema), Ok(()));
         let validator = Validator::compile(&schema).unwrap();
         assert!(validator.validate(&json!({"x": {"a": {"b": {}}}})).is_ok());
         let tools = [Tool::local("diamond", schema)];
-        for provider in Provider::ALL {
+        for provider in ExportFormat::ALL {
             assert_eq!(export(&tools, provider).tools.len(), 1, "{provider}");
         }
         assert!(

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{Map, Value, json};
 
-use super::{Provider, Validator, budget, export};
+use super::{ExportFormat, Validator, budget, export};
 use crate::catalog::Tool;
 use crate::transport::nesting::{self, Screen};
 
@@ -178,14 +178,14 @@ proptest! {
             let _ = validator.validate(&json!({"a": value}));
         }
         let mut args = json!({"a": null, "b": [null]});
-        super::drop_null_optionals(&schema, &mut args);
+        super::arguments::drop_null_optionals(&schema, &mut args);
     }
 
     /// Every provider export answers, and every definition is plain JSON.
     #[test]
     fn every_provider_exports_any_schema(schema in document()) {
         let tools = [Tool::local("t", schema)];
-        for provider in Provider::ALL {
+        for provider in ExportFormat::ALL {
             let exported = export(&tools, provider);
             prop_assert_eq!(exported.tools.len() + exported.unusable.len(), 1);
             let text = exported.definitions().to_string();
@@ -206,7 +206,7 @@ proptest! {
             let _ = validator.validate(&json!({"x": {"p0": {"p1": "s"}}}));
         }
         let tools = [Tool::local("t", schema)];
-        for provider in Provider::ALL {
+        for provider in ExportFormat::ALL {
             let _ = export(&tools, provider);
         }
         prop_assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());

@@ -1,5 +1,5 @@
 //! Tool schemas: argument validation before a call goes on the wire (`validate`; every call
-//! goes through the one entry point [`ValidatorCache::prepare`]) and the tool set rendered for
+//! goes through the one entry point, `ValidatorCache::prepare`) and the tool set rendered for
 //! model providers (`export`). Knows nothing of connections: it works on schemas and [`Tool`]
 //! records.
 
@@ -14,13 +14,15 @@ use serde_json::Value;
 
 use crate::catalog::Tool;
 
-pub use arguments::{CallRefusal, drop_null_optionals};
-pub use export::{Export, ExportedTool, Provider, UnusableTool, export};
-pub use validate::{ArgumentProblem, SchemaError, Validator, ValidatorCache, describe};
+pub use export::{Export, ExportFormat, ExportedTool, UnknownExportFormat, UnusableTool, export};
+pub use validate::{ArgumentProblem, SchemaError, Validator};
+
+pub(crate) use arguments::CallRefusal;
+pub(crate) use validate::ValidatorCache;
 
 /// Problems of a result's `structuredContent` against `tool`'s output schema (empty when it
 /// has none or they match): for logs and warnings, never a reason to fail the call.
-pub fn check_output(
+pub(crate) fn check_output(
     cache: &ValidatorCache,
     tool: &Tool,
     structured: &Value,

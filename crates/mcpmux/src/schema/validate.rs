@@ -401,6 +401,7 @@ pub struct ValidatorCache {
 
 impl ValidatorCache {
     /// An empty cache.
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
@@ -477,18 +478,15 @@ impl ValidatorCache {
     }
 
     /// Forgets every entry of `server` (it went away or was reconfigured).
+    #[cfg(test)]
     pub fn forget_server(&self, server: &str) {
         self.lock().retain(|k, _| k.server != server);
     }
 
     /// How many schemas are cached.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
-    }
-
-    /// True when nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
     }
 }
 

@@ -93,7 +93,7 @@ pub fn config_secrets(
         }
     }
     if let Some(file) = secrets_file
-        && let Ok(secrets) = crate::config::read_secrets(file)
+        && let Ok(secrets) = crate::config::secrets::read_secrets(file)
     {
         out.extend(secrets.values().map(|v| v.expose().to_string()));
     }

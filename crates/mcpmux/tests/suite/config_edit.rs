@@ -1,13 +1,16 @@
-//! What a harness gets from `config::{add, remove}`, secrets and plugins, end to end: the entry
-//! written loads back through `config::load`, starts against the real test server and answers
-//! a call; a secret reaches the process; a plugin repeating a written server is started once.
+//! What the CLI gets from `cli_support::edit::{add, remove}`, secrets and plugins, end to
+//! end: the entry written loads back through `config::load`, starts against the real test
+//! server and answers a call; a secret reaches the process; a plugin repeating a written server
+//! is started once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
 
 use std::path::PathBuf;
 
-use mcpmux::config::{self, EditScope, NewServer};
+use mcpmux::cli_support::edit::{self, EditScope, NewServer};
+use mcpmux::cli_support::secrets;
+use mcpmux::config;
 use mcpmux::{Hub, HubOptions, LoadOptions, ServerState};
 use serde_json::json;
 
@@ -50,9 +53,9 @@ fn testserver() -> String {
 async fn a_server_added_with_a_secret_loads_starts_answers_and_is_removed_with_comments_kept() {
     let dirs = Dirs::new();
     let options = dirs.options();
-    let file = config::scope_file_with_env(EditScope::User, &options, &|_| None).unwrap();
-    let secrets = config::secrets_file(Some(&dirs.home), &|_| None).unwrap();
-    config::set_secret(&secrets, "ts-token", "s3cret-value").unwrap();
+    let file = edit::scope_file_with_env(EditScope::User, &options, &|_| None).unwrap();
+    let secrets = secrets::secrets_file(Some(&dirs.home), &|_| None).unwrap();
+    secrets::set_secret(&secrets, "ts-token", "s3cret-value").unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(
         &file,
@@ -74,7 +77,7 @@ async fn a_server_added_with_a_secret_loads_starts_answers_and_is_removed_with_c
         &[],
     )
     .unwrap();
-    config::add(&file, &server, false).unwrap();
+    edit::add(&file, &server, false).unwrap();
 
     let set = dirs.load();
     assert!(set.problems.is_empty(), "{:?}", set.problems);
@@ -87,7 +90,7 @@ async fn a_server_added_with_a_secret_loads_starts_answers_and_is_removed_with_c
     assert_eq!(result.to_text(), "added");
     hub.shutdown().await;
 
-    assert_eq!(config::remove_in_scope(&options, None, "ts").unwrap(), file);
+    assert_eq!(edit::remove_in_scope(&options, None, "ts").unwrap(), file);
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(
         text,
@@ -101,9 +104,9 @@ async fn a_server_added_with_a_secret_loads_starts_answers_and_is_removed_with_c
 async fn a_plugin_server_repeating_an_added_one_is_listed_disabled_with_the_name_that_kept_it() {
     let dirs = Dirs::new();
     let options = dirs.options();
-    let file = config::scope_file_with_env(EditScope::User, &options, &|_| None).unwrap();
+    let file = edit::scope_file_with_env(EditScope::User, &options, &|_| None).unwrap();
     let mine = NewServer::stdio("mine", &[testserver()], &[], &[]).unwrap();
-    config::add(&file, &mine, false).unwrap();
+    edit::add(&file, &mine, false).unwrap();
     let plugin = dirs.home.join(".config/mcpmux/plugins/extras/mcp.json");
     std::fs::create_dir_all(plugin.parent().unwrap()).unwrap();
     std::fs::write(

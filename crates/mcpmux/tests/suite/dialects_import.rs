@@ -7,7 +7,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use mcpmux::config::{self, ConfigError, Dialect};
+use mcpmux::config::{ConfigError, Dialect};
 use mcpmux::{Hub, HubOptions};
 use support::{Dirs, dialect, echo, messages, names, server, stdio, testserver, testserver_http};
 
@@ -176,7 +176,7 @@ fn imported_project_files_need_approval_and_mcpmux_trust_covers_them() {
         "shown as written, never expanded before approval"
     );
 
-    config::approve(
+    mcpmux::cli_support::trust::approve(
         set.trust_file.as_deref().unwrap(),
         &dirs.project,
         &set.project,

@@ -12,7 +12,7 @@ use crate::support;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use mcpmux::schema::{Provider, export};
+use mcpmux::schema::{ExportFormat, export};
 use mcpmux::{CallOptions, Error, Hub};
 use serde_json::json;
 
@@ -84,7 +84,7 @@ fn a_tool_whose_schema_refers_to_itself_is_listed_unusable_with_the_reason_and_r
             "{err}"
         );
 
-        for provider in Provider::ALL {
+        for provider in ExportFormat::ALL {
             let exported = export(&tools, provider);
             assert!(
                 exported.tools.iter().all(|t| t.tool != "mcp__ts__self_ref"),

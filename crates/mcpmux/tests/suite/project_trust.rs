@@ -97,7 +97,7 @@ fn an_approved_entry_loads_until_it_changes_and_revoke_withdraws_it() {
     let first = dirs.load(&dirs.options());
     let store = first.trust_file.clone().unwrap();
     assert!(store.starts_with(&dirs.home));
-    config::approve(&store, &dirs.project, &first.project).unwrap();
+    mcpmux::cli_support::trust::approve(&store, &dirs.project, &first.project).unwrap();
 
     let approved = dirs.load(&dirs.options());
     assert_eq!(names(&approved), ["local", "remote"]);
@@ -112,7 +112,7 @@ fn an_approved_entry_loads_until_it_changes_and_revoke_withdraws_it() {
     assert_eq!(names(&changed), ["remote"]);
     assert_eq!(untrusted(&changed), ["local"]);
 
-    assert!(config::revoke(&store, &dirs.project).unwrap());
+    assert!(mcpmux::cli_support::trust::revoke(&store, &dirs.project).unwrap());
     let revoked = dirs.load(&dirs.options());
     assert!(revoked.servers.is_empty());
     assert_eq!(untrusted(&revoked), ["local", "remote"]);

@@ -28,7 +28,7 @@ use crate::support;
 
 use std::collections::HashSet;
 
-use mcpmux::schema::{Provider, Validator, export};
+use mcpmux::schema::{ExportFormat, Validator, export};
 use mcpmux::{Hub, ServerSpec, Tool};
 use serde_json::{Map, Value};
 
@@ -469,7 +469,7 @@ fn gemini_schema(value: &Value, at: &str, report: &mut Report) {
 fn check_all(tools: &[Tool]) -> HashSet<String> {
     let mut report = Report::default();
     let mut strict = HashSet::new();
-    for provider in Provider::ALL {
+    for provider in ExportFormat::ALL {
         let exported = export(tools, provider);
         assert_eq!(
             exported.tools.len(),
@@ -482,11 +482,11 @@ fn check_all(tools: &[Tool]) -> HashSet<String> {
             let at = format!("{provider} {}", t.tool);
             assert_eq!(exported.tool_name(&t.name), Some(t.tool.as_str()));
             match provider {
-                Provider::Anthropic => anthropic_rules(&t.definition, &at, &mut report),
-                Provider::OpenAi => {
+                ExportFormat::Anthropic => anthropic_rules(&t.definition, &at, &mut report),
+                ExportFormat::OpenAi => {
                     openai_rules(&t.definition, &at, &mut report);
                 }
-                Provider::OpenAiStrict => {
+                ExportFormat::OpenAiStrict => {
                     if openai_rules(&t.definition, &at, &mut report) {
                         strict.insert(t.tool.clone());
                     } else {
@@ -497,7 +497,7 @@ fn check_all(tools: &[Tool]) -> HashSet<String> {
                         );
                     }
                 }
-                Provider::Gemini => gemini_rules(&t.definition, &at, &mut report),
+                ExportFormat::Gemini => gemini_rules(&t.definition, &at, &mut report),
             }
         }
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use mcpmux::Spill;
 use mcpmux::config::{PolicyRules, ServerOptions};
-use mcpmux::{Builtin, Error, HandlerRegistry, Scope, ServerState};
+use mcpmux::{Builtin, Error, LocalTools, Scope, ServerState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -22,8 +22,8 @@ struct WordCount {
     text: String,
 }
 
-fn builtins() -> HandlerRegistry {
-    let mut registry = HandlerRegistry::new();
+fn builtins() -> LocalTools {
+    let mut registry = LocalTools::new();
     registry.register(Builtin::new(
         "count_words",
         "Counts the words of a text.",
@@ -312,7 +312,7 @@ async fn mcp_servers_are_a_tool_source_like_any_other() {
     let listed = ToolSource::tools(&upstream).await.unwrap();
     assert!(listed.iter().any(|t| t.name == "mcp__up__echo"));
 
-    let mut registry = HandlerRegistry::new();
+    let mut registry = LocalTools::new();
     registry.register_source(Arc::new(upstream.clone()));
     let failures = registry.refresh().await;
     assert!(failures.is_empty(), "{failures:?}");

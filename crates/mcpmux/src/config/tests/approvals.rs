@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::*;
+use crate::config::trust::approve;
 
 /// Loads with the stored approvals only (no approver): what a run without a terminal does.
 fn load_stored(fx: &Fixture) -> ConfigSet {

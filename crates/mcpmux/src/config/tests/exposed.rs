@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
+use crate::config::trust::approve;
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();

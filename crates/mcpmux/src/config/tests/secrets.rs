@@ -9,7 +9,7 @@ impl Fixture {
     /// Stores `name = value` in the home's secrets file (0600 in a 0700 folder).
     fn secret(&self, name: &str, value: &str) -> PathBuf {
         let file = self.home.path().join(".config/mcpmux/secrets.toml");
-        crate::config::set_secret(&file, name, value).unwrap();
+        crate::config::secrets::set_secret(&file, name, value).unwrap();
         file
     }
 }

@@ -345,7 +345,7 @@ impl Gemini<'_> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::{Provider, export};
+    use super::super::{ExportFormat, export};
     use super::*;
 
     #[test]
@@ -361,7 +361,7 @@ mod tests {
                 "properties": {"root": {"$ref": "#/$defs/node"}, "self": {"$ref": "#"}}
             }),
         );
-        let e = export(&[tool], Provider::Gemini);
+        let e = export(&[tool], ExportFormat::Gemini);
         let text = e.definitions().to_string();
         assert!(!text.contains("$ref"), "{text}");
         assert!(

@@ -41,7 +41,7 @@ use crate::catalog::naming::{self, NameRule};
 /// A model provider's tool format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Provider {
+pub enum ExportFormat {
     /// Anthropic Messages API tools.
     Anthropic,
     /// OpenAI chat completions function tools.
@@ -52,54 +52,54 @@ pub enum Provider {
     Gemini,
 }
 
-impl Provider {
+impl ExportFormat {
     /// Every provider format.
-    pub const ALL: [Provider; 4] = [
-        Provider::Anthropic,
-        Provider::OpenAi,
-        Provider::OpenAiStrict,
-        Provider::Gemini,
+    pub const ALL: [ExportFormat; 4] = [
+        ExportFormat::Anthropic,
+        ExportFormat::OpenAi,
+        ExportFormat::OpenAiStrict,
+        ExportFormat::Gemini,
     ];
 
     /// The name used on the command line: `anthropic`, `openai`, `openai-strict`, `gemini`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Provider::Anthropic => "anthropic",
-            Provider::OpenAi => "openai",
-            Provider::OpenAiStrict => "openai-strict",
-            Provider::Gemini => "gemini",
+            ExportFormat::Anthropic => "anthropic",
+            ExportFormat::OpenAi => "openai",
+            ExportFormat::OpenAiStrict => "openai-strict",
+            ExportFormat::Gemini => "gemini",
         }
     }
 }
 
-impl fmt::Display for Provider {
+impl fmt::Display for ExportFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-/// An unknown provider name.
+/// An unknown export format name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown format `{0}` (expected anthropic, openai, openai-strict or gemini)")]
-pub struct UnknownProvider(pub String);
+pub struct UnknownExportFormat(pub String);
 
-impl FromStr for Provider {
-    type Err = UnknownProvider;
+impl FromStr for ExportFormat {
+    type Err = UnknownExportFormat;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Provider::ALL
+        ExportFormat::ALL
             .into_iter()
             .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| UnknownProvider(s.to_string()))
+            .ok_or_else(|| UnknownExportFormat(s.to_string()))
     }
 }
 
-impl Provider {
+impl ExportFormat {
     /// The function-name rule of this provider.
     fn name_rule(self) -> NameRule {
         match self {
-            Provider::Gemini => NameRule::Gemini,
-            Provider::Anthropic | Provider::OpenAi | Provider::OpenAiStrict => {
+            ExportFormat::Gemini => NameRule::Gemini,
+            ExportFormat::Anthropic | ExportFormat::OpenAi | ExportFormat::OpenAiStrict => {
                 NameRule::AnthropicOpenAi
             }
         }
@@ -124,7 +124,7 @@ pub struct ExportedTool {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Export {
     /// The format.
-    pub provider: Provider,
+    pub provider: ExportFormat,
     /// One entry per tool, in the order given.
     pub tools: Vec<ExportedTool>,
     /// Tools left out because their input schema cannot be used (beyond
@@ -160,7 +160,7 @@ impl Export {
 /// Renders `tools` for `provider`. Never fails: what a provider cannot express is rewritten or
 /// dropped, and said in the tool's notes; a tool whose schema cannot be used at all (a `$ref`
 /// cycle, an exponential expansion) is left out and listed in [`Export::unusable`].
-pub fn export(tools: &[Tool], provider: Provider) -> Export {
+pub fn export(tools: &[Tool], provider: ExportFormat) -> Export {
     let mut used: HashSet<String> = HashSet::new();
     let mut unusable = Vec::new();
     let tools = tools
@@ -193,10 +193,10 @@ pub fn export(tools: &[Tool], provider: Provider) -> Export {
                 ));
             }
             let definition = match provider {
-                Provider::Anthropic => anthropic::anthropic(tool, &name, &mut notes),
-                Provider::OpenAi => openai::openai(tool, &name, &mut notes),
-                Provider::OpenAiStrict => openai::openai_strict(tool, &name, &mut notes),
-                Provider::Gemini => gemini::gemini(tool, &name, &mut notes),
+                ExportFormat::Anthropic => anthropic::anthropic(tool, &name, &mut notes),
+                ExportFormat::OpenAi => openai::openai(tool, &name, &mut notes),
+                ExportFormat::OpenAiStrict => openai::openai_strict(tool, &name, &mut notes),
+                ExportFormat::Gemini => gemini::gemini(tool, &name, &mut notes),
             };
             ExportedTool {
                 name,
@@ -236,13 +236,13 @@ mod tests {
     use super::*;
 
     /// Does `name` satisfy `provider`'s function-name rule?
-    fn name_is_valid(name: &str, provider: Provider) -> bool {
+    fn name_is_valid(name: &str, provider: ExportFormat) -> bool {
         naming::is_valid(name, provider.name_rule())
     }
 
     /// `name` made to fit `provider`'s rule: unchanged when it fits; otherwise characters outside
     /// the rule become `_`, and a stable 6-hex suffix of the original name keeps it distinct.
-    fn provider_name(name: &str, provider: Provider) -> String {
+    fn provider_name(name: &str, provider: ExportFormat) -> String {
         naming::fit(name, provider.name_rule())
     }
     use serde_json::json;
@@ -262,50 +262,56 @@ mod tests {
             .collect()
     }
 
-    fn snapshot(provider: Provider) -> Export {
+    fn snapshot(provider: ExportFormat) -> Export {
         export(&fixtures(), provider)
     }
 
     #[test]
     fn anthropic_golden() {
-        insta::assert_json_snapshot!("anthropic", snapshot(Provider::Anthropic));
+        insta::assert_json_snapshot!("anthropic", snapshot(ExportFormat::Anthropic));
     }
 
     #[test]
     fn openai_golden() {
-        insta::assert_json_snapshot!("openai", snapshot(Provider::OpenAi));
+        insta::assert_json_snapshot!("openai", snapshot(ExportFormat::OpenAi));
     }
 
     #[test]
     fn openai_strict_golden() {
-        insta::assert_json_snapshot!("openai_strict", snapshot(Provider::OpenAiStrict));
+        insta::assert_json_snapshot!("openai_strict", snapshot(ExportFormat::OpenAiStrict));
     }
 
     #[test]
     fn gemini_golden() {
-        insta::assert_json_snapshot!("gemini", snapshot(Provider::Gemini));
+        insta::assert_json_snapshot!("gemini", snapshot(ExportFormat::Gemini));
     }
 
     #[test]
     fn names_fit_each_provider() {
-        assert!(name_is_valid("mcp__github__create_issue", Provider::OpenAi));
-        assert!(!name_is_valid("a.b", Provider::OpenAi));
-        assert!(name_is_valid("a.b:c", Provider::Gemini));
-        assert!(!name_is_valid("9lives", Provider::Gemini));
-        assert!(name_is_valid("9lives", Provider::Anthropic));
-        assert!(!name_is_valid("", Provider::Anthropic));
-        assert!(!name_is_valid(&"x".repeat(65), Provider::Anthropic));
-        assert!(name_is_valid(&"x".repeat(64), Provider::Gemini));
+        assert!(name_is_valid(
+            "mcp__github__create_issue",
+            ExportFormat::OpenAi
+        ));
+        assert!(!name_is_valid("a.b", ExportFormat::OpenAi));
+        assert!(name_is_valid("a.b:c", ExportFormat::Gemini));
+        assert!(!name_is_valid("9lives", ExportFormat::Gemini));
+        assert!(name_is_valid("9lives", ExportFormat::Anthropic));
+        assert!(!name_is_valid("", ExportFormat::Anthropic));
+        assert!(!name_is_valid(&"x".repeat(65), ExportFormat::Anthropic));
+        assert!(name_is_valid(&"x".repeat(64), ExportFormat::Gemini));
 
-        assert_eq!(provider_name("read_file", Provider::OpenAi), "read_file");
-        let dotted = provider_name("fs.read", Provider::OpenAi);
+        assert_eq!(
+            provider_name("read_file", ExportFormat::OpenAi),
+            "read_file"
+        );
+        let dotted = provider_name("fs.read", ExportFormat::OpenAi);
         assert!(dotted.starts_with("fs_read_"), "{dotted}");
-        assert_eq!(provider_name("fs.read", Provider::Gemini), "fs.read");
-        let digit = provider_name("2fa", Provider::Gemini);
+        assert_eq!(provider_name("fs.read", ExportFormat::Gemini), "fs.read");
+        let digit = provider_name("2fa", ExportFormat::Gemini);
         assert!(digit.starts_with("_2fa_"), "{digit}");
-        let long = provider_name(&"ü".repeat(70), Provider::Anthropic);
+        let long = provider_name(&"ü".repeat(70), ExportFormat::Anthropic);
         assert_eq!(long.len(), crate::defaults::MAX_TOOL_NAME_LEN);
-        for p in Provider::ALL {
+        for p in ExportFormat::ALL {
             for name in ["", "a b", "ä", &"y".repeat(200), "-x", ".x"] {
                 let fitted = provider_name(name, p);
                 assert!(name_is_valid(&fitted, p), "{p}: {name:?} → {fitted:?}");
@@ -313,8 +319,8 @@ mod tests {
         }
         // Stable.
         assert_eq!(
-            provider_name("fs.read", Provider::OpenAi),
-            provider_name("fs.read", Provider::OpenAi)
+            provider_name("fs.read", ExportFormat::OpenAi),
+            provider_name("fs.read", ExportFormat::OpenAi)
         );
     }
 
@@ -325,7 +331,7 @@ mod tests {
             Tool::local("a_b", json!({"type": "object"})),
             Tool::local("a:b", json!({"type": "object"})),
         ];
-        for p in Provider::ALL {
+        for p in ExportFormat::ALL {
             let e = export(&tools, p);
             let names: HashSet<&str> = e.tools.iter().map(|t| t.name.as_str()).collect();
             assert_eq!(names.len(), 3, "{p}: {names:?}");
@@ -333,7 +339,7 @@ mod tests {
                 assert_eq!(e.tool_name(&t.name), Some(t.tool.as_str()));
             }
         }
-        let e = export(&tools, Provider::OpenAi);
+        let e = export(&tools, ExportFormat::OpenAi);
         assert_eq!(e.tools[1].name, "a_b");
         assert!(
             e.tools[0].notes[0].contains("exported as"),
@@ -344,9 +350,9 @@ mod tests {
 
     #[test]
     fn providers_parse_from_their_names() {
-        for p in Provider::ALL {
-            assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
+        for p in ExportFormat::ALL {
+            assert_eq!(p.as_str().parse::<ExportFormat>(), Ok(p));
         }
-        assert!("claude".parse::<Provider>().is_err());
+        assert!("claude".parse::<ExportFormat>().is_err());
     }
 }

@@ -516,9 +516,9 @@ fn make_nullable_map(map: &mut Map<String, Value>) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::{Provider, export};
+    use super::super::{ExportFormat, export};
     use super::*;
-    use crate::schema::drop_null_optionals;
+    use crate::schema::arguments::drop_null_optionals;
 
     #[test]
     fn strict_optional_properties_become_nullable_and_nulls_come_back_out() {
@@ -534,7 +534,7 @@ mod tests {
             "required": ["path"]
         });
         let tool = Tool::local("t", schema.clone());
-        let e = export(std::slice::from_ref(&tool), Provider::OpenAiStrict);
+        let e = export(std::slice::from_ref(&tool), ExportFormat::OpenAiStrict);
         let params = &e.tools[0].definition["function"]["parameters"];
         assert_eq!(e.tools[0].definition["function"]["strict"], true);
         assert_eq!(
@@ -572,7 +572,7 @@ mod tests {
             "t",
             json!({"type": "object", "properties": {"env": {"type": "object", "additionalProperties": {"type": "string"}}}}),
         );
-        let e = export(&[tool], Provider::OpenAiStrict);
+        let e = export(&[tool], ExportFormat::OpenAiStrict);
         assert_eq!(e.tools[0].definition["function"]["strict"], false);
         assert_eq!(
             e.tools[0].notes,
@@ -594,7 +594,7 @@ mod tests {
                 "$defs": {"d0": {"type": "array", "items": {"allOf": [{"$ref": "#/%24defs/d0"}]}}}
             }),
         );
-        let e = export(&[tool], Provider::OpenAiStrict);
+        let e = export(&[tool], ExportFormat::OpenAiStrict);
         assert_eq!(e.tools[0].definition["function"]["strict"], false);
         assert!(
             e.tools[0].notes[0].contains("refers back to itself"),

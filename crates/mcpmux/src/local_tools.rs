@@ -4,7 +4,7 @@
 //!
 //! A built-in tool is a plain async Rust function registered with a name and a description;
 //! its JSON schema is derived by `schemars` from the argument type, and arguments are
-//! deserialized into that type. The [`HandlerRegistry`] resolves local tools by name, a custom
+//! deserialized into that type. [`LocalTools`] resolves local tools by name, a custom
 //! handler overriding a built-in of the same name; the registry's list is merged by
 //! [`crate::catalog::merge`]. Knows nothing of connections.
 
@@ -293,7 +293,7 @@ impl fmt::Debug for Resolved {
 /// The harness's local tools: built-ins and custom handlers, resolved by name, custom
 /// overriding built-in. Itself a [`ToolSource`] named `builtin`.
 #[derive(Default)]
-pub struct HandlerRegistry {
+pub struct LocalTools {
     builtins: Vec<Arc<Builtin>>,
     sources: Vec<Arc<dyn ToolSource>>,
     /// Tools listed by each custom source at the last refresh.
@@ -302,7 +302,7 @@ pub struct HandlerRegistry {
     by_name: HashMap<String, usize>,
 }
 
-impl fmt::Debug for HandlerRegistry {
+impl fmt::Debug for LocalTools {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self
             .merged
@@ -310,13 +310,13 @@ impl fmt::Debug for HandlerRegistry {
             .iter()
             .map(|t| t.tool.name.as_str())
             .collect();
-        f.debug_struct("HandlerRegistry")
+        f.debug_struct("LocalTools")
             .field("tools", &names)
             .finish_non_exhaustive()
     }
 }
 
-impl HandlerRegistry {
+impl LocalTools {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
@@ -329,13 +329,13 @@ impl HandlerRegistry {
         self
     }
 
-    /// Builder-style [`HandlerRegistry::register`].
+    /// Builder-style [`LocalTools::register`].
     pub fn with(mut self, builtin: Builtin) -> Self {
         self.register(builtin);
         self
     }
 
-    /// Adds a custom handler; its tools are listed at the next [`HandlerRegistry::refresh`]
+    /// Adds a custom handler; its tools are listed at the next [`LocalTools::refresh`]
     /// and override built-ins of the same name.
     pub fn register_source(&mut self, source: Arc<dyn ToolSource>) -> &mut Self {
         self.sources.push(source);
@@ -430,7 +430,7 @@ impl HandlerRegistry {
     }
 }
 
-impl ToolSource for HandlerRegistry {
+impl ToolSource for LocalTools {
     fn name(&self) -> &str {
         BUILTIN_SOURCE
     }
@@ -440,7 +440,7 @@ impl ToolSource for HandlerRegistry {
     }
 
     fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>>> {
-        let tools = HandlerRegistry::tools(self);
+        let tools = LocalTools::tools(self);
         Box::pin(async move { Ok(tools) })
     }
 
@@ -609,7 +609,7 @@ mod tests {
 
     #[tokio::test]
     async fn registry_resolves_custom_over_builtin() {
-        let mut registry = HandlerRegistry::new().with(read_tool()).with(Builtin::new(
+        let mut registry = LocalTools::new().with(read_tool()).with(Builtin::new(
             "ping",
             "Pings.",
             |_: NoArgs| async { "pong" },
@@ -642,7 +642,7 @@ mod tests {
 
     #[test]
     fn a_later_builtin_replaces_an_earlier_one() {
-        let registry = HandlerRegistry::new()
+        let registry = LocalTools::new()
             .with(Builtin::new("t", "first", |_: NoArgs| async { "1" }))
             .with(Builtin::new("t", "second", |_: NoArgs| async { "2" }));
         assert_eq!(registry.tools().len(), 1);

@@ -138,7 +138,7 @@ pub async fn call(
 
 impl Tasks {
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        mcpmux::sync::lock(&self.table)
+        mcpmux::cli_support::sync::lock(&self.table)
     }
 
     /// Adds the extension to `capabilities` once some upstream server `view` shows has
