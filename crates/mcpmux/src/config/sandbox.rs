@@ -235,7 +235,7 @@ impl Sandbox {
     }
 
     /// The grants of a server started as `command` with `env` (set on top of ours: its `HOME`
-    /// wins) in `project`, with private temp dir `tmp`: [`Sandbox::grants`] plus, read only,
+    /// wins) in `project`, with private temp dir `tmp`: `Sandbox::grants` plus, read only,
     /// the directory of the program the person approved, wherever it is installed (a
     /// binary's data files, a script's modules beside it).
     pub fn server_grants(
