@@ -6,7 +6,7 @@
 //! untouched.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use rmcp::RoleClient;
@@ -25,6 +25,10 @@ const MAX_LINE: usize = 4 << 20;
 pub(crate) struct WireTarget {
     log: WireLog,
     server: Arc<str>,
+    /// Held across a line's write and its record, and taken to record what was read: the
+    /// server can only answer a request once it is written, so its answer is never logged
+    /// before the request, whichever thread reads it.
+    order: Arc<Mutex<()>>,
 }
 
 impl WireTarget {
@@ -33,6 +37,7 @@ impl WireTarget {
         log.map(|log| WireTarget {
             log: log.clone(),
             server: server.into(),
+            order: Arc::new(Mutex::new(())),
         })
     }
 }
@@ -97,7 +102,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for Tap<T> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if this.target.is_some() && matches!(polled, Poll::Ready(Ok(()))) {
+        if let Some(target) = &this.target
+            && matches!(polled, Poll::Ready(Ok(())))
+        {
+            let order = target.order.clone();
+            let _order = crate::sync::lock(&order);
             let read = buf.filled()[before..].to_vec();
             this.passed(&read);
         }
@@ -112,10 +121,13 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tap<T> {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        let Some(order) = this.target.as_ref().map(|target| target.order.clone()) else {
+            return Pin::new(&mut this.inner).poll_write(cx, buf);
+        };
+        // Written and recorded under the one lock (see `WireTarget::order`).
+        let _order = crate::sync::lock(&order);
         let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(written)) = polled
-            && this.target.is_some()
-        {
+        if let Poll::Ready(Ok(written)) = polled {
             this.passed(&buf[..written]);
         }
         polled
