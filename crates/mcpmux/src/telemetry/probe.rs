@@ -72,7 +72,7 @@ impl<'a> CallProbe<'a> {
                 }
                 // A URI is no low-cardinality span name: an attribute only.
                 CallKind::Read => {
-                    span.record("mcp.resource.uri", name);
+                    span.record("mcp.resource.uri", resource_uri(name));
                     span.record("otel.name", method);
                 }
                 CallKind::Complete => {
@@ -225,6 +225,12 @@ fn network_transport(transport: &str) -> Option<&'static str> {
     }
 }
 
+/// A resource URI as a span shows it: its query or userinfo may carry a token, so they are
+/// left out, as in every error and log line of the library.
+fn resource_uri(uri: &str) -> String {
+    crate::redact::redact_url(uri)
+}
+
 /// The size of `value` as JSON, counted without keeping it.
 pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     let mut counter = Counter(0);
@@ -282,6 +288,16 @@ mod tests {
         probe.finish_tool(&Err(Error::Cancelled("by the caller".into())));
         let seen = seen.0.lock().unwrap();
         assert_eq!(*seen, vec![(Outcome::Cancelled, Some("s".into()), Some(7))]);
+    }
+
+    #[test]
+    fn a_read_span_names_its_uri_without_query_or_userinfo() {
+        let shown = resource_uri("https://user:pw@example.com/doc?token=s3cret");
+        assert!(shown.contains("example.com/doc"), "{shown}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("pw@"),
+            "{shown}"
+        );
     }
 
     #[test]
