@@ -44,8 +44,15 @@ if [[ -n "$maturin" ]]; then
   echo "== the Python wheel (profile \`wheel\`, pyproject.toml) and sdist"
   wheel_profile=()
   [[ -n "${RELEASE_PROFILE:-}" ]] && wheel_profile=(--profile "$profile")
+  # With zig (`pip install ziglang`) the wheel is manylinux_2_17, for every glibc since 2014;
+  # without, it is tagged for this machine's glibc.
+  zig=()
+  if [[ "$(uname -s)" == Linux ]] \
+    && { "$(dirname "$maturin")/python" -c 'import ziglang' 2>/dev/null || command -v zig >/dev/null; }; then
+    zig=(--zig --compatibility manylinux2014)
+  fi
   (cd crates/mcpmux-python \
-    && "$maturin" build --locked "${wheel_profile[@]}" --out "$root/dist" \
+    && "$maturin" build --locked "${wheel_profile[@]}" ${zig[@]+"${zig[@]}"} --out "$root/dist" \
     && "$maturin" sdist --out "$root/dist")
 else
   echo "== no maturin (pip install maturin): no wheel or sdist"

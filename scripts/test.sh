@@ -40,6 +40,8 @@ scripts/build-test-programs.sh
 cargo test --workspace
 echo "== the Python package (maturin develop into test-deps/.venv-py, then pytest)"
 scripts/test-python.sh
+echo "== the Python package as users get it: the manylinux wheel in a fresh venv, the sdist"
+scripts/test-wheel.sh
 # The official MCP conformance suite against the mcpmux library (known failures listed with reasons).
 conformance/run.sh
 # Its server scenarios against the test server alone and through `mcpmux serve --passthrough`.
