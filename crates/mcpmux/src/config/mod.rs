@@ -48,6 +48,7 @@ pub use trust::{ApproveFn, ProjectEntry};
 
 pub(crate) use auth::secure_endpoint;
 pub(crate) use dedup::deduplicate;
+#[cfg(target_os = "linux")]
 pub(crate) use sandbox::Grants;
 pub(crate) use write::write_atomic;
 

@@ -69,7 +69,7 @@ pub(crate) fn prepare(
     };
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (env, cwd);
+        let _ = (command, env, cwd);
         unsupported("sandbox not supported on this platform".to_owned())
     }
     #[cfg(target_os = "linux")]
@@ -157,6 +157,7 @@ pub(crate) fn denial(sandbox: Option<&Sandbox>, stderr: &[String]) -> Option<Str
 }
 
 /// The server's name as a temp dir prefix: letters, digits, `-`, `_`; the rest becomes `_`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn safe_name(server: &str) -> String {
     server
         .chars()

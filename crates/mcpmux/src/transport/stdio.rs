@@ -164,7 +164,7 @@ pub(crate) fn spawn(
     ctx: &super::TransportContext,
 ) -> Result<(StdioTransport, ProcessHandle), Error> {
     let prepared = super::sandbox::prepare(server, command, sandbox, env, cwd)?;
-    let mut cmd = Command::new(command);
+    let mut cmd = Command::new(crate::platform::program::resolve(command, env, cwd));
     cmd.args(args)
         .env_clear()
         .stdin(Stdio::piped())
