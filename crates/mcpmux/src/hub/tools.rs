@@ -2,6 +2,7 @@
 //! local tools (naming, filters and merge are the catalog's; this file decides when to
 //! rebuild and attaches compiled schemas), what is listed now, and the hub as a tool source.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -72,6 +73,14 @@ impl Hub {
             }
             compiled
         }));
+        let listed: HashSet<(&str, &str)> = catalog
+            .tools()
+            .iter()
+            .map(|tool| (tool.server.as_str(), tool.raw_name.as_str()))
+            .collect();
+        inner
+            .validators
+            .retain_listed(|server, tool| listed.contains(&(server, tool)));
         *sync::write(&inner.catalog) = (key, catalog.clone());
         catalog
     }

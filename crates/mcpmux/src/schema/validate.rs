@@ -477,10 +477,11 @@ impl ValidatorCache {
         }
     }
 
-    /// Forgets every entry of `server` (it went away or was reconfigured).
-    #[cfg(test)]
-    pub fn forget_server(&self, server: &str) {
-        self.lock().retain(|k, _| k.server != server);
+    /// Keeps only the validators of tools `listed` says are still there: a server that renames
+    /// its tools on every `list_changed` (or one removed by a reload) must not grow the cache
+    /// for as long as the hub lives.
+    pub(crate) fn retain_listed(&self, listed: impl Fn(&str, &str) -> bool) {
+        self.lock().retain(|key, _| listed(&key.server, &key.tool));
     }
 
     /// How many schemas are cached.
@@ -713,8 +714,24 @@ mod tests {
         assert!(cache.prepare(&tool, None, serde_json::Map::new()).is_err());
         cache.input("other", "read", &schema);
         assert_eq!(cache.len(), 2);
-        cache.forget_server("fs");
+        cache.retain_listed(|server, _| server != "fs");
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_server_renaming_its_tools_on_every_list_does_not_grow_the_cache() {
+        let cache = ValidatorCache::new();
+        for round in 0..100 {
+            let name = format!("tool-{round}");
+            cache.input("churn", &name, &file_schema());
+            cache.output("churn", &name, &file_schema());
+            cache.retain_listed(|server, tool| server == "churn" && tool == name);
+        }
+        assert_eq!(
+            cache.len(),
+            2,
+            "only the listed tool's input and output validators stay"
+        );
     }
 
     #[test]
