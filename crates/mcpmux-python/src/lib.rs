@@ -33,6 +33,7 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<result::ToolResult>()?;
     m.add_class::<events::EventStream>()?;
     m.add_class::<awaitable::Completer>()?;
+    m.add_function(wrap_pyfunction!(awaitable::completer, m)?)?;
     m.add_function(wrap_pyfunction!(hub::start, m)?)?;
     m.add_function(wrap_pyfunction!(hub::start_blocking, m)?)?;
     m.add_function(wrap_pyfunction!(result::render_untrusted_text, m)?)?;

@@ -21,14 +21,18 @@ use mcpmux::{
 use crate::convert;
 use crate::result;
 
-/// Runs `f` with the GIL on a blocking thread of the runtime.
-async fn with_python<T, F>(f: F) -> Result<T, String>
+/// Runs `f` with the GIL on a blocking thread of the runtime; refused once the interpreter is
+/// exiting (taking the GIL then would kill the process), so a Python tool, approver or host
+/// callback still asked at exit answers an error instead. Whatever `f` makes of Python it
+/// drops before it returns: only plain Rust leaves.
+pub(crate) async fn with_python<T, F>(f: F) -> Result<T, String>
 where
     T: Send + 'static,
     F: FnOnce(Python<'_>) -> PyResult<T> + Send + 'static,
 {
     let joined = tokio::task::spawn_blocking(move || {
-        Python::attach(|py| f(py).map_err(|e| describe(py, &e)))
+        Python::try_attach(|py| f(py).map_err(|e| describe(py, &e)))
+            .unwrap_or_else(|| Err("the Python interpreter is exiting".to_owned()))
     })
     .await;
     match joined {

@@ -76,19 +76,3 @@ __all__ = [
     "__version__",
 ]
 
-
-def _settle_at_exit() -> None:
-    """Lets the Rust runtime finish its last hand-overs to Python before the interpreter
-    finalizes: a call or shutdown that just returned may still have a runtime thread dropping
-    the Python objects it held, and a thread taking the GIL while the interpreter finalizes
-    crashes the process (seen: SIGSEGV/SIGABRT at exit in 3 of 4 runs of a script that exits
-    right after `async with Hub(...)`). A mitigation, not the cure: the cure is no runtime thread
-    touching Python after the awaited result is delivered."""
-    import time
-
-    time.sleep(0.1)  # releases the GIL
-
-
-import atexit as _atexit
-
-_atexit.register(_settle_at_exit)

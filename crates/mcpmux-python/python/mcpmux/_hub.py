@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import warnings
-import weakref
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from . import _mcpmux
@@ -26,19 +25,10 @@ Approver = Callable[[ApprovalRequest], Any]
 H = TypeVar("H", bound="_Base")
 
 
-# One completer per event loop: finished calls are set on the loop's own thread (see
-# `awaitable.rs`), woken through a socket the loop watches.
-_completers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _mcpmux.Completer]" = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _completer() -> "_mcpmux.Completer":
-    loop = asyncio.get_running_loop()
-    completer = _completers.get(loop)
-    if completer is None:
-        completer = _completers[loop] = _mcpmux.Completer(loop)
-    return completer
+    """The running loop's completer: finished calls are set on the loop's own thread (see
+    `awaitable.rs`), woken through a socket the loop watches."""
+    return _mcpmux.completer()
 
 
 class _Base:
