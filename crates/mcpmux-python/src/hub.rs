@@ -23,6 +23,8 @@ use crate::awaitable::{self, Completer, Outcome};
 use crate::convert;
 use crate::errors::{Failure, new_error};
 use crate::events::EventStream;
+use crate::progress::{ProgressCall, ProgressStream};
+use crate::resources::{self, ResourceEventStream};
 use crate::result::ToolResult;
 use crate::runtime::{self, block_on};
 use crate::sources::{self, PyApprover, PySource};
@@ -39,6 +41,8 @@ struct Plan {
     sources: Vec<PySource>,
     builtins: Vec<mcpmux::Builtin>,
     approver: Option<PyApprover>,
+    /// Who answers roots, sampling and elicitation (`host::read`).
+    host: mcpmux::Host,
 }
 
 fn item<'py>(options: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -97,6 +101,7 @@ impl Plan {
                 .map(sources::builtin)
                 .collect::<PyResult<_>>()?,
             approver: item(options, "approver")?.map(|a| PyApprover::new(&a)),
+            host: crate::host::read(options)?,
         })
     }
 
@@ -139,6 +144,7 @@ impl Plan {
         if let Some(approver) = self.approver {
             options = options.with_approver(Arc::new(approver));
         }
+        options = options.with_host(self.host.clone());
         let hub = Hub::from_config(set, options)?;
         if let Err(e) = hub.wait_ready().await {
             hub.shutdown().await;
@@ -148,6 +154,7 @@ impl Plan {
             hub: Mutex::new(Some(hub)),
             closed: CancellationToken::new(),
             handler_errors,
+            host: self.host,
         })
     }
 }
@@ -263,6 +270,8 @@ pub(crate) struct NativeHub {
     closed: CancellationToken,
     /// Python tool sources whose `list_tools` failed at start: (name, error).
     handler_errors: Vec<(String, String)>,
+    /// The hub's host: its resource notices.
+    host: mcpmux::Host,
 }
 
 impl NativeHub {
@@ -446,5 +455,64 @@ impl NativeHub {
             block_on(py, async move { hub.shutdown().await })?;
         }
         Ok(())
+    }
+
+    // Resources, prompts, completions (`resources`), calls with progress (`progress`).
+
+    /// Asks for resources, templates, prompts, a read, a prompt filled in, a completion or a
+    /// (un)subscription (`resources::Ask`), awaitable; the answer as JSON values.
+    fn ask<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        params: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resources::ask(py, self.hub()?, op, params)
+    }
+
+    /// [`NativeHub::ask`], blocking with the GIL released.
+    fn ask_blocking<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        params: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resources::ask_blocking(py, self.hub()?, op, params)
+    }
+
+    /// Resource notices from now on, until the hub shuts down.
+    fn resource_events(&self) -> PyResult<ResourceEventStream> {
+        self.hub()?;
+        Ok(ResourceEventStream::new(
+            self.host.resource_events(),
+            self.closed.clone(),
+        ))
+    }
+
+    /// Calls `name` with its progress: `(progress stream, awaitable of the result)`.
+    #[pyo3(signature = (name, arguments = None, timeout = None, scope = None))]
+    fn call_progress<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        arguments: Option<&Bound<'py, PyAny>>,
+        timeout: Option<f64>,
+        scope: Option<&str>,
+    ) -> PyResult<(ProgressStream, Bound<'py, PyAny>)> {
+        ProgressCall::new(self.hub()?, name, arguments, timeout, scope)?.start(py)
+    }
+
+    /// Calls `name` blocking, `progress(dict)` called on this thread for each notification.
+    #[pyo3(signature = (name, progress, arguments = None, timeout = None, scope = None))]
+    fn call_blocking_progress(
+        &self,
+        py: Python<'_>,
+        name: String,
+        progress: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        timeout: Option<f64>,
+        scope: Option<&str>,
+    ) -> PyResult<ToolResult> {
+        ProgressCall::new(self.hub()?, name, arguments, timeout, scope)?.run_blocking(py, progress)
     }
 }

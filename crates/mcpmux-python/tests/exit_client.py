@@ -50,7 +50,8 @@ async def events() -> None:
     hub = await mcpmux.Hub(spec, ephemeral=True).start()
     stream = hub.events().__aiter__()
     asyncio.ensure_future(stream.__anext__())
-    asyncio.ensure_future(hub.call("mcp__t__slow", {"ms": 2000}))
+    asyncio.ensure_future(hub.call("mcp__t__slow", {"ms": 2000}, progress=lambda p: None))
+    asyncio.ensure_future(hub.resource_events().__anext__())
     await asyncio.sleep(0.1)
 
 

@@ -184,8 +184,8 @@ async def test_a_deny_rule_raises_policy_refused_and_an_approver_decides_ask_rul
 
 @pytest.mark.parametrize(
     "answer",
-    ["no", "False", {"approved": False}, 1, None, [True], ("yes", "looks fine")],
-    ids=["str-no", "str-False", "dict", "int", "None", "list", "str-in-pair"],
+    ["no", "False", {"approved": False}, [False], 1, None, [True], ("yes", "looks fine")],
+    ids=["str-no", "str-False", "dict", "list-False", "int", "None", "list-True", "str-in-pair"],
 )
 async def test_only_true_approves_and_any_other_answer_denies_with_a_warning_naming_its_type(
     answer: object,

@@ -22,7 +22,28 @@ from . import errors
 from ._builtin import Builtin, builtin
 from ._hub import BlockingHub, Hub
 from ._mcpmux import ToolResult, __version__, render_untrusted_text, tool_result
-from ._types import ApprovalRequest, Event, Export, Scope, ServerStatus, Tool
+from ._resources import ProgressCall
+from ._types import (
+    ApprovalRequest,
+    Completion,
+    ElicitationRequest,
+    Event,
+    Export,
+    Listing,
+    Progress,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptResult,
+    Resource,
+    ResourceContents,
+    ResourceEvent,
+    ResourceTemplate,
+    SamplingRequest,
+    Scope,
+    ServerStatus,
+    Tool,
+)
 from .errors import (
     AuthRequired,
     Cancelled,
@@ -56,6 +77,20 @@ __all__ = [
     "Export",
     "Scope",
     "ApprovalRequest",
+    "Listing",
+    "Resource",
+    "ResourceTemplate",
+    "ResourceContents",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
+    "Completion",
+    "ResourceEvent",
+    "Progress",
+    "ProgressCall",
+    "SamplingRequest",
+    "ElicitationRequest",
     "errors",
     "McpmuxError",
     "ConfigError",

@@ -16,6 +16,8 @@ from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Se
 from . import _mcpmux
 from ._bridge import ApproverBridge, BuiltinBridge, Runner, SourceBridge
 from ._builtin import Builtin
+from ._host import Elicitor, Sampler, host_options
+from ._resources import AsyncResources, BlockingResources, ProgressCallback
 from ._types import ApprovalRequest, Event, Export, ScopeLike, ServerStatus, Tool, scope_text
 from .errors import McpmuxError
 
@@ -44,7 +46,12 @@ class _Base:
         approver: Approver | None = None,
         lazy: bool = False,
         ephemeral: bool = False,
+        roots: Any = None,
+        sampler: Sampler | None = None,
+        elicitor: Elicitor | None = None,
+        elicit_urls: bool = False,
     ) -> None:
+        self._host = (roots, sampler, elicitor, elicit_urls)
         self._servers = dict(servers) if servers is not None else None
         self._handlers = list(handlers)
         self._builtins = list(builtins)
@@ -71,6 +78,10 @@ class _Base:
         approver: Approver | None = None,
         lazy: bool = False,
         ephemeral: bool = False,
+        roots: Any = None,
+        sampler: Sampler | None = None,
+        elicitor: Elicitor | None = None,
+        elicit_urls: bool = False,
     ) -> H:
         """A hub over the servers of your config files, as the ``mcpmux`` CLI reads them.
 
@@ -87,6 +98,10 @@ class _Base:
             approver=approver,
             lazy=lazy,
             ephemeral=ephemeral,
+            roots=roots,
+            sampler=sampler,
+            elicitor=elicitor,
+            elicit_urls=elicit_urls,
         )
         hub._config = {
             "use_config": True,
@@ -108,6 +123,7 @@ class _Base:
             "handlers": [SourceBridge(h, runner) for h in self._handlers],
             "builtins": [BuiltinBridge(b, runner) for b in self._builtins],
             "approver": None if self._approver is None else ApproverBridge(self._approver, runner),
+            **host_options(*self._host, runner),
         }
 
     def _started(self, native: _mcpmux.NativeHub) -> None:
@@ -163,7 +179,7 @@ class _Base:
         return self._provider_names.get(name, name), parsed
 
 
-class Hub(_Base):
+class Hub(AsyncResources, _Base):
     """Many MCP servers as one tool set, for asyncio.
 
     ::
@@ -207,10 +223,16 @@ class Hub(_Base):
         *,
         timeout: float | None = None,
         scope: ScopeLike = None,
+        progress: ProgressCallback | None = None,
     ) -> "_mcpmux.ToolResult":
         """Calls the tool exposed as ``name``. A tool that fails *answers* (``is_error``); a
         call that cannot be made raises a :class:`mcpmux.errors.McpmuxError`. ``timeout`` (s)
-        overrides the server's call timeout; ``scope`` refuses tools outside it."""
+        overrides the server's call timeout; ``scope`` refuses tools outside it; ``progress``
+        (sync or async) is given each :class:`mcpmux.Progress` the server sends (see also
+        :meth:`call_with_progress`). Cancelling the awaiting task cancels the call, and the
+        server is told."""
+        if progress is not None:
+            return await self._call_reporting(name, arguments, timeout, scope, progress)
         return await self._hub.call(name, arguments, timeout, scope_text(scope), _completer())
 
     async def call_tool(
@@ -253,7 +275,7 @@ class Hub(_Base):
             await self._native.shutdown()
 
 
-class BlockingHub(_Base):
+class BlockingHub(BlockingResources, _Base):
     """:class:`Hub` for code that is not async: every method blocks with the GIL released,
     and may be called from many threads at once.
 
@@ -287,8 +309,12 @@ class BlockingHub(_Base):
         *,
         timeout: float | None = None,
         scope: ScopeLike = None,
+        progress: ProgressCallback | None = None,
     ) -> "_mcpmux.ToolResult":
-        """Calls the tool exposed as ``name`` (see :meth:`Hub.call`)."""
+        """Calls the tool exposed as ``name`` (see :meth:`Hub.call`); ``progress`` is called on
+        this thread for each notification, and an exception it raises ends the call."""
+        if progress is not None:
+            return self._call_reporting(name, arguments, timeout, scope, progress)
         return self._hub.call_blocking(name, arguments, timeout, scope_text(scope))
 
     def call_tool(
