@@ -29,6 +29,13 @@ def test_a_blocking_hub_used_in_a_forked_child_raises_instead_of_hanging() -> No
         assert hub.call("mcp__t__echo", {"text": "parent"}).text == "parent"
         outcome = in_a_forked_child(lambda: hub.call("mcp__t__echo", {"text": "child"}).text)
         assert outcome.startswith("RuntimeError: ") and "forked" in outcome, outcome
+        for work in (
+            lambda: hub.resources(),
+            lambda: hub.call("mcp__t__slow", {"ms": 10}, progress=print),
+            lambda: next(hub.resource_events(timeout=1), None),
+        ):
+            outcome = in_a_forked_child(work)
+            assert outcome.startswith("RuntimeError: ") and "forked" in outcome, outcome
         # A new hub in the child cannot run either: the threads it would run on stayed behind.
         fresh = in_a_forked_child(lambda: mcpmux.BlockingHub({"t": testserver()}).start())
         assert fresh.startswith("RuntimeError: ") and "forked" in fresh, fresh

@@ -196,6 +196,11 @@ class Hub(AsyncResources, _Base):
     ``call_tool(name, arguments)``, sync or async) are listed beside MCP servers and override
     ``builtins`` of the same name. Their coroutines run on the event loop the hub was started
     on: keep it running (awaiting) while calls are in flight.
+
+    What servers ask of the harness is answered by ``elicitor``, ``sampler`` and ``roots``
+    (see :mod:`mcpmux._host`); each is advertised only when given, and a request for one that
+    is not is refused. Resources, prompts, completions and progress: see
+    :class:`mcpmux._resources.AsyncResources`.
     """
 
     async def start(self) -> "Hub":
