@@ -4,7 +4,7 @@
 //! advertised only when its callable is given, a request for one that is not is refused
 //! ("method not found"), URL-mode elicitation only when the harness says it handles URLs, and
 //! an accepted form gets the schema's defaults. Each callable runs on a blocking thread with
-//! the GIL taken there (`sources::with_python`); what the package's `_host` bridge gives is a
+//! the GIL taken there (`callback`); what the package's `_host` bridge gives is a
 //! plain synchronous object that answers JSON: `{"reply": {...}}`, `{"reject": why}` or
 //! `{"fail": why}` for sampling; `{"accept": {...}}`, `{"decline": null}` or
 //! `{"cancel": null}` for elicitation. Knows nothing of the hub.
@@ -24,8 +24,8 @@ use mcpmux::host::{
     RootsProvider, Sampler, SamplingReply, SamplingRequest,
 };
 
+use crate::callback::call_python;
 use crate::convert;
-use crate::sources::with_python;
 
 /// How long a Python sampler or elicitor may take before the server is answered without it (a
 /// person may be filling in a form: the same bound as an approver's).
@@ -93,10 +93,10 @@ impl RootsProvider for PyRoots {
         let bridge = self.0.clone();
         let server = server.to_owned();
         Box::pin(async move {
-            let listed = with_python(move |py| {
-                let out = bridge.bind(py).call_method1("roots", (server,))?;
-                convert::to_json(&out)
-            });
+            let listed = call_python(
+                move |py| bridge.bind(py).call_method1("roots", (server,)),
+                convert::to_json,
+            );
             match tokio::time::timeout(CALLBACK_TIMEOUT, listed).await {
                 Ok(Ok(Value::Array(entries))) => {
                     entries.iter().filter_map(|e| root(e).ok()).collect()
@@ -199,11 +199,13 @@ async fn ask(
     method: &'static str,
     request: Value,
 ) -> Result<Value, HostError> {
-    let asked = with_python(move |py| {
-        let request = convert::to_py(py, &request)?;
-        let out = bridge.bind(py).call_method1(method, (request,))?;
-        convert::to_json(&out)
-    });
+    let asked = call_python(
+        move |py| {
+            let request = convert::to_py(py, &request)?;
+            bridge.bind(py).call_method1(method, (request,))
+        },
+        convert::to_json,
+    );
     match tokio::time::timeout(CALLBACK_TIMEOUT, asked).await {
         Ok(Ok(answer)) => Ok(answer),
         // The bridge catches the callable's own exceptions; this is the bridge or the exit.

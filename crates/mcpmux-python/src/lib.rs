@@ -16,6 +16,7 @@
 //! [`Hub`]: mcpmux::Hub
 
 mod awaitable;
+mod callback;
 mod convert;
 mod errors;
 mod events;

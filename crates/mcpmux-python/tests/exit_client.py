@@ -5,7 +5,9 @@ python exit_client.py MODE TESTSERVER, MODE one of:
   the interpreter exits, the hub never shut down;
 - `closed`: exits right after its last `async with Hub` closed, as the benchmark's client;
 - `events`: exits with an event iteration and a progress stream waiting;
-- `blocking`: a blocking hub's last call returned, the hub not shut down.
+- `blocking`: a blocking hub's last call returned, the hub not shut down;
+- `daemon`: daemon threads mid-call on a blocking hub as the main thread ends;
+- `sync-tool`: synchronous Python tools mid-call (on the runtime's blocking threads).
 
 It prints `exiting` last: the test checks the exit status and that line."""
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
+import time
 
 import mcpmux
 
@@ -31,13 +35,24 @@ class Slow:
         return "late"
 
 
+class SyncSlow:
+    name = "sync"
+
+    def list_tools(self) -> list[dict[str, object]]:
+        return [{"name": "nap", "inputSchema": {"type": "object"}}]
+
+    def call_tool(self, name: str, arguments: dict[str, object]) -> str:
+        time.sleep(0.05)
+        return "late"
+
+
 async def in_flight() -> None:
     hub = await mcpmux.Hub(spec, handlers=[Slow()], ephemeral=True).start()
     assert (await hub.call("mcp__t__echo", {"text": "first"})).text == "first"
     for i in range(32):
         asyncio.ensure_future(hub.call("mcp__t__slow", {"ms": 50 + i * 10}))
     asyncio.ensure_future(hub.call("mcp__t__hang"))
-    asyncio.ensure_future(hub.call("py__nap"))
+    asyncio.ensure_future(hub.call("nap"))
     await asyncio.sleep(0.1)
 
 
@@ -60,8 +75,24 @@ def blocking() -> None:
     assert hub.call("mcp__t__echo", {"text": "last"}).text == "last"
 
 
+def daemon() -> None:
+    hub = mcpmux.BlockingHub(spec, ephemeral=True).start()
+    for i in range(8):
+        threading.Thread(target=hub.call, args=("mcp__t__slow", {"ms": 20 + 5 * i}), daemon=True).start()
+    time.sleep(0.01)
+
+
+async def sync_tool() -> None:
+    hub = await mcpmux.Hub(spec, handlers=[SyncSlow()], ephemeral=True).start()
+    for _ in range(8):
+        asyncio.ensure_future(hub.call("nap"))
+    await asyncio.sleep(0.02)
+
+
 if mode == "blocking":
     blocking()
+elif mode == "daemon":
+    daemon()
 else:
-    asyncio.run({"in-flight": in_flight, "closed": closed, "events": events}[mode]())
+    asyncio.run({"in-flight": in_flight, "closed": closed, "events": events, "sync-tool": sync_tool}[mode]())
 print("exiting", flush=True)

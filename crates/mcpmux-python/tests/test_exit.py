@@ -15,7 +15,7 @@ from pathlib import Path
 from conftest import testserver
 
 CLIENT = Path(__file__).with_name("exit_client.py")
-MODES = ["in-flight", "closed", "events", "blocking"]
+MODES = ["in-flight", "closed", "events", "blocking", "daemon", "sync-tool"]
 
 
 def test_importing_the_package_registers_no_exit_hook() -> None:

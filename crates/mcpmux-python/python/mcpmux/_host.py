@@ -39,12 +39,15 @@ class SamplerBridge:
         self.sampler = sampler
         self.runner = runner
 
-    def sample(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            answer = self.runner.resolve(self.sampler(SamplingRequest._from_native(request)))
-        except Exception as e:  # noqa: BLE001 - any failure of the harness's code
-            _warn(f"the sampler raised {type(e).__name__}: {e} (the server is told the host failed)")
-            return {"fail": f"the host's sampler failed ({type(e).__name__})"}
+    def sample(self, request: Mapping[str, Any]) -> Any:
+        asked = SamplingRequest._from_native(request)
+        return self.runner.submit(self.sampler, (asked,), self.reply, self.failed)
+
+    def failed(self, e: Exception) -> dict[str, Any]:
+        _warn(f"the sampler raised {type(e).__name__}: {e} (the server is told the host failed)")
+        return {"fail": f"the host's sampler failed ({type(e).__name__})"}
+
+    def reply(self, answer: Any) -> dict[str, Any]:
         if answer is None or answer is False:
             return {"reject": "the host declined to sample"}
         if isinstance(answer, str):
@@ -75,12 +78,15 @@ class ElicitorBridge:
         self.runner = runner
         self.urls = urls
 
-    def elicit(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            answer = self.runner.resolve(self.elicitor(ElicitationRequest._from_native(request)))
-        except Exception as e:  # noqa: BLE001 - any failure of the harness's code
-            _warn(f"the elicitor raised {type(e).__name__}: {e} (the request is cancelled)")
-            return {"cancel": None}
+    def elicit(self, request: Mapping[str, Any]) -> Any:
+        asked = ElicitationRequest._from_native(request)
+        return self.runner.submit(self.elicitor, (asked,), self.reply, self.failed)
+
+    def failed(self, e: Exception) -> dict[str, Any]:
+        _warn(f"the elicitor raised {type(e).__name__}: {e} (the request is cancelled)")
+        return {"cancel": None}
+
+    def reply(self, answer: Any) -> dict[str, Any]:
         if isinstance(answer, Mapping):
             return {"accept": dict(answer)}
         if answer is None or answer is False or answer == "decline":
@@ -99,13 +105,18 @@ class RootsBridge:
         self.callable = roots
         self.runner = runner
 
-    def roots(self, server: str) -> list[Any]:
+    def roots(self, server: str) -> Any:
+        return self.runner.submit(self.callable, (server,), self.listed, self.failed)
+
+    def listed(self, roots: Iterable[Any]) -> list[Any]:
         try:
-            listed = self.runner.resolve(self.callable(server))
-            return [_root(r) for r in listed]
+            return [_root(r) for r in roots]
         except Exception as e:  # noqa: BLE001 - any failure of the harness's code
-            _warn(f"the roots callable raised {type(e).__name__}: {e} (no roots offered)")
-            return []
+            return self.failed(e)
+
+    def failed(self, e: Exception) -> list[Any]:
+        _warn(f"the roots callable raised {type(e).__name__}: {e} (no roots offered)")
+        return []
 
 
 def _root(entry: Any) -> Any:

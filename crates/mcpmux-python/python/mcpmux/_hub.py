@@ -195,7 +195,9 @@ class Hub(AsyncResources, _Base):
     Python tool sources (``handlers``: objects with ``list_tools()`` and
     ``call_tool(name, arguments)``, sync or async) are listed beside MCP servers and override
     ``builtins`` of the same name. Their coroutines run on the event loop the hub was started
-    on: keep it running (awaiting) while calls are in flight.
+    on: keep it running (awaiting) while calls are in flight. Synchronous ones run on a pool of
+    Python threads (at most ``mcpmux._bridge.MAX_PYTHON_CALLS`` at once), which Python waits
+    for at exit.
 
     What servers ask of the harness is answered by ``elicitor``, ``sampler`` and ``roots``
     (see :mod:`mcpmux._host`); each is advertised only when given, and a request for one that
@@ -289,8 +291,9 @@ class BlockingHub(BlockingResources, _Base):
         with mcpmux.BlockingHub.from_config() as hub:
             result = hub.call("mcp__time__get_current_time", {"timezone": "UTC"})
 
-    Coroutines returned by Python tool sources run on a fresh event loop per call. Do not call
-    a blocking hub from inside a tool source or approver (it raises), nor in a child forked
+    Coroutines returned by Python tool sources run on a fresh event loop per call; synchronous
+    ones on a thread of the package's pool, so a tool source may itself call the hub. Do not
+    call a blocking hub in a child forked
     after a hub started (it raises ``RuntimeError``: the threads that run hubs stayed in the
     parent).
     """
