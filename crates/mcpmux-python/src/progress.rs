@@ -5,14 +5,17 @@
 //! (`notifications/cancelled`). Progress crosses as plain Rust values, made into Python on the
 //! caller's thread. Knows nothing of how calls are made: the hub's `call_with` does.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyStopAsyncIteration, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Notify, mpsc};
+
+use mcpmux::cli_support::sync::lock;
 
 use mcpmux::{CallOptions, Hub, Progress};
 
@@ -60,10 +63,11 @@ impl ProgressCall {
         })
     }
 
-    /// The call made, its progress sent to `sender`.
+    /// The call made, its progress kept in `updates` (the newest [`MAX_UNREAD`]); `updates`
+    /// ends with the call, answered or dropped.
     fn run(
         self,
-        sender: mpsc::UnboundedSender<Progress>,
+        updates: Arc<Updates>,
     ) -> impl Future<Output = Result<ToolResult, Failure>> + Send + 'static {
         let ProgressCall {
             hub,
@@ -72,10 +76,27 @@ impl ProgressCall {
             options,
         } = self;
         async move {
-            let inner = hub
-                .call_with(&name, arguments, options.with_progress(sender))
-                .await?;
-            Ok(ToolResult { inner, tool: name })
+            let _ends = Ending(updates.clone());
+            let (sender, mut receiver) = mpsc::unbounded_channel();
+            let answered = {
+                let call = hub.call_with(&name, arguments, options.with_progress(sender));
+                tokio::pin!(call);
+                loop {
+                    tokio::select! {
+                        biased;
+                        Some(progress) = receiver.recv() => updates.push(progress),
+                        answered = &mut call => break answered,
+                    }
+                }
+            };
+            // What came before the answer is still told, in order.
+            while let Ok(progress) = receiver.try_recv() {
+                updates.push(progress);
+            }
+            Ok(ToolResult {
+                inner: answered?,
+                tool: name,
+            })
         }
     }
 
@@ -84,16 +105,11 @@ impl ProgressCall {
         self,
         py: Python<'py>,
     ) -> PyResult<(ProgressStream, Bound<'py, PyAny>)> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let call = awaitable::future_into_py_with(py, self.run(sender), |py, result| {
+        let updates = Arc::new(Updates::default());
+        let call = awaitable::future_into_py_with(py, self.run(updates.clone()), |py, result| {
             Ok(Py::new(py, result)?.into_any())
         })?;
-        Ok((
-            ProgressStream {
-                receiver: Arc::new(Mutex::new(receiver)),
-            },
-            call,
-        ))
+        Ok((ProgressStream { updates }, call))
     }
 
     /// The call made with the GIL released, `callback(progress_dict)` called on this thread
@@ -104,43 +120,94 @@ impl ProgressCall {
         py: Python<'_>,
         callback: &Bound<'_, PyAny>,
     ) -> PyResult<ToolResult> {
-        let (sender, mut receiver) = mpsc::unbounded_channel();
-        let call = self.run(sender);
+        let updates = Arc::new(Updates::default());
+        let call = self.run(updates.clone());
         let callback = callback.clone().unbind();
         // The future runs on this thread (`block_on`): the callback is taken, called and
         // dropped here, never on a runtime thread.
         let outcome = runtime::block_on(py, async move {
             tokio::pin!(call);
-            let mut open = true;
+            let mut answered = None;
             loop {
                 tokio::select! {
                     biased;
-                    got = receiver.recv(), if open => match got {
-                        Some(progress) => {
-                            let called = Python::attach(|py| {
-                                let update = to_dict(py, &progress)?;
-                                callback.bind(py).call1((update,)).map(drop)
-                            });
-                            if let Err(error) = called {
-                                return Err(Failure::Python(error));
-                            }
-                        }
-                        None => open = false,
+                    next = updates.next() => match next {
+                        Some(progress) => Python::attach(|py| {
+                            let update = to_dict(py, &progress)?;
+                            callback.bind(py).call1((update,)).map(drop)
+                        })?,
+                        // Every update told: the answer is in.
+                        None => break,
                     },
-                    result = &mut call => {
-                        // Progress that came before the answer is still told, in order.
-                        while let Ok(progress) = receiver.try_recv() {
-                            Python::attach(|py| {
-                                let update = to_dict(py, &progress)?;
-                                callback.bind(py).call1((update,)).map(drop)
-                            })?;
-                        }
-                        return result;
-                    }
+                    result = &mut call, if answered.is_none() => answered = Some(result),
                 }
             }
+            answered.unwrap_or_else(|| {
+                Err(Failure::Python(PyRuntimeError::new_err(
+                    "the call ended without an answer",
+                )))
+            })
         })?;
         outcome.map_err(Failure::into_pyerr)
+    }
+}
+
+/// Most progress notifications kept unread: progress is cumulative (each notification
+/// carries the progress so far), so when a harness reads slower than a server sends, the
+/// oldest are dropped, never the server's memory grown without bound. A thousand keeps any
+/// burst a harness would show.
+const MAX_UNREAD: usize = 1024;
+
+/// The unread progress of one call, and whether the call has ended.
+#[derive(Default)]
+pub(crate) struct Updates {
+    queue: std::sync::Mutex<(VecDeque<Progress>, bool)>,
+    ready: Notify,
+}
+
+impl Updates {
+    fn push(&self, progress: Progress) {
+        {
+            let mut queue = lock(&self.queue);
+            if queue.0.len() == MAX_UNREAD {
+                queue.0.pop_front();
+            }
+            queue.0.push_back(progress);
+        }
+        self.ready.notify_one();
+    }
+
+    fn end(&self) {
+        lock(&self.queue).1 = true;
+        self.ready.notify_one();
+    }
+
+    /// The oldest unread notification; `None` once the call has ended and all were read.
+    async fn next(&self) -> Option<Progress> {
+        loop {
+            let ready = self.ready.notified();
+            tokio::pin!(ready);
+            ready.as_mut().enable();
+            {
+                let mut queue = lock(&self.queue);
+                if let Some(progress) = queue.0.pop_front() {
+                    return Some(progress);
+                }
+                if queue.1 {
+                    return None;
+                }
+            }
+            ready.await;
+        }
+    }
+}
+
+/// Ends a call's updates when its future finishes or is dropped (cancelled).
+struct Ending(Arc<Updates>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
@@ -156,7 +223,7 @@ fn to_dict<'py>(py: Python<'py>, progress: &Progress) -> PyResult<Bound<'py, PyD
 /// The progress notifications of one call, until it ends.
 #[pyclass(frozen, module = "mcpmux._mcpmux")]
 pub(crate) struct ProgressStream {
-    receiver: Arc<Mutex<mpsc::UnboundedReceiver<Progress>>>,
+    updates: Arc<Updates>,
 }
 
 #[pymethods]
@@ -167,10 +234,10 @@ impl ProgressStream {
 
     /// The next notification (awaitable); `StopAsyncIteration` once the call has ended.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let receiver = self.receiver.clone();
+        let updates = self.updates.clone();
         awaitable::future_into_py_with(
             py,
-            async move { Ok::<_, Failure>(receiver.lock().await.recv().await) },
+            async move { Ok::<_, Failure>(updates.next().await) },
             |py, next| match next {
                 Some(progress) => Ok(to_dict(py, &progress)?.into_any().unbind()),
                 None => Err(PyStopAsyncIteration::new_err(())),

@@ -136,3 +136,14 @@ def test_a_blocking_call_reports_progress_on_its_thread_and_a_raise_cancels_it(t
             hub.call("mcp__t__slow", {"ms": 20000, "steps": 400}, progress=stop)
         assert seen_cancelled(log, "slow")
         assert hub.call("mcp__t__echo", {"text": "still"}).text == "still"
+
+
+async def test_unread_progress_keeps_the_newest_thousand_not_every_notification() -> None:
+    # A server may send progress faster than a harness reads it: the oldest unread are
+    # dropped (progress is cumulative), so memory stays bounded.
+    async with mcpmux.Hub({"t": testserver()}, ephemeral=True) as hub:
+        call = hub.call_with_progress("mcp__t__flood", {"count": 5000})
+        assert (await call).text == "flooded 5000"
+        kept = [update.progress async for update in call]
+        assert len(kept) == 1024
+        assert kept == [float(i) for i in range(5000 - 1023, 5001)]
