@@ -179,6 +179,22 @@ class _Base:
         return self._provider_names.get(name, name), parsed
 
 
+async def _events(stream: "_mcpmux.EventStream") -> AsyncIterator[Event]:
+    async for event in stream:
+        yield Event._from_native(event)
+
+
+def _blocking_events(stream: "_mcpmux.EventStream", timeout: float | None) -> Iterator[Event]:
+    while True:
+        try:
+            event = stream.next_blocking(timeout)
+        except StopIteration:
+            return
+        if event is None:
+            return
+        yield Event._from_native(event)
+
+
 class Hub(AsyncResources, _Base):
     """Many MCP servers as one tool set, for asyncio.
 
@@ -271,10 +287,10 @@ class Hub(AsyncResources, _Base):
             return e.for_model
         return result.render_untrusted()
 
-    async def events(self) -> AsyncIterator[Event]:
-        """Server state and tool-list changes from now on, until the hub shuts down."""
-        async for event in self._hub.events():
-            yield Event._from_native(event)
+    def events(self) -> AsyncIterator[Event]:
+        """Server state and tool-list changes from the moment of this call (not of the first
+        ``__anext__``), until the hub shuts down."""
+        return _events(self._hub.events())
 
     async def shutdown(self) -> None:
         """Closes every server and reaps their processes. Idempotent."""
@@ -353,17 +369,9 @@ class BlockingHub(BlockingResources, _Base):
         return result.render_untrusted()
 
     def events(self, timeout: float | None = None) -> Iterator[Event]:
-        """Server state and tool-list changes from now on; ends when the hub shuts down, or
-        when no event came for ``timeout`` seconds (when given)."""
-        stream = self._hub.events()
-        while True:
-            try:
-                event = stream.next_blocking(timeout)
-            except StopIteration:
-                return
-            if event is None:
-                return
-            yield Event._from_native(event)
+        """Server state and tool-list changes from the moment of this call; ends when the hub
+        shuts down, or when no event came for ``timeout`` seconds (when given)."""
+        return _blocking_events(self._hub.events(), timeout)
 
     def shutdown(self) -> None:
         """Closes every server and reaps their processes. Idempotent."""
