@@ -146,3 +146,28 @@ def test_a_blocking_hub_s_callables_answer_too() -> None:
         assert ask("elicitation") == "name: Bo"
         assert ask("sampling") == "reply: ok (model m)"
         assert ask("roots") == "roots: file:///r"
+
+
+async def test_url_mode_elicitation_is_refused_unless_the_elicitor_takes_urls() -> None:
+    asked: list[mcpmux.ElicitationRequest] = []
+
+    def elicitor(request: mcpmux.ElicitationRequest) -> str:
+        asked.append(request)
+        return "decline"
+
+    async with mcpmux.Hub(handshake(), ephemeral=True, elicitor=elicitor) as hub:
+        refused = await asked_url(hub)
+        assert refused.startswith("refused: -32601 ") and "URL-mode" in refused, refused
+        assert asked == []
+    async with mcpmux.Hub(handshake(), ephemeral=True, elicitor=elicitor, elicit_urls=True) as hub:
+        assert await asked_url(hub) == "url: (decline)"
+    [request] = asked
+    assert (request.mode, request.url, request.elicitation_id) == (
+        "url",
+        "https://example.com/sign-in?state=1",
+        "elicit-1",
+    )
+
+
+async def asked_url(hub: mcpmux.Hub) -> str:
+    return (await hub.call("mcp__t__ask_client", {"what": "elicitation_url"})).text
