@@ -68,11 +68,12 @@ CRATES = {
         "lib": 4,
     }),
     # The Python package's native module: values and errors across the border, the runtime;
-    # results and awaiting; events and Python tool sources; the hub handle.
+    # results and awaiting; events, Python tool sources, host callbacks, resources and
+    # prompts, calls with progress; the hub handle.
     "mcpmux-python": ("mcpmux-python/src", "lib.rs", {
-        "convert": 1, "errors": 1, "runtime": 1,
+        "convert": 1, "errors": 1, "runtime": 1, "callback": 1,
         "result": 2, "awaitable": 2,
-        "events": 3, "sources": 3,
+        "events": 3, "sources": 3, "host": 3, "resources": 3, "progress": 3,
         "hub": 4,
         "lib": 5,
     }),

@@ -19,10 +19,13 @@ use std::sync::{Arc, Mutex};
 
 use mcpmux::cli_support::sync::lock;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use tokio::task::AbortHandle;
 
+use crate::errors::Failure;
 use crate::runtime;
 
 /// What a finished future leaves: made into a Python value on the loop's thread.
@@ -197,4 +200,73 @@ where
         },),
     )?;
     Ok(future)
+}
+
+/// Runs `fut` on the runtime as an awaitable of the running event loop, its output made into a
+/// Python value by `convert` on the loop's thread ([`not_forked`](runtime::not_forked) first).
+pub(crate) fn future_into_py_with<'py, F, T, E, C>(
+    py: Python<'py>,
+    fut: F,
+    convert: C,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Into<Failure> + Send + 'static,
+    C: for<'a> FnOnce(Python<'a>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let completer = running(py)?;
+    spawn(py, &completer, async move {
+        let outcome = fut.await;
+        let finish: Outcome = Box::new(move |py: Python<'_>| match outcome {
+            Ok(value) => convert(py, value),
+            Err(failure) => Err(failure.into().into_pyerr()),
+        });
+        finish
+    })
+}
+
+/// Runs `fut` on the runtime as an awaitable of the running event loop (see
+/// [`future_into_py_with`]); its output becomes Python as `IntoPyObject` makes it.
+pub(crate) fn future_into_py<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Failure> + Send + 'static,
+{
+    future_into_py_with(py, fut, |py, value: T| value.into_py_any(py))
+}
+
+/// One completer per event loop, by a weak reference to the loop (a `WeakKeyDictionary`: a
+/// closed loop that is collected takes its completer with it).
+static COMPLETERS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The completer of the running event loop, made and registered on first use.
+pub(crate) fn running<'py>(py: Python<'py>) -> PyResult<Bound<'py, Completer>> {
+    runtime::not_forked()?;
+    let completers = COMPLETERS
+        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py
+                .import("weakref")?
+                .getattr("WeakKeyDictionary")?
+                .call0()?
+                .unbind())
+        })?
+        .bind(py);
+    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    if let Ok(known) = completers
+        .call_method1("get", (&event_loop,))?
+        .cast_into::<Completer>()
+    {
+        return Ok(known);
+    }
+    let made = Completer::new(py, event_loop.clone())?.into_bound(py);
+    completers.set_item(&event_loop, &made)?;
+    Ok(made)
+}
+
+/// The completer of the running event loop (what `NativeHub.call` takes).
+#[pyfunction]
+pub(crate) fn completer(py: Python<'_>) -> PyResult<Bound<'_, Completer>> {
+    running(py)
 }

@@ -235,3 +235,50 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
     )?;
     instantiate(py, class, &error.to_string(), &fields)
 }
+
+/// An error made where Python must not be touched (a runtime thread, in a call's future) and
+/// turned into its exception later, on a thread that holds the GIL: the library's error, a
+/// hub-level failure of a class of `mcpmux.errors`, or an exception made without Python (a
+/// lazy `PyErr`, which holds only Rust values until it is raised).
+pub(crate) enum Failure {
+    /// The library's error (see [`to_pyerr`]).
+    Hub(Error),
+    /// A failure that is not the library's (see [`new_error`]).
+    New {
+        /// The class in `mcpmux.errors`.
+        class: &'static str,
+        /// Its `kind` field.
+        kind: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// An exception already made.
+    Python(PyErr),
+}
+
+impl Failure {
+    /// The exception, made with the GIL (on the thread that raises it).
+    pub(crate) fn into_pyerr(self) -> PyErr {
+        match self {
+            Failure::Hub(error) => to_pyerr(error),
+            Failure::New {
+                class,
+                kind,
+                message,
+            } => new_error(class, kind, message),
+            Failure::Python(error) => error,
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::Hub(error)
+    }
+}
+
+impl From<PyErr> for Failure {
+    fn from(error: PyErr) -> Self {
+        Failure::Python(error)
+    }
+}

@@ -13,7 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use mcpmux::HubEvent;
 
+use crate::awaitable;
 use crate::convert;
+use crate::errors::Failure;
 use crate::runtime;
 
 /// One event, or why there is none.
@@ -94,13 +96,14 @@ impl EventStream {
     /// The next event (awaitable); `StopAsyncIteration` once the hub has shut down.
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let next = self.next_future();
-        runtime::future_into_py(py, async move {
-            let next = next.await;
-            Python::attach(|py| match next {
+        awaitable::future_into_py_with(
+            py,
+            async move { Ok::<_, Failure>(next.await) },
+            |py, next| match next {
                 Next::Closed => Err(PyStopAsyncIteration::new_err(())),
                 other => to_dict(py, &other).map(Bound::unbind),
-            })
-        })
+            },
+        )
     }
 
     /// The next event, waiting at most `timeout` seconds (forever when `None`) with the GIL

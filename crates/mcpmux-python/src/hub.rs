@@ -21,8 +21,10 @@ use mcpmux::{CallOptions, Hub, HubOptions, LocalTools};
 
 use crate::awaitable::{self, Completer, Outcome};
 use crate::convert;
-use crate::errors::{new_error, to_pyerr};
+use crate::errors::{Failure, new_error};
 use crate::events::EventStream;
+use crate::progress::{ProgressCall, ProgressStream};
+use crate::resources::{self, ResourceEventStream};
 use crate::result::ToolResult;
 use crate::runtime::{self, block_on};
 use crate::sources::{self, PyApprover, PySource};
@@ -39,6 +41,8 @@ struct Plan {
     sources: Vec<PySource>,
     builtins: Vec<mcpmux::Builtin>,
     approver: Option<PyApprover>,
+    /// Who answers roots, sampling and elicitation (`host::read`).
+    host: mcpmux::Host,
 }
 
 fn item<'py>(options: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -97,11 +101,12 @@ impl Plan {
                 .map(sources::builtin)
                 .collect::<PyResult<_>>()?,
             approver: item(options, "approver")?.map(|a| PyApprover::new(&a)),
+            host: crate::host::read(options)?,
         })
     }
 
     /// Loads the servers, lists the Python sources' tools, starts the hub and waits for it.
-    async fn start(self) -> PyResult<NativeHub> {
+    async fn start(self) -> Result<NativeHub, Failure> {
         let mut set = match &self.config {
             Some(load) => config::load(load),
             None => ConfigSet::default(),
@@ -139,15 +144,17 @@ impl Plan {
         if let Some(approver) = self.approver {
             options = options.with_approver(Arc::new(approver));
         }
-        let hub = Hub::from_config(set, options).map_err(to_pyerr)?;
+        options = options.with_host(self.host.clone());
+        let hub = Hub::from_config(set, options)?;
         if let Err(e) = hub.wait_ready().await {
             hub.shutdown().await;
-            return Err(to_pyerr(e));
+            return Err(e.into());
         }
         Ok(NativeHub {
             hub: Mutex::new(Some(hub)),
             closed: CancellationToken::new(),
             handler_errors,
+            host: self.host,
         })
     }
 }
@@ -177,8 +184,12 @@ const INLINE_PLACE: &str = "servers=";
 
 /// Reads inline servers with the library's `mcpmux.toml` reader: a private temporary file, no
 /// home (so no user file is read) and no project. A problem that is not a warning is an error.
-fn load_inline(text: &str) -> PyResult<ConfigSet> {
-    let io = |e: std::io::Error| new_error("ConfigError", "config", format!("servers: {e}"));
+fn load_inline(text: &str) -> Result<ConfigSet, Failure> {
+    let io = |e: std::io::Error| Failure::New {
+        class: "ConfigError",
+        kind: "config",
+        message: format!("servers: {e}"),
+    };
     let dir = tempfile::tempdir().map_err(io)?;
     let file = dir.path().join("servers.toml");
     std::fs::write(&file, text).map_err(io)?;
@@ -197,7 +208,11 @@ fn load_inline(text: &str) -> PyResult<ConfigSet> {
         .map(|p| p.error.to_string().replace(&place, INLINE_PLACE))
         .collect();
     if !errors.is_empty() {
-        return Err(new_error("ConfigError", "config", errors.join("\n")));
+        return Err(Failure::New {
+            class: "ConfigError",
+            kind: "config",
+            message: errors.join("\n"),
+        });
     }
     for spec in &mut set.servers {
         spec.origin = config::Origin::Code;
@@ -236,14 +251,14 @@ pub(crate) fn start<'py>(
     options: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let plan = Plan::read(options)?;
-    runtime::future_into_py(py, plan.start())
+    awaitable::future_into_py(py, plan.start())
 }
 
 /// Starts a hub, blocking with the GIL released: see `mcpmux.BlockingHub`.
 #[pyfunction]
 pub(crate) fn start_blocking(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<NativeHub> {
     let plan = Plan::read(options)?;
-    block_on(py, plan.start())?
+    block_on(py, plan.start())?.map_err(Failure::into_pyerr)
 }
 
 /// A running hub. Every method is safe from many threads at once.
@@ -255,6 +270,8 @@ pub(crate) struct NativeHub {
     closed: CancellationToken,
     /// Python tool sources whose `list_tools` failed at start: (name, error).
     handler_errors: Vec<(String, String)>,
+    /// The hub's host: its resource notices.
+    host: mcpmux::Host,
 }
 
 impl NativeHub {
@@ -275,7 +292,7 @@ impl NativeHub {
         arguments: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
         scope: Option<&str>,
-    ) -> PyResult<impl Future<Output = PyResult<ToolResult>> + Send + 'static> {
+    ) -> PyResult<impl Future<Output = Result<ToolResult, Failure>> + Send + 'static> {
         let hub = self.hub()?;
         let arguments = match arguments {
             None => Value::Null,
@@ -293,7 +310,7 @@ impl NativeHub {
         Ok(async move {
             match hub.call_with(&name, arguments, options).await {
                 Ok(inner) => Ok(ToolResult { inner, tool: name }),
-                Err(e) => Err(to_pyerr(e)),
+                Err(e) => Err(e.into()),
             }
         })
     }
@@ -376,11 +393,12 @@ impl NativeHub {
     ) -> PyResult<Bound<'py, PyAny>> {
         let call = self.prepare_call(name, arguments, timeout, scope)?;
         match completer {
-            None => runtime::future_into_py(py, call),
+            None => awaitable::future_into_py(py, call),
             Some(completer) => awaitable::spawn(py, completer, async move {
                 let outcome = call.await;
-                let finish: Outcome =
-                    Box::new(move |py: Python<'_>| Ok(Py::new(py, outcome?)?.into_any()));
+                let finish: Outcome = Box::new(move |py: Python<'_>| {
+                    Ok(Py::new(py, outcome.map_err(Failure::into_pyerr)?)?.into_any())
+                });
                 finish
             }),
         }
@@ -397,7 +415,7 @@ impl NativeHub {
         scope: Option<&str>,
     ) -> PyResult<ToolResult> {
         let call = self.prepare_call(name, arguments, timeout, scope)?;
-        block_on(py, call)?
+        block_on(py, call)?.map_err(Failure::into_pyerr)
     }
 
     /// Events from now on (state changes, tool-list changes) until the hub shuts down.
@@ -411,18 +429,21 @@ impl NativeHub {
     /// Waits until every server's first connection attempt has settled (awaitable).
     fn wait_ready<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let hub = self.hub()?;
-        runtime::future_into_py(py, async move { hub.wait_ready().await.map_err(to_pyerr) })
+        awaitable::future_into_py(
+            py,
+            async move { hub.wait_ready().await.map_err(Failure::Hub) },
+        )
     }
 
     /// Closes every server and reaps their processes (awaitable). Idempotent.
     fn shutdown<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let hub = self.slot().clone();
         self.closed.cancel();
-        runtime::future_into_py(py, async move {
+        awaitable::future_into_py(py, async move {
             if let Some(hub) = hub {
                 hub.shutdown().await;
             }
-            Ok(())
+            Ok::<_, Failure>(())
         })
     }
 
@@ -434,5 +455,64 @@ impl NativeHub {
             block_on(py, async move { hub.shutdown().await })?;
         }
         Ok(())
+    }
+
+    // Resources, prompts, completions (`resources`), calls with progress (`progress`).
+
+    /// Asks for resources, templates, prompts, a read, a prompt filled in, a completion or a
+    /// (un)subscription (`resources::Ask`), awaitable; the answer as JSON values.
+    fn ask<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        params: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resources::ask(py, self.hub()?, op, params)
+    }
+
+    /// [`NativeHub::ask`], blocking with the GIL released.
+    fn ask_blocking<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        params: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resources::ask_blocking(py, self.hub()?, op, params)
+    }
+
+    /// Resource notices from now on, until the hub shuts down.
+    fn resource_events(&self) -> PyResult<ResourceEventStream> {
+        self.hub()?;
+        Ok(ResourceEventStream::new(
+            self.host.resource_events(),
+            self.closed.clone(),
+        ))
+    }
+
+    /// Calls `name` with its progress: `(progress stream, awaitable of the result)`.
+    #[pyo3(signature = (name, arguments = None, timeout = None, scope = None))]
+    fn call_progress<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        arguments: Option<&Bound<'py, PyAny>>,
+        timeout: Option<f64>,
+        scope: Option<&str>,
+    ) -> PyResult<(ProgressStream, Bound<'py, PyAny>)> {
+        ProgressCall::new(self.hub()?, name, arguments, timeout, scope)?.start(py)
+    }
+
+    /// Calls `name` blocking, `progress(dict)` called on this thread for each notification.
+    #[pyo3(signature = (name, progress, arguments = None, timeout = None, scope = None))]
+    fn call_blocking_progress(
+        &self,
+        py: Python<'_>,
+        name: String,
+        progress: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        timeout: Option<f64>,
+        scope: Option<&str>,
+    ) -> PyResult<ToolResult> {
+        ProgressCall::new(self.hub()?, name, arguments, timeout, scope)?.run_blocking(py, progress)
     }
 }

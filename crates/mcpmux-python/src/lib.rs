@@ -6,7 +6,8 @@
 //! `pyo3-async-runtimes` (`runtime`), calls completed on the event loop's own thread
 //! (`awaitable`), values both ways (`convert`), errors as the package's
 //! exception classes (`errors`), Python tool sources, built-ins and approvers (`sources`),
-//! results (`result`), events (`events`) and the hub handle (`hub`). What it knows nothing
+//! results (`result`), events (`events`), resources, prompts and completions (`resources`),
+//! calls with progress (`progress`), host callbacks (`host`) and the hub handle (`hub`). What it knows nothing
 //! of: how the hub works — every behaviour is the library's; the Python-facing API (classes,
 //! docstrings, adapters) is `python/mcpmux/`, which wraps this module.
 //!
@@ -15,10 +16,14 @@
 //! [`Hub`]: mcpmux::Hub
 
 mod awaitable;
+mod callback;
 mod convert;
 mod errors;
 mod events;
+mod host;
 mod hub;
+mod progress;
+mod resources;
 mod result;
 mod runtime;
 mod sources;
@@ -33,6 +38,9 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<result::ToolResult>()?;
     m.add_class::<events::EventStream>()?;
     m.add_class::<awaitable::Completer>()?;
+    m.add_class::<resources::ResourceEventStream>()?;
+    m.add_class::<progress::ProgressStream>()?;
+    m.add_function(wrap_pyfunction!(awaitable::completer, m)?)?;
     m.add_function(wrap_pyfunction!(hub::start, m)?)?;
     m.add_function(wrap_pyfunction!(hub::start_blocking, m)?)?;
     m.add_function(wrap_pyfunction!(result::render_untrusted_text, m)?)?;

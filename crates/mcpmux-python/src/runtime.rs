@@ -41,16 +41,6 @@ pub(crate) fn not_forked() -> PyResult<()> {
     }
 }
 
-/// `fut` as a Python awaitable run on the runtime ([`not_forked`] first).
-pub(crate) fn future_into_py<F, T>(py: Python<'_>, fut: F) -> PyResult<Bound<'_, PyAny>>
-where
-    F: Future<Output = PyResult<T>> + Send + 'static,
-    T: for<'py> IntoPyObject<'py> + Send + 'static,
-{
-    not_forked()?;
-    pyo3_async_runtimes::tokio::future_into_py(py, fut)
-}
-
 /// The runtime every hub of this process runs on.
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     pyo3_async_runtimes::tokio::get_runtime()

@@ -1,8 +1,9 @@
 //! Python code the hub calls: custom tool sources (an object with `list_tools`/`call_tool`)
 //! as [`ToolSource`]s beside MCP servers, Python functions as [`Builtin`]s, and a Python
-//! approver for `ask` rules. Each Python call runs on a blocking thread of the runtime with
-//! the GIL taken there, never on a runtime worker; what the package's `_bridge` adapter gives
-//! is a plain synchronous object (it runs coroutines on the caller's event loop). A Python
+//! approver for `ask` rules. Each Python call starts on a blocking thread of the runtime with
+//! the GIL taken there, never on a runtime worker (`callback`); what the package's `_bridge`
+//! adapter gives is a plain synchronous object that answers with a `concurrent.futures.Future`
+//! (the callable run on Python's own threads, or its coroutine on the caller's event loop). A Python
 //! exception in a tool becomes an error result the model sees. Knows nothing of the hub.
 
 use std::sync::Arc;
@@ -18,34 +19,9 @@ use mcpmux::{
     ToolSource, error_result,
 };
 
+use crate::callback::call_python;
 use crate::convert;
 use crate::result;
-
-/// Runs `f` with the GIL on a blocking thread of the runtime.
-async fn with_python<T, F>(f: F) -> Result<T, String>
-where
-    T: Send + 'static,
-    F: FnOnce(Python<'_>) -> PyResult<T> + Send + 'static,
-{
-    let joined = tokio::task::spawn_blocking(move || {
-        Python::attach(|py| f(py).map_err(|e| describe(py, &e)))
-    })
-    .await;
-    match joined {
-        Ok(result) => result,
-        Err(e) => Err(format!("the Python call did not finish: {e}")),
-    }
-}
-
-/// `TypeName: message` of a Python exception.
-fn describe(py: Python<'_>, error: &PyErr) -> String {
-    let name = error
-        .get_type(py)
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "Exception".to_owned());
-    format!("{name}: {}", error.value(py))
-}
 
 /// A custom tool source written in Python.
 pub(crate) struct PySource {
@@ -76,10 +52,10 @@ impl ToolSource for PySource {
         let bridge = self.bridge.clone();
         let source = self.name.clone();
         Box::pin(async move {
-            let listed = with_python(move |py| {
-                let listed = bridge.bind(py).call_method0("list_tools")?;
-                convert::to_json(&listed)
-            })
+            let listed = call_python(
+                move |py| bridge.bind(py).call_method0("list_tools"),
+                convert::to_json,
+            )
             .await;
             let fail = |message: String| Error::Connect {
                 server: source.clone(),
@@ -109,13 +85,15 @@ impl ToolSource for PySource {
         let bridge = self.bridge.clone();
         let tool = name.to_owned();
         let call = async move {
-            let answered = with_python(move |py| {
-                let arguments = convert::to_py(py, &arguments)?;
-                let out = bridge
-                    .bind(py)
-                    .call_method1("call_tool", (tool.as_str(), arguments))?;
-                result::from_python(&out)
-            })
+            let answered = call_python(
+                move |py| {
+                    let arguments = convert::to_py(py, &arguments)?;
+                    bridge
+                        .bind(py)
+                        .call_method1("call_tool", (tool.as_str(), arguments))
+                },
+                result::from_python,
+            )
             .await;
             answered.unwrap_or_else(|e| error_result(format!("tool `{name}` failed: {e}")))
         };
@@ -191,11 +169,13 @@ pub(crate) fn builtin(bridge: &Bound<'_, PyAny>) -> PyResult<Builtin> {
         let bridge = bridge.clone();
         let tool = tool.clone();
         async move {
-            let answered = with_python(move |py| {
-                let arguments = convert::to_py(py, &arguments)?;
-                let out = bridge.bind(py).call_method1("call", (arguments,))?;
-                result::from_python(&out)
-            })
+            let answered = call_python(
+                move |py| {
+                    let arguments = convert::to_py(py, &arguments)?;
+                    bridge.bind(py).call_method1("call", (arguments,))
+                },
+                result::from_python,
+            )
             .await;
             answered.unwrap_or_else(|e| error_result(format!("tool `{tool}` failed: {e}")))
         }
@@ -227,14 +207,16 @@ impl Approver for PyApprover {
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'_, Approval> {
         let bridge = self.bridge.clone();
         Box::pin(async move {
-            let asked = with_python(move |py| {
-                let arguments = convert::to_py(py, &request.arguments)?;
-                let out = bridge.bind(py).call_method1(
-                    "approve",
-                    (request.tool.name.as_str(), arguments, request.rule.as_str()),
-                )?;
-                out.extract::<(bool, Option<String>)>()
-            });
+            let asked = call_python(
+                move |py| {
+                    let arguments = convert::to_py(py, &request.arguments)?;
+                    bridge.bind(py).call_method1(
+                        "approve",
+                        (request.tool.name.as_str(), arguments, request.rule.as_str()),
+                    )
+                },
+                |out| out.extract::<(bool, Option<String>)>(),
+            );
             match tokio::time::timeout(APPROVAL_TIMEOUT, asked).await {
                 Ok(Ok((true, _))) => Approval::Approve,
                 Ok(Ok((false, reason))) => Approval::Deny { reason },

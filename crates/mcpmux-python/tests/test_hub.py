@@ -184,8 +184,8 @@ async def test_a_deny_rule_raises_policy_refused_and_an_approver_decides_ask_rul
 
 @pytest.mark.parametrize(
     "answer",
-    ["no", "False", {"approved": False}, 1, None, [True], ("yes", "looks fine")],
-    ids=["str-no", "str-False", "dict", "int", "None", "list", "str-in-pair"],
+    ["no", "False", {"approved": False}, [False], 1, None, [True], ("yes", "looks fine")],
+    ids=["str-no", "str-False", "dict", "list-False", "int", "None", "list-True", "str-in-pair"],
 )
 async def test_only_true_approves_and_any_other_answer_denies_with_a_warning_naming_its_type(
     answer: object,
@@ -309,6 +309,25 @@ async def test_events_report_state_changes_and_tool_list_changes() -> None:
     assert any(e.type == "tools_changed" and e.server == "t" for e in seen)
     await hub.shutdown()
     await asyncio.wait_for(watcher, 5)  # the iteration ends with the hub
+
+
+async def test_events_are_subscribed_when_asked_for_not_at_the_first_wait() -> None:
+    async with mcpmux.Hub({"t": testserver()}, ephemeral=True) as hub:
+        events = hub.events()
+        await hub.call("mcp__t__change_tools")
+        # The change is in the tool list, so its event has been sent, before the first wait.
+        for _ in range(500):
+            if "mcp__t__extra" in [t.name for t in hub.tools()]:
+                break
+            await asyncio.sleep(0.01)
+
+        async def tools_changed() -> mcpmux.Event:
+            async for event in events:
+                if event.type == "tools_changed":
+                    return event
+            raise AssertionError("the events ended")
+
+        assert (await asyncio.wait_for(tools_changed(), 10)).server == "t"
 
 
 async def test_thirty_two_calls_in_flight_each_get_their_own_answer() -> None:

@@ -86,9 +86,10 @@ impl Drop for Present {
     }
 }
 
-/// Asks the client of `context` for `what` (`elicitation`, `sampling`, `roots`), after `together`
-/// calls are in flight. The answer as one line (`name: …`, `reply: … (model …)`,
-/// `roots: …`), or why the client refused (`Err`).
+/// Asks the client of `context` for `what` (`elicitation`, `elicitation_url` — a URL-mode
+/// elicitation —, `sampling`, `roots`), after `together` calls are in flight. The answer as one
+/// line (`name: …`, `url: (ACTION)`, `reply: … (model …)`, `roots: …`), or why the client
+/// refused (`Err`).
 pub async fn ask(
     what: &str,
     message: Option<String>,
@@ -122,6 +123,15 @@ pub async fn ask(
                 }
             }
         }),
+        "elicitation_url" => json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": message.unwrap_or_else(|| "Sign in to continue".into()),
+                "url": "https://example.com/sign-in?state=1",
+                "elicitationId": "elicit-1"
+            }
+        }),
         "sampling" => json!({
             "method": "sampling/createMessage",
             "params": {
@@ -132,7 +142,7 @@ pub async fn ask(
         "roots" => json!({"method": "roots/list"}),
         other => {
             return Err(format!(
-                "`what` is elicitation, sampling or roots, not `{other}`"
+                "`what` is elicitation, elicitation_url, sampling or roots, not `{other}`"
             ));
         }
     };
@@ -148,6 +158,10 @@ pub async fn ask(
             ),
             action => format!("name: ({})", action.unwrap_or("no action")),
         },
+        "elicitation_url" => format!(
+            "url: ({})",
+            answer["action"].as_str().unwrap_or("no action")
+        ),
         "sampling" => {
             let content = &answer["content"];
             let block = if content.is_array() {

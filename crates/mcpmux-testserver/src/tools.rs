@@ -146,8 +146,8 @@ pub struct AskArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AskClientArgs {
-    /// What to ask the client: `elicitation` (a name), `sampling` (a reply to the message) or
-    /// `roots`.
+    /// What to ask the client: `elicitation` (a name), `elicitation_url` (to open a URL),
+    /// `sampling` (a reply to the message) or `roots`.
     pub what: String,
     /// The elicitation's or the sampling's message (default "What is your name?" / "Say
     /// hello").
@@ -593,7 +593,7 @@ impl TestServer {
     }
 
     #[tool(
-        description = "Handshake era: during the call, send the client a server→client request (`what`: `elicitation` for a name, `sampling` for a reply to `message`, `roots`) and answer with what it said: `name: …`, `reply: … (model …)` or `roots: …`; a refusal is an error result `refused: CODE MESSAGE`. With `together: N`, first wait until N calls of ask_client are in flight in this process; with `linger`, then stay until N have been answered.",
+        description = "Handshake era: during the call, send the client a server→client request (`what`: `elicitation` for a name, `elicitation_url` to open a URL, `sampling` for a reply to `message`, `roots`) and answer with what it said: `name: …`, `url: (ACTION)`, `reply: … (model …)` or `roots: …`; a refusal is an error result `refused: CODE MESSAGE`. With `together: N`, first wait until N calls of ask_client are in flight in this process; with `linger`, then stay until N have been answered.",
         annotations(read_only_hint = true)
     )]
     async fn ask_client(

@@ -22,7 +22,28 @@ from . import errors
 from ._builtin import Builtin, builtin
 from ._hub import BlockingHub, Hub
 from ._mcpmux import ToolResult, __version__, render_untrusted_text, tool_result
-from ._types import ApprovalRequest, Event, Export, Scope, ServerStatus, Tool
+from ._resources import ProgressCall
+from ._types import (
+    ApprovalRequest,
+    Completion,
+    ElicitationRequest,
+    Event,
+    Export,
+    Listing,
+    Progress,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptResult,
+    Resource,
+    ResourceContents,
+    ResourceEvent,
+    ResourceTemplate,
+    SamplingRequest,
+    Scope,
+    ServerStatus,
+    Tool,
+)
 from .errors import (
     AuthRequired,
     Cancelled,
@@ -56,6 +77,20 @@ __all__ = [
     "Export",
     "Scope",
     "ApprovalRequest",
+    "Listing",
+    "Resource",
+    "ResourceTemplate",
+    "ResourceContents",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
+    "Completion",
+    "ResourceEvent",
+    "Progress",
+    "ProgressCall",
+    "SamplingRequest",
+    "ElicitationRequest",
     "errors",
     "McpmuxError",
     "ConfigError",
@@ -76,19 +111,3 @@ __all__ = [
     "__version__",
 ]
 
-
-def _settle_at_exit() -> None:
-    """Lets the Rust runtime finish its last hand-overs to Python before the interpreter
-    finalizes: a call or shutdown that just returned may still have a runtime thread dropping
-    the Python objects it held, and a thread taking the GIL while the interpreter finalizes
-    crashes the process (seen: SIGSEGV/SIGABRT at exit in 3 of 4 runs of a script that exits
-    right after `async with Hub(...)`). A mitigation, not the cure: the cure is no runtime thread
-    touching Python after the awaited result is delivered."""
-    import time
-
-    time.sleep(0.1)  # releases the GIL
-
-
-import atexit as _atexit
-
-_atexit.register(_settle_at_exit)

@@ -11,12 +11,13 @@ import asyncio
 import json
 import os
 import warnings
-import weakref
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from . import _mcpmux
 from ._bridge import ApproverBridge, BuiltinBridge, Runner, SourceBridge
 from ._builtin import Builtin
+from ._host import Elicitor, Sampler, host_options
+from ._resources import AsyncResources, BlockingResources, ProgressCallback
 from ._types import ApprovalRequest, Event, Export, ScopeLike, ServerStatus, Tool, scope_text
 from .errors import McpmuxError
 
@@ -26,19 +27,10 @@ Approver = Callable[[ApprovalRequest], Any]
 H = TypeVar("H", bound="_Base")
 
 
-# One completer per event loop: finished calls are set on the loop's own thread (see
-# `awaitable.rs`), woken through a socket the loop watches.
-_completers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _mcpmux.Completer]" = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _completer() -> "_mcpmux.Completer":
-    loop = asyncio.get_running_loop()
-    completer = _completers.get(loop)
-    if completer is None:
-        completer = _completers[loop] = _mcpmux.Completer(loop)
-    return completer
+    """The running loop's completer: finished calls are set on the loop's own thread (see
+    `awaitable.rs`), woken through a socket the loop watches."""
+    return _mcpmux.completer()
 
 
 class _Base:
@@ -54,7 +46,12 @@ class _Base:
         approver: Approver | None = None,
         lazy: bool = False,
         ephemeral: bool = False,
+        roots: Any = None,
+        sampler: Sampler | None = None,
+        elicitor: Elicitor | None = None,
+        elicit_urls: bool = False,
     ) -> None:
+        self._host = (roots, sampler, elicitor, elicit_urls)
         self._servers = dict(servers) if servers is not None else None
         self._handlers = list(handlers)
         self._builtins = list(builtins)
@@ -81,6 +78,10 @@ class _Base:
         approver: Approver | None = None,
         lazy: bool = False,
         ephemeral: bool = False,
+        roots: Any = None,
+        sampler: Sampler | None = None,
+        elicitor: Elicitor | None = None,
+        elicit_urls: bool = False,
     ) -> H:
         """A hub over the servers of your config files, as the ``mcpmux`` CLI reads them.
 
@@ -97,6 +98,10 @@ class _Base:
             approver=approver,
             lazy=lazy,
             ephemeral=ephemeral,
+            roots=roots,
+            sampler=sampler,
+            elicitor=elicitor,
+            elicit_urls=elicit_urls,
         )
         hub._config = {
             "use_config": True,
@@ -118,6 +123,7 @@ class _Base:
             "handlers": [SourceBridge(h, runner) for h in self._handlers],
             "builtins": [BuiltinBridge(b, runner) for b in self._builtins],
             "approver": None if self._approver is None else ApproverBridge(self._approver, runner),
+            **host_options(*self._host, runner),
         }
 
     def _started(self, native: _mcpmux.NativeHub) -> None:
@@ -173,7 +179,23 @@ class _Base:
         return self._provider_names.get(name, name), parsed
 
 
-class Hub(_Base):
+async def _events(stream: "_mcpmux.EventStream") -> AsyncIterator[Event]:
+    async for event in stream:
+        yield Event._from_native(event)
+
+
+def _blocking_events(stream: "_mcpmux.EventStream", timeout: float | None) -> Iterator[Event]:
+    while True:
+        try:
+            event = stream.next_blocking(timeout)
+        except StopIteration:
+            return
+        if event is None:
+            return
+        yield Event._from_native(event)
+
+
+class Hub(AsyncResources, _Base):
     """Many MCP servers as one tool set, for asyncio.
 
     ::
@@ -189,7 +211,14 @@ class Hub(_Base):
     Python tool sources (``handlers``: objects with ``list_tools()`` and
     ``call_tool(name, arguments)``, sync or async) are listed beside MCP servers and override
     ``builtins`` of the same name. Their coroutines run on the event loop the hub was started
-    on: keep it running (awaiting) while calls are in flight.
+    on: keep it running (awaiting) while calls are in flight. Synchronous ones run on a pool of
+    Python threads (at most ``mcpmux._bridge.MAX_PYTHON_CALLS`` at once), which Python waits
+    for at exit.
+
+    What servers ask of the harness is answered by ``elicitor``, ``sampler`` and ``roots``
+    (see :mod:`mcpmux._host`); each is advertised only when given, and a request for one that
+    is not is refused. Resources, prompts, completions and progress: see
+    :class:`mcpmux._resources.AsyncResources`.
     """
 
     async def start(self) -> "Hub":
@@ -217,10 +246,16 @@ class Hub(_Base):
         *,
         timeout: float | None = None,
         scope: ScopeLike = None,
+        progress: ProgressCallback | None = None,
     ) -> "_mcpmux.ToolResult":
         """Calls the tool exposed as ``name``. A tool that fails *answers* (``is_error``); a
         call that cannot be made raises a :class:`mcpmux.errors.McpmuxError`. ``timeout`` (s)
-        overrides the server's call timeout; ``scope`` refuses tools outside it."""
+        overrides the server's call timeout; ``scope`` refuses tools outside it; ``progress``
+        (sync or async) is given each :class:`mcpmux.Progress` the server sends (see also
+        :meth:`call_with_progress`). Cancelling the awaiting task cancels the call, and the
+        server is told."""
+        if progress is not None:
+            return await self._call_reporting(name, arguments, timeout, scope, progress)
         return await self._hub.call(name, arguments, timeout, scope_text(scope), _completer())
 
     async def call_tool(
@@ -252,10 +287,10 @@ class Hub(_Base):
             return e.for_model
         return result.render_untrusted()
 
-    async def events(self) -> AsyncIterator[Event]:
-        """Server state and tool-list changes from now on, until the hub shuts down."""
-        async for event in self._hub.events():
-            yield Event._from_native(event)
+    def events(self) -> AsyncIterator[Event]:
+        """Server state and tool-list changes from the moment of this call (not of the first
+        ``__anext__``), until the hub shuts down."""
+        return _events(self._hub.events())
 
     async def shutdown(self) -> None:
         """Closes every server and reaps their processes. Idempotent."""
@@ -263,7 +298,7 @@ class Hub(_Base):
             await self._native.shutdown()
 
 
-class BlockingHub(_Base):
+class BlockingHub(BlockingResources, _Base):
     """:class:`Hub` for code that is not async: every method blocks with the GIL released,
     and may be called from many threads at once.
 
@@ -272,8 +307,9 @@ class BlockingHub(_Base):
         with mcpmux.BlockingHub.from_config() as hub:
             result = hub.call("mcp__time__get_current_time", {"timezone": "UTC"})
 
-    Coroutines returned by Python tool sources run on a fresh event loop per call. Do not call
-    a blocking hub from inside a tool source or approver (it raises), nor in a child forked
+    Coroutines returned by Python tool sources run on a fresh event loop per call; synchronous
+    ones on a thread of the package's pool, so a tool source may itself call the hub. Do not
+    call a blocking hub in a child forked
     after a hub started (it raises ``RuntimeError``: the threads that run hubs stayed in the
     parent).
     """
@@ -297,8 +333,12 @@ class BlockingHub(_Base):
         *,
         timeout: float | None = None,
         scope: ScopeLike = None,
+        progress: ProgressCallback | None = None,
     ) -> "_mcpmux.ToolResult":
-        """Calls the tool exposed as ``name`` (see :meth:`Hub.call`)."""
+        """Calls the tool exposed as ``name`` (see :meth:`Hub.call`); ``progress`` is called on
+        this thread for each notification, and an exception it raises ends the call."""
+        if progress is not None:
+            return self._call_reporting(name, arguments, timeout, scope, progress)
         return self._hub.call_blocking(name, arguments, timeout, scope_text(scope))
 
     def call_tool(
@@ -329,17 +369,9 @@ class BlockingHub(_Base):
         return result.render_untrusted()
 
     def events(self, timeout: float | None = None) -> Iterator[Event]:
-        """Server state and tool-list changes from now on; ends when the hub shuts down, or
-        when no event came for ``timeout`` seconds (when given)."""
-        stream = self._hub.events()
-        while True:
-            try:
-                event = stream.next_blocking(timeout)
-            except StopIteration:
-                return
-            if event is None:
-                return
-            yield Event._from_native(event)
+        """Server state and tool-list changes from the moment of this call; ends when the hub
+        shuts down, or when no event came for ``timeout`` seconds (when given)."""
+        return _blocking_events(self._hub.events(), timeout)
 
     def shutdown(self) -> None:
         """Closes every server and reaps their processes. Idempotent."""

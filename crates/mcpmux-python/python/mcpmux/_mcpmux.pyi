@@ -3,7 +3,7 @@
 Use the classes of :mod:`mcpmux` instead: they wrap these with records and docstrings.
 """
 
-from typing import Any, Awaitable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 __version__: str
 
@@ -41,6 +41,20 @@ class EventStream:
     def next_blocking(self, timeout: float | None = None) -> dict[str, Any] | None:
         """The next event; ``None`` after ``timeout`` s; ``StopIteration`` after shutdown."""
 
+class ResourceEventStream:
+    """Resource notices of one hub from the moment of subscribing."""
+
+    def __aiter__(self) -> "ResourceEventStream": ...
+    def __anext__(self) -> Awaitable[dict[str, Any]]: ...
+    def next_blocking(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """The next notice; ``None`` after ``timeout`` s; ``StopIteration`` after shutdown."""
+
+class ProgressStream:
+    """The progress notifications of one call, until it ends."""
+
+    def __aiter__(self) -> "ProgressStream": ...
+    def __anext__(self) -> Awaitable[dict[str, Any]]: ...
+
 class Completer:
     """Completes calls on one event loop's own thread (one per loop)."""
 
@@ -75,6 +89,29 @@ class NativeHub:
     def wait_ready(self) -> Awaitable[None]: ...
     def shutdown(self) -> Awaitable[None]: ...
     def shutdown_blocking(self) -> None: ...
+    def ask(self, op: str, params: Mapping[str, Any]) -> Awaitable[Any]:
+        """``resources``, ``templates``, ``read``, ``prompts``, ``prompt``, ``complete``,
+        ``subscribe`` or ``unsubscribe``, answered as JSON values."""
+    def ask_blocking(self, op: str, params: Mapping[str, Any]) -> Any: ...
+    def resource_events(self) -> ResourceEventStream: ...
+    def call_progress(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        scope: str | None = None,
+    ) -> tuple[ProgressStream, Awaitable[ToolResult]]: ...
+    def call_blocking_progress(
+        self,
+        name: str,
+        progress: Callable[[dict[str, Any]], Any],
+        arguments: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        scope: str | None = None,
+    ) -> ToolResult: ...
+
+def completer() -> Completer:
+    """The running event loop's completer (made on first use)."""
 
 def start(options: dict[str, Any]) -> Awaitable[NativeHub]:
     """Starts a hub (see ``mcpmux.Hub``)."""

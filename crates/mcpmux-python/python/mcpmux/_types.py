@@ -4,7 +4,7 @@ and approval requests. Plain frozen dataclasses built from the native module's d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, Union
 
 __all__ = ["Tool", "ServerStatus", "Event", "Export", "Scope", "ApprovalRequest", "ScopeLike"]
 
@@ -166,3 +166,283 @@ class ApprovalRequest:
     tool: str
     arguments: Mapping[str, Any]
     rule: str
+
+
+# Resources, prompts, completions, progress and what servers ask of the host (`_resources`,
+# `_host`).
+
+__all__ += [
+    "Listing",
+    "Resource",
+    "ResourceTemplate",
+    "ResourceContents",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
+    "Completion",
+    "ResourceEvent",
+    "Progress",
+    "SamplingRequest",
+    "ElicitationRequest",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Listing(Generic[T]):
+    """What every server asked gave (``items``, in server order), and one message per server
+    that offers the capability but could not list (``errors``). Iterates over the items."""
+
+    items: tuple[T, ...]
+    errors: tuple[str, ...] = ()
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any], item: Callable[[Mapping[str, Any]], T]) -> "Listing[T]":
+        return cls(tuple(item(i) for i in d.get("items") or ()), tuple(d.get("errors") or ()))
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A resource a server offers: read it with ``read_resource(uri)``."""
+
+    server: str
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "Resource":
+        return cls(
+            server=d.get("server", ""),
+            uri=d["uri"],
+            name=d["name"],
+            title=d.get("title"),
+            description=d.get("description"),
+            mime_type=d.get("mimeType"),
+            size=d.get("size"),
+        )
+
+
+@dataclass(frozen=True)
+class ResourceTemplate:
+    """A family of resources by URI template (RFC 6570), e.g. ``test://item/{id}``."""
+
+    server: str
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "ResourceTemplate":
+        return cls(
+            server=d.get("server", ""),
+            uri_template=d["uriTemplate"],
+            name=d["name"],
+            title=d.get("title"),
+            description=d.get("description"),
+            mime_type=d.get("mimeType"),
+        )
+
+
+@dataclass(frozen=True)
+class ResourceContents:
+    """One part of what a read gave: ``text``, or ``blob`` (base64; ``data`` decodes it)."""
+
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: str | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The bytes: the blob decoded, or the text as UTF-8."""
+        import base64
+
+        if self.blob is not None:
+            return base64.b64decode(self.blob)
+        return (self.text or "").encode()
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "ResourceContents":
+        return cls(uri=d["uri"], mime_type=d.get("mimeType"), text=d.get("text"), blob=d.get("blob"))
+
+
+@dataclass(frozen=True)
+class PromptArgument:
+    """One argument of a prompt."""
+
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt template a server offers. ``name`` is the server's; ``exposed_name`` is the
+    one it is served under beside the tools (``mcp__SERVER__PROMPT``)."""
+
+    server: str
+    name: str
+    exposed_name: str = ""
+    title: str | None = None
+    description: str | None = None
+    arguments: tuple[PromptArgument, ...] = ()
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "Prompt":
+        return cls(
+            server=d.get("server", ""),
+            name=d["name"],
+            exposed_name=d.get("exposedName", ""),
+            title=d.get("title"),
+            description=d.get("description"),
+            arguments=tuple(
+                PromptArgument(a["name"], a.get("description"), bool(a.get("required", False)))
+                for a in d.get("arguments") or ()
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class PromptMessage:
+    """One message of a filled-in prompt: ``role`` (``user``/``assistant``) and one MCP
+    content block; ``text`` is the block's text, if it is a text block."""
+
+    role: str
+    content: Mapping[str, Any]
+
+    @property
+    def text(self) -> str | None:
+        return self.content.get("text") if self.content.get("type") == "text" else None
+
+
+@dataclass(frozen=True)
+class PromptResult:
+    """A prompt filled in with its arguments: the messages to hand a model."""
+
+    server: str
+    messages: tuple[PromptMessage, ...]
+    description: str | None = None
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "PromptResult":
+        return cls(
+            server=d.get("server", ""),
+            messages=tuple(PromptMessage(m["role"], m.get("content") or {}) for m in d.get("messages") or ()),
+            description=d.get("description"),
+        )
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A server's suggestions for an argument's value, best first."""
+
+    values: tuple[str, ...]
+    total: int | None = None
+    has_more: bool | None = None
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "Completion":
+        return cls(tuple(d.get("values") or ()), d.get("total"), d.get("hasMore"))
+
+
+@dataclass(frozen=True)
+class ResourceEvent:
+    """A notice about a server's resources: ``updated`` (a subscribed ``uri`` changed: read it
+    again), ``subscription_lost`` (no more updates for ``uri``: ``reason``),
+    ``resources_changed`` / ``prompts_changed`` (list again), or ``missed`` (this subscriber
+    fell behind by ``missed`` notices)."""
+
+    type: str
+    server: str | None = None
+    uri: str | None = None
+    reason: str | None = None
+    missed: int = 0
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "ResourceEvent":
+        return cls(d["type"], d.get("server"), d.get("uri"), d.get("reason"), int(d.get("missed") or 0))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress notification of a running call."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "Progress":
+        return cls(d["progress"], d.get("total"), d.get("message"))
+
+
+@dataclass(frozen=True)
+class SamplingRequest:
+    """A server asks the host for a model completion (``sampling/createMessage``).
+
+    ``messages`` are ``{"role", "content": [blocks]}`` dicts, oldest first; ``params`` is the
+    request's ``params`` as sent (model preferences, temperature, stop sequences …)."""
+
+    server: str
+    messages: tuple[Mapping[str, Any], ...]
+    max_tokens: int
+    system_prompt: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def last_user_text(self) -> str | None:
+        """The text of the last user message, if it has any."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                texts = [b.get("text") for b in message.get("content") or () if isinstance(b.get("text"), str)]
+                return "\n".join(texts) if texts else None
+        return None
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "SamplingRequest":
+        return cls(
+            server=d["server"],
+            messages=tuple(d.get("messages") or ()),
+            max_tokens=int(d.get("max_tokens") or 0),
+            system_prompt=d.get("system_prompt"),
+            params=d.get("params") or {},
+        )
+
+
+@dataclass(frozen=True)
+class ElicitationRequest:
+    """A server asks the user for input (``elicitation/create``): a form (``mode == "form"``,
+    ``schema`` an object schema of primitive fields) or a URL to open (``mode == "url"``,
+    only when the hub was started with ``elicit_urls=True``)."""
+
+    server: str
+    message: str
+    mode: str
+    schema: Mapping[str, Any] = field(default_factory=dict)
+    url: str | None = None
+    elicitation_id: str | None = None
+
+    @classmethod
+    def _from_native(cls, d: Mapping[str, Any]) -> "ElicitationRequest":
+        return cls(
+            server=d["server"],
+            message=d.get("message", ""),
+            mode=d.get("mode", "form"),
+            schema=d.get("schema") or {},
+            url=d.get("url"),
+            elicitation_id=d.get("elicitation_id"),
+        )
