@@ -9,11 +9,17 @@
 //! cancelled by its awaiter aborts the Rust future (dropping a hub call sends the server its
 //! cancellation). Knows nothing of hubs: it runs any future whose outcome becomes a Python
 //! value on the loop's thread.
+//!
+//! The wake-up differs by platform: on Unix a socket pair watched with `add_reader`; on
+//! Windows, whose default event loop (the proactor) has no `add_reader`, a pair made by
+//! Python's `socket.socketpair` whose read end an asyncio task awaits (`mcpmux._wake`).
 
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
+#[cfg(unix)]
+use std::io::{ErrorKind, Read};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,10 +37,16 @@ use crate::runtime;
 /// What a finished future leaves: made into a Python value on the loop's thread.
 pub(crate) type Outcome = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
 
+/// The end of the wake-up pair a finished future writes to.
+#[cfg(unix)]
+type WakeEnd = std::os::unix::net::UnixStream;
+#[cfg(windows)]
+type WakeEnd = std::net::TcpStream;
+
 /// The queue of finished futures and the socket that wakes the loop.
 struct Finished {
     queue: Mutex<Vec<(u64, Outcome)>>,
-    wake: UnixStream,
+    wake: WakeEnd,
 }
 
 impl Finished {
@@ -59,7 +71,11 @@ pub(crate) struct Completer {
     /// `WeakKeyDictionary`, which a strong reference would keep alive forever.
     event_loop: Py<PyAny>,
     finished: Arc<Finished>,
-    woken: UnixStream,
+    /// The end the loop watches (Unix), or the asyncio task reading it (Windows).
+    #[cfg(unix)]
+    woken: std::os::unix::net::UnixStream,
+    #[cfg(windows)]
+    pump: std::sync::OnceLock<Py<PyAny>>,
     /// The Python future of each call in flight.
     pending: Arc<Mutex<HashMap<u64, Py<PyAny>>>>,
     next_id: AtomicU64,
@@ -71,10 +87,25 @@ impl Completer {
     #[new]
     fn new(py: Python<'_>, event_loop: Bound<'_, PyAny>) -> PyResult<Py<Self>> {
         let io = |e: std::io::Error| PyRuntimeError::new_err(format!("wake-up socket: {e}"));
-        let (woken, wake) = UnixStream::pair().map_err(io)?;
-        woken.set_nonblocking(true).map_err(io)?;
+        #[cfg(unix)]
+        let (woken, wake) = {
+            let (woken, wake) = std::os::unix::net::UnixStream::pair().map_err(io)?;
+            woken.set_nonblocking(true).map_err(io)?;
+            (woken, wake)
+        };
+        #[cfg(windows)]
+        let (read_end, wake) = {
+            use std::os::windows::io::{FromRawSocket, RawSocket};
+            let (read_end, write_end): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                py.import("socket")?.call_method0("socketpair")?.extract()?;
+            read_end.call_method1("setblocking", (false,))?;
+            let socket: RawSocket = write_end.call_method0("detach")?.extract()?;
+            // SAFETY: `detach` handed over the socket's ownership: Python no longer closes it.
+            (read_end, unsafe {
+                std::net::TcpStream::from_raw_socket(socket)
+            })
+        };
         wake.set_nonblocking(true).map_err(io)?;
-        let fd = woken.as_raw_fd();
         let completer = Py::new(
             py,
             Completer {
@@ -87,19 +118,35 @@ impl Completer {
                     queue: Mutex::new(Vec::new()),
                     wake,
                 }),
+                #[cfg(unix)]
                 woken,
+                #[cfg(windows)]
+                pump: std::sync::OnceLock::new(),
                 pending: Arc::new(Mutex::new(HashMap::new())),
                 next_id: AtomicU64::new(0),
             },
         )?;
         let drain = completer.bind(py).getattr("drain")?;
-        event_loop.call_method1("add_reader", (fd, drain))?;
+        #[cfg(unix)]
+        event_loop.call_method1("add_reader", (completer.get().woken.as_raw_fd(), drain))?;
+        #[cfg(windows)]
+        {
+            let pump = py
+                .import("mcpmux._wake")?
+                .call_method1("pump", (&event_loop, read_end, drain))?
+                .unbind();
+            // Made after the completer, whose `drain` the task calls: set once, in place.
+            let _ = completer.get().pump.set(pump);
+        }
         Ok(completer)
     }
 
     /// Sets the future of every finished call (the loop calls it when the socket is readable).
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
+        // On Windows the pump task has read the wake-up bytes already.
+        #[cfg(unix)]
         let mut buffer = [0u8; 256];
+        #[cfg(unix)]
         loop {
             match (&self.woken).read(&mut buffer) {
                 Ok(n) if n == buffer.len() => continue,
@@ -124,9 +171,16 @@ impl Completer {
 
     /// Unregisters the socket from the loop.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let event_loop = self.event_loop.bind(py).call0()?;
-        if !event_loop.is_none() {
-            event_loop.call_method1("remove_reader", (self.woken.as_raw_fd(),))?;
+        #[cfg(unix)]
+        {
+            let event_loop = self.event_loop.bind(py).call0()?;
+            if !event_loop.is_none() {
+                event_loop.call_method1("remove_reader", (self.woken.as_raw_fd(),))?;
+            }
+        }
+        #[cfg(windows)]
+        if let Some(pump) = self.pump.get() {
+            pump.bind(py).call_method0("cancel")?;
         }
         Ok(())
     }
