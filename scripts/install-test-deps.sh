@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP servers the tests talk to, pinned, into git-ignored folders of
-# this checkout: test-deps/node_modules (npm), test-deps/.venv and test-deps/.venv-py (PyPI).
+# this checkout: test-deps/node_modules (npm), test-deps/.venv, test-deps/.venv-py and
+# test-deps/.venv-gw (PyPI).
 # Never globally.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,6 +17,14 @@ if [[ ! -x .venv/bin/mcp-server-time ]] || [[ requirements.txt -nt .venv/.instal
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
   touch .venv/.installed
+fi
+# The Python peer gateway of the gateway benchmark (mcp-proxy, PyPI), in a venv of its own: it
+# needs mcp < 2, where .venv pins mcp 2.3.
+if [[ ! -x .venv-gw/bin/mcp-proxy ]] || [[ requirements-gateways.txt -nt .venv-gw/.installed ]]; then
+  echo "== pip: installing the pinned peer gateway into test-deps/.venv-gw"
+  python3 -m venv .venv-gw
+  .venv-gw/bin/pip install --quiet --disable-pip-version-check -r requirements-gateways.txt
+  touch .venv-gw/.installed
 fi
 # The Python package's environment (scripts/test-python.sh): maturin, pytest, the adapter
 # libraries (LangChain core, the OpenAI Agents SDK, PydanticAI) and the benchmark's peer clients,

@@ -12,6 +12,11 @@ pub fn peak_rss_kib() -> u64 {
     status_kib("self", "VmHWM:").unwrap_or(0)
 }
 
+/// Peak resident set size of process `pid` over its life, in KiB.
+pub fn peak_rss_kib_of(pid: &str) -> anyhow::Result<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
 /// A size in KiB from `/proc/PID/status`, the line starting with `field`.
 fn status_kib(pid: &str, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;

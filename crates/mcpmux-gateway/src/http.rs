@@ -1,8 +1,8 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
-//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests), legacy SSE at `/sse`
-//! and `/message` (`sse`) and `/metrics`, behind the door (`door`: `Origin`, authentication,
-//! rate limits), with `/healthz`, `/readyz` (behind the same `Host` allowlist) and,
-//! under OAuth, the protected resource metadata beside it, and the access log around it all.
+//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests; an answer to a POST
+//! sent in one write, `one_write`), legacy SSE at `/sse` and `/message` (`sse`) and
+//! `/metrics`, behind the door (`door`: `Origin`, authentication, rate limits), with
+//! `/healthz`, `/readyz` (behind the same `Host` allowlist) and, under OAuth, the protected resource metadata beside it, and the access log around it all.
 //! Owns binding (loopback unless authentication is configured), the `Host` allowlist handed to
 //! rmcp, and the graceful shutdown: stop accepting, let calls in flight finish within the
 //! grace period, cancel the rest, then close every session and connection. The connections
@@ -34,6 +34,7 @@ use crate::{
     handler::Gateway,
     identity::{Identity, ServedRequest},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
+    one_write,
     rate_limit::{Limiter, RateLimit},
     sessions::{SessionLimits, Sessions},
     sse::{Legacy, SseOptions},
@@ -78,6 +79,9 @@ pub struct HttpOptions {
     pub connections: ConnectionLimits,
     /// The bounds of `/mcp` sessions.
     pub sessions: SessionLimits,
+    /// How long an SSE answer to a `POST /mcp` may be held back to go out whole, in one
+    /// write (zero: every answer streams as rmcp makes it).
+    pub one_write_window: Duration,
 }
 
 impl HttpOptions {
@@ -97,6 +101,7 @@ impl HttpOptions {
             sse: SseOptions::default(),
             connections: ConnectionLimits::default(),
             sessions: SessionLimits::default(),
+            one_write_window: one_write::DEFAULT_WINDOW,
         }
     }
 }
@@ -235,6 +240,11 @@ impl HttpServer {
         ));
         let mcp = Router::new()
             .route_service("/mcp", service)
+            // `/mcp` only: a legacy SSE answer goes out on its session's stream.
+            .layer(middleware::from_fn_with_state(
+                options.one_write_window,
+                one_write::answer_in_one_write,
+            ))
             .merge(legacy.routes())
             .merge(scraped)
             .layer(middleware::from_fn_with_state(

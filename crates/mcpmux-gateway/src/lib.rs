@@ -35,6 +35,7 @@ mod levels;
 mod metrics;
 mod notices;
 mod oauth;
+mod one_write;
 mod options;
 mod paging;
 mod passthrough;

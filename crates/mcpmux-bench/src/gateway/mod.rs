@@ -14,16 +14,20 @@
 //! - **memory**: the gateway's resident set with N idle sessions open against none (after one
 //!   session came and went), divided by N; streamable-HTTP sessions and legacy SSE ones, each
 //!   on a fresh gateway.
+//! - **peers** (only when asked for: `--phase peers`): `mcpmux serve` beside the peer gateways
+//!   installed in test-deps/, each in front of the test server over stdio, in interleaved
+//!   rounds (`peers`).
 //!
 //! `cargo run --release -p mcpmux-bench -- gateway [--sessions 64] [--calls 2000]
 //! [--in-flight 1] [--rounds 7] [--round-calls 1000] [--idle 256] [--phase
-//! all|load|latency|memory] [--quick] [--json] [--mcpmux PATH --server PATH]
+//! all|load|latency|memory|peers] [--quick] [--json] [--mcpmux PATH --server PATH]
 //! [--upstream-arg ARG]… [--upstream http|stdio]` (without `--mcpmux`/`--server`, release
 //! builds are made). The gateway reaches the test server the direct calls reach, over
 //! streamable HTTP; with `--upstream stdio` it runs one of its own over stdio instead (the
 //! direct calls still go over HTTP), which leaves out the second HTTP round trip.
 
 mod client;
+mod peers;
 mod processes;
 
 use std::path::{Path, PathBuf};
@@ -102,7 +106,7 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             }
             other => bail!(
                 "unknown flag {other}; flags: --sessions N --calls N --in-flight N --rounds N \
-                 --round-calls N --idle N --phase all|load|latency|memory --upstream http|stdio \
+                 --round-calls N --idle N --phase all|load|latency|memory|peers --upstream http|stdio \
                  --quick --json --mcpmux PATH --server PATH --upstream-arg ARG"
             ),
         }
@@ -110,8 +114,8 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
     if parsed.sessions == 0 || parsed.in_flight == 0 || parsed.rounds == 0 {
         bail!("--sessions, --in-flight and --rounds must be at least 1");
     }
-    if !["all", "load", "latency", "memory"].contains(&parsed.phase.as_str()) {
-        bail!("--phase is all, load, latency or memory");
+    if !["all", "load", "latency", "memory", "peers"].contains(&parsed.phase.as_str()) {
+        bail!("--phase is all, load, latency, memory or peers");
     }
     if !["http", "stdio"].contains(&parsed.upstream.as_str()) {
         bail!("--upstream is http or stdio");
@@ -120,8 +124,10 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
 }
 
 impl Args {
+    /// Whether `phase` is to run: `all` is every phase but `peers`, which starts other
+    /// people's gateways and runs only when asked for.
     fn runs(&self, phase: &str) -> bool {
-        self.phase == "all" || self.phase == phase
+        self.phase == phase || (self.phase == "all" && phase != "peers")
     }
 }
 
@@ -131,6 +137,7 @@ struct Figures {
     load: Option<Load>,
     latency: Option<Latency>,
     memory: Option<Memory>,
+    peers: Option<peers::Table>,
 }
 
 #[derive(Serialize, Default)]
@@ -203,7 +210,13 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string(&figures)?);
     } else {
-        print_table(&mcpmux, &args.upstream, &figures);
+        // The peers phase puts every gateway in front of the test server over stdio.
+        let over = if args.phase == "peers" {
+            "stdio"
+        } else {
+            &args.upstream
+        };
+        print_table(&mcpmux, over, &figures);
     }
     if let Some(load) = &figures.load {
         let unanswered = load.misrouted + load.errored + load.lost;
@@ -225,6 +238,13 @@ async fn run(args: &Args, mcpmux: &Path, server: &Path, home: &Path) -> anyhow::
         .pool_idle_timeout(Duration::from_secs(60))
         .build()?;
     let upstream = processes::upstream(server, &args.upstream_args)?;
+    if args.runs("peers") {
+        let table = peers::run(args, mcpmux, server, &home.join("peers"), upstream, &http).await?;
+        return Ok(Figures {
+            peers: Some(table),
+            ..Figures::default()
+        });
+    }
     let start = |home: PathBuf| {
         let (http, upstream_url) = (http.clone(), upstream.url.clone());
         async move {
@@ -478,6 +498,10 @@ fn print_table(mcpmux: &Path, upstream: &str, figures: &Figures) {
         "mcpmux: {}; gateway and test server on loopback; the gateway's upstream over {upstream}",
         mcpmux.display()
     );
+    if let Some(table) = &figures.peers {
+        println!();
+        peers::print(table);
+    }
     if let Some(m) = &figures.memory {
         println!();
         println!("| idle sessions | gateway RSS, none | with them | per idle session |");

@@ -1,7 +1,8 @@
-//! The two processes the gateway bench stands up on loopback: the test server serving
-//! streamable HTTP, and `mcpmux serve --http` in a temporary HOME whose one configured server
-//! is that test server. Each is stopped (and reaped) when dropped; nothing of the person's own
-//! config or caches is read or written.
+//! The processes the gateway bench stands up on loopback: the test server serving
+//! streamable HTTP, `mcpmux serve --http` in a temporary HOME whose one configured server
+//! is that test server, and the peer gateways (`peers`), started on a port chosen here. Each
+//! is stopped (and reaped) when dropped; nothing of the person's own config or caches is read
+//! or written.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -15,11 +16,11 @@ const START_WITHIN: Duration = Duration::from_secs(30);
 /// How long a stopped process may take to exit after SIGTERM before it is killed.
 const STOP_WITHIN: Duration = Duration::from_secs(15);
 
-/// A child process that prints `listening on URL` first; SIGTERM, then SIGKILL, when dropped.
+/// A child process serving HTTP at `url`; SIGTERM, then SIGKILL, when dropped.
 pub struct Listening {
     child: Child,
-    /// Kept open: a write after the first line must not fail.
-    stdout: BufReader<ChildStdout>,
+    /// Kept open when it printed where it listens: a write after the first line must not fail.
+    _stdout: Option<BufReader<ChildStdout>>,
     /// The URL it printed (`http://ADDR/mcp`).
     pub url: String,
 }
@@ -36,19 +37,39 @@ impl Listening {
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start {what}"))?;
-        let stdout = child.stdout.take().context("no stdout")?;
+        let mut stdout = BufReader::new(child.stdout.take().context("no stdout")?);
+        // Owned before the first read: an error from here on still stops the child.
         let mut listening = Listening {
             child,
-            stdout: BufReader::new(stdout),
+            _stdout: None,
             url: String::new(),
         };
         let mut line = String::new();
-        listening.stdout.read_line(&mut line)?;
+        stdout.read_line(&mut line)?;
         let Some(url) = line.trim().strip_prefix("listening on ") else {
             bail!("{what} printed {line:?} instead of `listening on URL`");
         };
         listening.url = url.to_string();
+        listening._stdout = Some(stdout);
         Ok(listening)
+    }
+
+    /// Starts `command`, which is to serve at `url` (a port it was told), its output
+    /// discarded; whether it does is the caller's to find out.
+    pub fn spawn_at(mut command: Command, what: &str, url: String) -> anyhow::Result<Self> {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .env_remove("RUST_LOG");
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {what}"))?;
+        Ok(Listening {
+            child,
+            _stdout: None,
+            url,
+        })
     }
 
     /// Its process id.
@@ -64,6 +85,16 @@ impl Listening {
     /// Its resident set size now, in KiB (Linux).
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
         mcpmux_bench::memory::rss_kib(&self.pid().to_string())
+    }
+
+    /// The largest its resident set has been, in KiB (Linux).
+    pub fn peak_rss_kib(&self) -> anyhow::Result<u64> {
+        mcpmux_bench::memory::peak_rss_kib_of(&self.pid().to_string())
+    }
+
+    /// Whether it has exited.
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
     }
 }
 
