@@ -18,6 +18,15 @@ use mcpmux_gateway::{
 /// The variable a bearer token may come from instead of `--token-file`.
 const TOKEN_ENV: &str = "MCPMUX_GATEWAY_TOKEN";
 
+/// How `mcpmux serve` names what it serves.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    /// The hub's names, `mcp__SERVER__TOOL`.
+    Full,
+    /// `SERVER__TOOL`, fitted to `--max-name-len`.
+    Short,
+}
+
 /// Flags of `mcpmux serve`.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -134,8 +143,19 @@ pub struct ServeArgs {
     /// Stand in front of exactly one configured server: its tools and prompts keep their own
     /// names (no `mcp__SERVER__` prefix); policy, validation and resilience stay on the path.
     /// Refused when more than one server is configured.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "names")]
     passthrough: bool,
+    /// How tools and prompts are named: `full` (`mcp__SERVER__TOOL`) or `short`
+    /// (`SERVER__TOOL`, for clients that add a prefix of their own, as Claude Code's
+    /// `mcp__mcpmux__`), a long one fitted to --max-name-len with a hash suffix.
+    #[arg(long, value_name = "full|short", value_enum, default_value_t = Names::Full)]
+    names: Names,
+    /// With --names short: the most characters a served tool name has. Default: 51, Claude
+    /// Code's 64 less the `mcp__mcpmux__` it adds for an entry named `mcpmux` (an entry named
+    /// otherwise: 64 less its name and 7).
+    #[arg(long, value_name = "N", default_value_t = mcpmux_gateway::CLAUDE_CODE_SHORT_NAME_LEN as u32,
+          value_parser = clap::value_parser!(u32).range(mcpmux::cli_support::naming::MIN_SHORT_NAME_LEN as i64..=64))]
+    max_name_len: u32,
     /// Reload the config on SIGHUP only, not when a config file changes.
     #[arg(long)]
     no_watch: bool,
@@ -296,7 +316,8 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         .with_page_size(args.page_size as usize)
         .with_ask_clients(!serving.yes)
         .with_ask(args.ask)
-        .with_passthrough(args.passthrough);
+        .with_passthrough(args.passthrough)
+        .with_short_names((args.names == Names::Short).then_some(args.max_name_len as usize));
     if let Some(host) = serving.host {
         options = options.with_host(host);
     }

@@ -6,8 +6,8 @@
 //! `handler` is the MCP server, one handler per session (`session`), served as `options` say;
 //! `view` what a session may see and use (every route asks it); `convert` the hub's records in
 //! MCP's words; `resources` the resources, templates, prompts and completions served; `paging`
-//! the pages of every list; `passthrough` the names served for a single upstream server
-//! (`--passthrough`); `relay` what an upstream server asks mid-call passed on to the calling
+//! the pages of every list; `passthrough` the names served (the hub's, short ones with
+//! `--names short`, a single upstream server's own with `--passthrough`); `relay` what an upstream server asks mid-call passed on to the calling
 //! client (and a policy `ask` asked of it), a 2026-07-28 client in `rounds` of
 //! `input_required`; `subscriptions` who holds which resource; `upstream_tasks` the tasks
 //! upstream servers run for clients (SEP-2663); `notices` the upstream servers' updates, list changes
@@ -75,5 +75,5 @@ pub use oauth::{OAuthError, OAuthOptions};
 pub use rate_limit::{Rate, RateLimit, RateParseError};
 
 // `--passthrough` and hot reload.
-pub use passthrough::{PassthroughError, check_one_server};
+pub use passthrough::{CLAUDE_CODE_SHORT_NAME_LEN, PassthroughError, check_one_server};
 pub use reload::{Baseline, Loaded, Outcome, ReloadOptions, Reloader, Trigger};

@@ -1,7 +1,8 @@
 //! How the gateway serves the hub: the scope, the servers readiness waits for, how long a
 //! first list waits for startup, the servers whose resources and prompts are not served, the
 //! host the hub was started with, the page size, whether a policy `ask` is asked of the
-//! calling client, and whether one server is served under its own names. Plain settings; knows nothing of sessions.
+//! calling client, and which names tools are served under (the hub's, short ones, or one
+//! server's own). Plain settings; knows nothing of sessions.
 
 use std::time::Duration;
 
@@ -37,6 +38,11 @@ pub struct GatewayOptions {
     pub ask_clients: bool,
     /// Serve the one upstream server's tools and prompts under its own names (`passthrough`).
     pub passthrough: bool,
+    /// Serve `server__tool` names fitted to this many characters instead of
+    /// `mcp__server__tool`, for clients that put a prefix of their own before them
+    /// (`--names short`; for Claude Code `CLAUDE_CODE_SHORT_NAME_LEN`). Pass-through
+    /// mode wins over it.
+    pub short_names: Option<usize>,
     /// How many 2026-07-28 calls may wait for their clients' answers (`input_required`).
     pub waiting: WaitingLimits,
     /// Where a policy `ask` goes for identities whose access rule does not say (`--ask`);
@@ -54,6 +60,7 @@ impl Default for GatewayOptions {
             page_size: DEFAULT_PAGE_SIZE,
             ask_clients: true,
             passthrough: false,
+            short_names: None,
             waiting: WaitingLimits::default(),
             ask: None,
         }
@@ -95,6 +102,13 @@ impl GatewayOptions {
     /// server only: check the configuration with [`crate::check_one_server`] first.
     pub fn with_passthrough(mut self, passthrough: bool) -> Self {
         self.passthrough = passthrough;
+        self
+    }
+
+    /// Builder-style: serve `server__tool` names fitted to `max_len` characters (`None`: the
+    /// hub's names).
+    pub fn with_short_names(mut self, max_len: Option<usize>) -> Self {
+        self.short_names = max_len;
         self
     }
 

@@ -1,5 +1,7 @@
-//! Pass-through mode (`mcpmux serve --passthrough`): with exactly one upstream server, its
-//! tools and prompts are served under the server's own names instead of `mcp__SERVER__NAME`,
+//! The names tools and prompts are served under ([`Naming`]): the hub's `mcp__SERVER__NAME`;
+//! short ones (`mcpmux serve --names short`: `SERVER__NAME`, fitted to a length) for clients
+//! that put a prefix of their own before them, as Claude Code does; or, in pass-through mode
+//! (`mcpmux serve --passthrough`), with exactly one upstream server, the server's own names,
 //! so the gateway can stand in front of a server without its clients noticing. Owns the
 //! naming both ways — the name served for a hub tool or prompt, and the hub tool a served name
 //! calls — the one-server rule, and which of the server's tool names may be served as they are
@@ -48,33 +50,71 @@ pub fn check_one_server(servers: &[String]) -> Result<(), PassthroughError> {
     })
 }
 
-/// How names are served: the hub's (namespaced) or, in pass-through mode, the server's own.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Naming {
-    passthrough: bool,
+/// The most characters a short name (`--names short`) has by default: Claude Code's 64 less
+/// the `mcp__mcpmux__` it puts before the tools of an entry named `mcpmux` (13), so what its
+/// model is handed still fits the providers' 64.
+pub const CLAUDE_CODE_SHORT_NAME_LEN: usize = 64 - "mcp__mcpmux__".len();
+
+/// How names are served: the hub's (namespaced), short ones for clients that add a prefix of
+/// their own, or, in pass-through mode, the server's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Naming {
+    /// The hub's exposed names, `mcp__server__tool`.
+    #[default]
+    Hub,
+    /// `server__tool`, fitted to this many characters ([`mcpmux::cli_support::naming::short_names`]).
+    Short(usize),
+    /// The one server's own names (`--passthrough`).
+    Own,
 }
 
 impl Naming {
-    /// The naming of a gateway in pass-through mode or not.
-    pub fn new(passthrough: bool) -> Self {
-        Self { passthrough }
+    /// The naming a gateway's options ask for: the server's own names in pass-through mode,
+    /// else short names fitted to `short_names` when asked, else the hub's.
+    pub fn of(passthrough: bool, short_names: Option<usize>) -> Self {
+        match (passthrough, short_names) {
+            (true, _) => Self::Own,
+            (false, Some(max_len)) => Self::Short(max_len),
+            (false, None) => Self::Hub,
+        }
+    }
+
+    /// Does a served name differ from the hub's (so a call's name must be looked up)?
+    pub fn renames(self) -> bool {
+        self != Self::Hub
+    }
+
+    /// The names `tools` are served under, in the same order.
+    fn names(self, tools: &[mcpmux::Tool]) -> Vec<String> {
+        match self {
+            Self::Hub => tools.iter().map(|tool| tool.name.clone()).collect(),
+            Self::Own => tools.iter().map(|tool| tool.raw_name.clone()).collect(),
+            Self::Short(max_len) => {
+                let exposed: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+                mcpmux::cli_support::naming::short_names(&exposed, max_len)
+            }
+        }
     }
 
     /// The hub's name for the tool served as `served`, among `tools` (the tools served). In
-    /// pass-through mode a name not served now (its server is down, its breaker open) is
-    /// given the hub's name for it (`Hub::exposed_tool_name`), so the hub answers with what
-    /// became of the server; any other name is handed on as it is, and the hub answers it as
-    /// an unknown tool.
+    /// pass-through and short mode a name not served now (its server is down, its breaker
+    /// open) is given the hub's name for it (`Hub::exposed_tool_name`, or the short name
+    /// with `mcp__` put back), so the hub answers with what became of the server; any other
+    /// name is handed on as it is, and the hub answers it as an unknown tool.
     pub fn hub_tool(self, served: &str, tools: &[mcpmux::Tool], hub: &mcpmux::Hub) -> String {
-        if !self.passthrough {
+        if self == Self::Hub {
             return served.to_owned();
         }
-        if let Some(tool) = tools.iter().find(|tool| tool.raw_name == served) {
-            return tool.name.clone();
+        let names = self.names(tools);
+        if let Some(i) = names.iter().position(|name| name == served) {
+            return tools[i].name.clone();
         }
         // A name never served stays unknown: an invalid one (a refused tool's own name).
         if !mcpmux::cli_support::naming::is_mcp_tool_name(served) {
             return served.to_owned();
+        }
+        if let Self::Short(_) = self {
+            return format!("mcp__{served}");
         }
         let servers = hub.servers();
         let [server] = servers.as_slice() else {
@@ -91,50 +131,57 @@ impl Naming {
         tools: &[mcpmux::Tool],
         hub: &mcpmux::Hub,
     ) -> Option<rmcp::model::Tool> {
-        let tool = if self.passthrough {
-            tools.iter().find(|tool| tool.raw_name == served).cloned()
-        } else {
-            hub.tool(served)
-        }?;
-        self.served_tools(std::slice::from_ref(&tool)).pop()
+        if self == Self::Hub {
+            let tool = hub.tool(served)?;
+            return Some(mcpmux::rmcp_model::tool(&tool, tool.name.clone()));
+        }
+        let names = self.names(tools);
+        let i = names.iter().position(|name| name == served)?;
+        Some(mcpmux::rmcp_model::tool(&tools[i], served.to_owned()))
     }
 
-    /// `tools` as a downstream client lists them, under their served names.
-    pub fn served_tools(self, tools: &[mcpmux::Tool]) -> Vec<rmcp::model::Tool> {
-        tools
-            .iter()
-            .map(|tool| {
-                let name = if self.passthrough {
-                    &tool.raw_name
-                } else {
-                    &tool.name
-                };
-                mcpmux::rmcp_model::tool(tool, name.clone())
-            })
-            .collect()
+    /// `tools` paired with the names they are served under, named over the whole list (so a
+    /// short name's clash is settled the same on every page).
+    pub fn named(self, tools: Vec<mcpmux::Tool>) -> Vec<(mcpmux::Tool, String)> {
+        let names = self.names(&tools);
+        tools.into_iter().zip(names).collect()
     }
 
-    /// The name `prompt` is served under: the server's own, or the hub's exposed name.
+    /// The name `prompt` is served under: the server's own, the hub's exposed name, or that
+    /// without its `mcp__` (prompt names have no length limit to fit).
     pub fn prompt_name(self, prompt: &mcpmux::Prompt) -> &str {
-        if self.passthrough {
-            &prompt.name
-        } else {
-            &prompt.exposed_name
+        match self {
+            Self::Own => &prompt.name,
+            Self::Hub => &prompt.exposed_name,
+            Self::Short(_) => prompt
+                .exposed_name
+                .strip_prefix("mcp__")
+                .unwrap_or(&prompt.exposed_name),
         }
     }
 
     /// The prompt served as `served`: in pass-through mode the one server's prompt of that
-    /// own name, else the one the hub exposes under it (`Hub::prompt_named`).
+    /// own name, else the one the hub exposes under it (`Hub::prompt_named`; in short mode
+    /// with its `mcp__` put back).
     pub async fn hub_prompt(
         self,
         hub: &mcpmux::Hub,
         served: &str,
     ) -> mcpmux::Result<Option<mcpmux::Prompt>> {
-        if !self.passthrough {
-            return hub.prompt_named(served).await;
+        match self {
+            Self::Hub => hub.prompt_named(served).await,
+            Self::Short(_) => match hub.prompt_named(&format!("mcp__{served}")).await? {
+                Some(prompt) => Ok(Some(prompt)),
+                None => Ok(hub
+                    .prompt_named(served)
+                    .await?
+                    .filter(|p| !p.exposed_name.starts_with("mcp__"))),
+            },
+            Self::Own => {
+                let listing = hub.prompts(None).await?;
+                Ok(listing.items.into_iter().find(|p| p.name == served))
+            }
         }
-        let listing = hub.prompts(None).await?;
-        Ok(listing.items.into_iter().find(|p| p.name == served))
     }
 }
 

@@ -37,7 +37,9 @@ pub mod trust {
 /// The hub's exposed names and name filters, for a server that serves them under other names.
 pub mod naming {
     pub use crate::catalog::filter::{FilterVerdict, NameFilter};
-    pub use crate::catalog::naming::{assign as exposed_names, is_mcp_tool_name};
+    pub use crate::catalog::naming::{
+        MIN_SHORT_NAME_LEN, assign as exposed_names, is_mcp_tool_name, short_names,
+    };
 }
 
 /// What an error, a log line or a status may show of a URL.

@@ -249,8 +249,8 @@ impl Gateway {
         // The library refuses a tool outside the scope: the view hands it the scope.
         options = self.view.call_options(options);
         let hub = &self.inner.hub;
-        // In pass-through mode the name served is the server's own: the hub's is looked up.
-        let name: Cow<'_, str> = if self.inner.options.passthrough {
+        // In pass-through or short mode the name served is not the hub's: the hub's is looked up.
+        let name: Cow<'_, str> = if self.naming().renames() {
             Cow::Owned(self.naming().hub_tool(&request.name, &self.served(), hub))
         } else {
             Cow::Borrowed(&request.name)

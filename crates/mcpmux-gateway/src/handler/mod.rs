@@ -177,7 +177,8 @@ impl Gateway {
             };
             tokio::spawn(crate::notices::forward(host.clone(), to, stop.clone()));
         }
-        let resources_prompts = ResourcesAndPrompts::new(Naming::new(options.passthrough));
+        let resources_prompts =
+            ResourcesAndPrompts::new(Naming::of(options.passthrough, options.short_names));
         // Told of every tool call by the hub's own seam as it ends: no second lookup of the
         // tool here.
         let metrics = Arc::new(Metrics::default());
@@ -357,7 +358,8 @@ impl Gateway {
     }
 
     fn naming(&self) -> Naming {
-        Naming::new(self.inner.options.passthrough)
+        let options = &self.inner.options;
+        Naming::of(options.passthrough, options.short_names)
     }
 
     /// The tools served now, to this session's identity: in pass-through mode, those whose
@@ -401,10 +403,10 @@ impl ServerHandler for Gateway {
         ServerConfig::new(self.capabilities())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
             .with_server_info(Implementation::new("mcpmux", env!("CARGO_PKG_VERSION")))
-            .with_instructions(if self.inner.options.passthrough {
-                "mcpmux: one MCP server's tools, under the server's own names."
-            } else {
-                "mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL."
+            .with_instructions(match self.naming() {
+                Naming::Own => "mcpmux: one MCP server's tools, under the server's own names.",
+                Naming::Short(_) => "mcpmux: the tools of several MCP servers, named SERVER__TOOL.",
+                Naming::Hub => "mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL.",
             })
     }
 
@@ -503,12 +505,16 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.wait_for_startup().await;
-        let tools = self.served();
+        let named = self.naming().named(self.served());
         let (page, next) =
             self.inner
                 .pager
-                .page("tools/list", tools, cursor_of(request.as_ref()))?;
-        let mut result = ListToolsResult::with_all_items(self.naming().served_tools(&page));
+                .page("tools/list", named, cursor_of(request.as_ref()))?;
+        let served = page
+            .into_iter()
+            .map(|(tool, name)| mcpmux::rmcp_model::tool(&tool, name))
+            .collect();
+        let mut result = ListToolsResult::with_all_items(served);
         result.next_cursor = next;
         Ok(result)
     }
@@ -529,7 +535,7 @@ impl ServerHandler for Gateway {
 
     // rmcp checks a call's `Mcp-Param-*` headers (SEP-2243) against the tool's schema.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let served = if self.inner.options.passthrough {
+        let served = if self.naming().renames() {
             self.served()
         } else {
             Vec::new()

@@ -26,6 +26,7 @@ mod serve_asks;
 mod serve_connections;
 mod serve_http;
 mod serve_metrics;
+mod serve_names;
 mod serve_notices;
 mod serve_oauth;
 mod serve_passthrough;

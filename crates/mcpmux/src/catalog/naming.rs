@@ -74,8 +74,14 @@ fn hash_hex(key: &str, len: usize) -> String {
 /// `fitted` (ASCII) cut so that `_` and a `hex`-digit hash of `key` fit the length limit, with
 /// that suffix appended.
 fn with_hash(fitted: &str, key: &str, hex: usize) -> String {
-    let suffix = hash_hex(key, hex);
-    let keep = MAX_TOOL_NAME_LEN - 1 - suffix.len();
+    with_hash_within(fitted, key, hex, MAX_TOOL_NAME_LEN)
+}
+
+/// [`with_hash`] under a limit of `max_len` characters; the hash never takes more than all of
+/// it but the `_`.
+fn with_hash_within(fitted: &str, key: &str, hex: usize, max_len: usize) -> String {
+    let suffix = hash_hex(key, hex.min(max_len.saturating_sub(1)));
+    let keep = max_len.saturating_sub(1 + suffix.len());
     // ASCII after sanitising, so byte slicing is safe.
     let prefix = &fitted[..fitted.len().min(keep)];
     format!("{prefix}_{suffix}")
@@ -131,23 +137,45 @@ pub fn base_name(server: &str, tool: &str) -> String {
     format!("mcp__{}__{}", sanitize(server), sanitize(tool))
 }
 
-fn hashed_name(base: &str, server: &str, tool: &str, hex: usize) -> String {
-    with_hash(base, &format!("{server}\0{tool}"), hex)
-}
-
 /// Assigns an exposed name to each `(server, raw tool name)`, in the same order.
 pub fn assign(tools: &[(&str, &str)]) -> Vec<String> {
     let bases: Vec<String> = tools.iter().map(|(s, t)| base_name(s, t)).collect();
+    let keys: Vec<String> = tools.iter().map(|(s, t)| format!("{s}\0{t}")).collect();
+    distinct(&bases, &keys, MAX_TOOL_NAME_LEN)
+}
+
+/// Shortest limit [`short_names`] fits to: room for a few characters of the name beside its
+/// 6-hex suffix.
+pub const MIN_SHORT_NAME_LEN: usize = 16;
+
+/// The names a gateway serves for clients that add a prefix of their own (Claude Code's
+/// `mcp__<entry>__`): each exposed name without its `mcp__` (`server__tool`), fitted to
+/// `max_len` characters (clamped to [`MIN_SHORT_NAME_LEN`]..=64) with a stable hash of the
+/// exposed name where it is too long or two would be equal, in the same order. Depends only
+/// on a tool's own exposed name unless it collides, so a client's names stay put across runs.
+pub fn short_names(exposed: &[&str], max_len: usize) -> Vec<String> {
+    let max_len = max_len.clamp(MIN_SHORT_NAME_LEN, MAX_TOOL_NAME_LEN);
+    let bases: Vec<String> = exposed
+        .iter()
+        .map(|name| name.strip_prefix("mcp__").unwrap_or(name).to_owned())
+        .collect();
+    let keys: Vec<String> = exposed.iter().map(|name| (*name).to_owned()).collect();
+    distinct(&bases, &keys, max_len)
+}
+
+/// `bases` made distinct and fitted to `max_len`: a base that is too long or shared gets a
+/// hash of its key, lengthened until it clashes with no other name.
+fn distinct(bases: &[String], keys: &[String], max_len: usize) -> Vec<String> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
-    for base in &bases {
+    for base in bases {
         *counts.entry(base.as_str()).or_default() += 1;
     }
     let mut names: Vec<String> = bases
         .iter()
-        .zip(tools)
-        .map(|(base, (server, tool))| {
-            if base.len() > MAX_TOOL_NAME_LEN || counts.get(base.as_str()).copied() > Some(1) {
-                hashed_name(base, server, tool, HASH_HEX)
+        .zip(keys)
+        .map(|(base, key)| {
+            if base.len() > max_len || counts.get(base.as_str()).copied() > Some(1) {
+                with_hash_within(base, key, HASH_HEX, max_len)
             } else {
                 base.clone()
             }
@@ -167,8 +195,7 @@ pub fn assign(tools: &[(&str, &str)]) -> Vec<String> {
         }
         let Some(i) = clash else { break };
         hex += 2;
-        let (server, tool) = tools[i];
-        names[i] = hashed_name(&bases[i], server, tool, hex);
+        names[i] = with_hash_within(&bases[i], &keys[i], hex, max_len);
         if hex > MAX_HASH_HEX {
             break;
         }
@@ -179,6 +206,42 @@ pub fn assign(tools: &[(&str, &str)]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_names_drop_the_mcp_prefix_and_keep_names_that_fit() {
+        assert_eq!(
+            short_names(&["mcp__github__create_issue", "builtin_tool"], 51),
+            vec!["github__create_issue", "builtin_tool"]
+        );
+    }
+
+    #[test]
+    fn short_names_are_fitted_with_a_stable_hash_and_stay_distinct() {
+        let long_a = format!("mcp__server__{}a", "x".repeat(60));
+        let long_b = format!("mcp__server__{}b", "x".repeat(60));
+        let names = short_names(&[&long_a, &long_b], 51);
+        assert!(names.iter().all(|n| n.len() <= 51), "{names:?}");
+        assert_ne!(names[0], names[1]);
+        assert!(names[0].starts_with("server__xxx"), "{names:?}");
+        // The same name, alone or beside others, in any order: the same short name.
+        assert_eq!(short_names(&[&long_a], 51)[0], names[0]);
+        assert_eq!(short_names(&[&long_b, &long_a], 51)[1], names[0]);
+    }
+
+    #[test]
+    fn a_short_name_equal_to_another_tool_s_name_is_hashed_apart() {
+        // A built-in named as an MCP tool's short name.
+        let names = short_names(&["mcp__a__b", "a__b"], 51);
+        assert_ne!(names[0], names[1]);
+        assert!(names.iter().all(|n| n.starts_with("a__b_")), "{names:?}");
+    }
+
+    #[test]
+    fn a_short_name_limit_below_the_minimum_is_raised_to_it() {
+        let names = short_names(&[&format!("mcp__s__{}", "y".repeat(80))], 3);
+        assert_eq!(names[0].len(), MIN_SHORT_NAME_LEN);
+        assert!(is_mcp_tool_name(&names[0]), "{names:?}");
+    }
 
     #[test]
     fn plain_names_are_predictable() {
