@@ -136,6 +136,16 @@ pub struct ServeArgs {
     /// Refused when more than one server is configured.
     #[arg(long)]
     passthrough: bool,
+    /// Tool search: tools/list answers the pinned tools and `search_tools` (a query → the
+    /// best matching tools) and `call_tool`; the tools a session finds join its tools/list.
+    /// Also `search = true` under `[serve]` in mcpmux.toml.
+    #[arg(long, conflicts_with = "passthrough")]
+    search: bool,
+    /// With --search, always list the tools matching this pattern (exposed or raw name, `*`
+    /// and `?`), or every tool of a server with `SERVER:*` (repeatable; also `pin = [...]`
+    /// under `[serve]`).
+    #[arg(long, value_name = "PATTERN")]
+    pin: Vec<String>,
     /// Reload the config on SIGHUP only, not when a config file changes.
     #[arg(long)]
     no_watch: bool,
@@ -282,6 +292,16 @@ fn connection_limits(args: &ServeArgs) -> anyhow::Result<ConnectionLimits> {
 }
 
 /// Serves `hub` until the client leaves (stdio), or Ctrl-C / SIGTERM.
+/// Tool search as `--search` and `--pin` ask.
+fn search_options(args: &ServeArgs) -> Option<mcpmux_gateway::SearchOptions> {
+    let search = args.search.then(mcpmux_gateway::SearchOptions::default)?;
+    Some(
+        args.pin
+            .iter()
+            .fold(search, |search, pattern| search.with_pin(pattern)),
+    )
+}
+
 pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyhow::Result<()> {
     let grace = Duration::try_from_secs_f64(args.grace)
         .ok()
@@ -296,7 +316,8 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         .with_page_size(args.page_size as usize)
         .with_ask_clients(!serving.yes)
         .with_ask(args.ask)
-        .with_passthrough(args.passthrough);
+        .with_passthrough(args.passthrough)
+        .with_search(search_options(args));
     if let Some(host) = serving.host {
         options = options.with_host(host);
     }

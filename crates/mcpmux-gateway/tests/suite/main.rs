@@ -30,6 +30,7 @@ mod serve_oauth;
 mod serve_passthrough;
 mod serve_reload;
 mod serve_resources;
+mod serve_search;
 mod serve_sse;
 mod serve_stdio;
 mod serve_tasks;
