@@ -18,6 +18,7 @@ mod gateway_limits;
 mod gateway_oauth;
 mod gateway_results;
 mod gateway_rounds;
+mod gateway_search;
 mod gateway_sessions;
 mod gateway_sse;
 mod serve;
