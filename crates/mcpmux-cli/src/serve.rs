@@ -207,6 +207,8 @@ pub struct Serving {
     pub host: Option<mcpmux::Host>,
     /// `--yes`: a policy `ask` is approved, not asked of the client.
     pub yes: bool,
+    /// `[serve]` of the config read at startup: tool search and its pins.
+    settings: mcpmux::config::ServeSettings,
 }
 
 /// Reads the config again, as startup did.
@@ -220,6 +222,7 @@ pub fn prepare(config: &mut mcpmux::ConfigSet, options: mcpmux::LoadOptions) -> 
     let baseline = startup.baseline();
     *config = startup.config;
     Serving {
+        settings: config.serve.clone(),
         required: startup.required,
         host: Some(mcpmux::Host::relaying()),
         yes: false,
@@ -291,17 +294,18 @@ fn connection_limits(args: &ServeArgs) -> anyhow::Result<ConnectionLimits> {
     Ok(limits)
 }
 
-/// Serves `hub` until the client leaves (stdio), or Ctrl-C / SIGTERM.
-/// Tool search as `--search` and `--pin` ask.
-fn search_options(args: &ServeArgs) -> Option<mcpmux_gateway::SearchOptions> {
-    let search = args.search.then(mcpmux_gateway::SearchOptions::default)?;
-    Some(
-        args.pin
-            .iter()
-            .fold(search, |search, pattern| search.with_pin(pattern)),
-    )
+/// Tool search as `--search` or `[serve] search = true` asks, with the pins of both.
+fn search_options(
+    args: &ServeArgs,
+    settings: &mcpmux::config::ServeSettings,
+) -> Option<mcpmux_gateway::SearchOptions> {
+    let on = args.search || (settings.search && !args.passthrough);
+    let search = on.then(mcpmux_gateway::SearchOptions::default)?;
+    let pins = settings.pin.iter().chain(&args.pin);
+    Some(pins.fold(search, |search, pattern| search.with_pin(pattern.as_str())))
 }
 
+/// Serves `hub` until the client leaves (stdio), or Ctrl-C / SIGTERM.
 pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyhow::Result<()> {
     let grace = Duration::try_from_secs_f64(args.grace)
         .ok()
@@ -317,7 +321,7 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         .with_ask_clients(!serving.yes)
         .with_ask(args.ask)
         .with_passthrough(args.passthrough)
-        .with_search(search_options(args));
+        .with_search(search_options(args, &serving.settings));
     if let Some(host) = serving.host {
         options = options.with_host(host);
     }

@@ -192,3 +192,19 @@ fn a_python_client_of_the_handshake_lists_again_and_calls_by_name_over_stdio() {
     }
     assert_called(&lines[3], "the handshake, by name");
 }
+
+#[test]
+fn serve_searches_when_the_config_s_serve_table_says_so_with_its_pins_and_the_flags() {
+    let sandbox = catalog();
+    sandbox.write_file(
+        &sandbox.home.join(".config/mcpmux/config.toml"),
+        "[serve]\nsearch = true\npin = [\"mcp__t__echo\"]\n",
+    );
+    let target = json!({"stdio": stdio_target(&sandbox, &["--pin", "mcp__t__add"])});
+    let lines = ts_client(target, json!([{"do": "list"}]));
+    assert_eq!(
+        names(&lines[0]),
+        ["search_tools", "call_tool", "mcp__t__add", "mcp__t__echo"],
+        "{lines:?}"
+    );
+}
