@@ -59,7 +59,7 @@ mod watchers;
 pub use handler::{Gateway, ReconfigureError};
 pub use http::{HttpError, HttpOptions, HttpServer};
 pub use options::GatewayOptions;
-pub use search::{CALL_TOOL, MAX_FOUND, MAX_QUERY_BYTES, SearchOptions};
+pub use search::{CALL_TOOL, MAX_FOUND, MAX_QUERY_BYTES, SearchOptions, meta_tools};
 pub use stdio::{StdioError, serve_stdio};
 
 // The limits a served gateway keeps (each `Default` is the documented default).
