@@ -1,7 +1,8 @@
 //! Tool search (deferred loading, issue #13) at the size it is for: the real catalog (the
 //! reference MCP servers from `test-deps` and the test server's `--many-tools` catalog, listed
 //! through a hub) for tool-definition tokens with and without deferral and recall@5 over the
-//! labelled queries; then 10 000 listed tools (the same servers, the test server's catalog
+//! labelled queries (and what `mcpmux serve --search` lists instead, counted the same way;
+//! its end-to-end figures through an SDK client: `scripts/bench-serve-search.mjs`); then 10 000 listed tools (the same servers, the test server's catalog
 //! repeated per tenant) for index build time and per-query search latency.
 //!
 //! `cargo run --release -p mcpmux-bench -- search [--tools N] [--reps N] [--server PATH] [--quick] [--json]`
@@ -192,6 +193,16 @@ fn tokens(tools: &[Tool], provider: ExportFormat) -> anyhow::Result<(usize, usiz
     Ok((plan.tokens_all, plan.tokens_sent, after))
 }
 
+/// Tool-definition tokens of `mcpmux serve --search`'s first `tools/list` (nothing pinned:
+/// `search_tools` and `call_tool`), counted as `run`'s definitions are.
+fn serve_tokens(catalog: usize, provider: ExportFormat) -> usize {
+    export(&mcpmux_gateway::meta_tools(catalog), provider)
+        .tools
+        .iter()
+        .map(|t| estimate_tokens(&t.definition))
+        .sum()
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let idx = ((sorted.len().max(1) - 1) as f64 * p).round() as usize;
     sorted.get(idx).copied().unwrap_or_default()
@@ -230,6 +241,10 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
 
     let anthropic = tokens(&real, ExportFormat::Anthropic)?;
     let openai = tokens(&real, ExportFormat::OpenAi)?;
+    let serve = (
+        serve_tokens(real.len(), ExportFormat::Anthropic),
+        serve_tokens(real.len(), ExportFormat::OpenAi),
+    );
     let index = ToolIndex::new(&real);
     let recall_tuned = recall(&index, &set.queries);
     let recall_held = recall(&index, &set.held_out);
@@ -268,6 +283,7 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
             "catalog_tools": real.len(),
             "anthropic": {"all": anthropic.0, "deferred": anthropic.1, "after_search": anthropic.2},
             "openai": {"all": openai.0, "deferred": openai.1, "after_search": openai.2},
+            "serve_search": {"anthropic": serve.0, "openai": serve.1},
             "queries": all.len(),
             "recall_at_5": recall_all,
             "recall_tuned": recall_tuned,
@@ -304,6 +320,14 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
             reduction(t)
         );
     }
+    println!(
+        "mcpmux serve --search, tools/list (search_tools and call_tool): Anthropic {} ({:.1}% \
+         fewer), OpenAI {} ({:.1}% fewer)",
+        serve.0,
+        100.0 * (1.0 - serve.0 as f64 / anthropic.0 as f64),
+        serve.1,
+        100.0 * (1.0 - serve.1 as f64 / openai.0 as f64),
+    );
     println!();
     println!(
         "recall@{K}: {recall_all:.3} over {} queries ({recall_tuned:.3} over the {} tuned on, \

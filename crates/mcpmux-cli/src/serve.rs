@@ -156,6 +156,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = mcpmux_gateway::CLAUDE_CODE_SHORT_NAME_LEN as u32,
           value_parser = clap::value_parser!(u32).range(mcpmux::cli_support::naming::MIN_SHORT_NAME_LEN as i64..=64))]
     max_name_len: u32,
+    /// Tool search: tools/list answers the pinned tools and `search_tools` (a query → the
+    /// best matching tools) and `call_tool`; the tools a session finds join its tools/list.
+    /// Also `search = true` under `[serve]` in mcpmux.toml.
+    #[arg(long, conflicts_with = "passthrough")]
+    search: bool,
+    /// With --search, always list the tools matching this pattern (exposed or raw name, `*`
+    /// and `?`), or every tool of a server with `SERVER:*` (repeatable; also `pin = [...]`
+    /// under `[serve]`).
+    #[arg(long, value_name = "PATTERN")]
+    pin: Vec<String>,
     /// Reload the config on SIGHUP only, not when a config file changes.
     #[arg(long)]
     no_watch: bool,
@@ -217,6 +227,8 @@ pub struct Serving {
     pub host: Option<mcpmux::Host>,
     /// `--yes`: a policy `ask` is approved, not asked of the client.
     pub yes: bool,
+    /// `[serve]` of the config read at startup: tool search and its pins.
+    settings: mcpmux::config::ServeSettings,
 }
 
 /// Reads the config again, as startup did.
@@ -230,6 +242,7 @@ pub fn prepare(config: &mut mcpmux::ConfigSet, options: mcpmux::LoadOptions) -> 
     let baseline = startup.baseline();
     *config = startup.config;
     Serving {
+        settings: config.serve.clone(),
         required: startup.required,
         host: Some(mcpmux::Host::relaying()),
         yes: false,
@@ -301,6 +314,17 @@ fn connection_limits(args: &ServeArgs) -> anyhow::Result<ConnectionLimits> {
     Ok(limits)
 }
 
+/// Tool search as `--search` or `[serve] search = true` asks, with the pins of both.
+fn search_options(
+    args: &ServeArgs,
+    settings: &mcpmux::config::ServeSettings,
+) -> Option<mcpmux_gateway::SearchOptions> {
+    let on = args.search || (settings.search && !args.passthrough);
+    let search = on.then(mcpmux_gateway::SearchOptions::default)?;
+    let pins = settings.pin.iter().chain(&args.pin);
+    Some(pins.fold(search, |search, pattern| search.with_pin(pattern.as_str())))
+}
+
 /// Serves `hub` until the client leaves (stdio), or Ctrl-C / SIGTERM.
 pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyhow::Result<()> {
     let grace = Duration::try_from_secs_f64(args.grace)
@@ -310,6 +334,13 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         let servers: Vec<String> = hub.servers().into_iter().map(|s| s.name).collect();
         mcpmux_gateway::check_one_server(&servers)?;
     }
+    // Search answers and `call_tool` name tools as the hub does; short names are not mapped
+    // through them yet, so the two are refused together rather than served inconsistently.
+    if args.names == Names::Short && search_options(args, &serving.settings).is_some() {
+        anyhow::bail!(
+            "--names short cannot be combined with tool search (--search, or `search = true` under [serve]) yet: serve with --names full, or without search"
+        );
+    }
     let mut options = GatewayOptions::default()
         .with_scope(args.scope.clone())
         .with_required(serving.required)
@@ -317,7 +348,8 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
         .with_ask_clients(!serving.yes)
         .with_ask(args.ask)
         .with_passthrough(args.passthrough)
-        .with_short_names((args.names == Names::Short).then_some(args.max_name_len as usize));
+        .with_short_names((args.names == Names::Short).then_some(args.max_name_len as usize))
+        .with_search(search_options(args, &serving.settings));
     if let Some(host) = serving.host {
         options = options.with_host(host);
     }

@@ -45,6 +45,7 @@ mod relay;
 mod reload;
 mod resources_prompts;
 mod rounds;
+mod search;
 mod session;
 mod sessions;
 mod sse;
@@ -59,6 +60,7 @@ mod watchers;
 pub use handler::{Gateway, ReconfigureError};
 pub use http::{HttpError, HttpOptions, HttpServer};
 pub use options::GatewayOptions;
+pub use search::{CALL_TOOL, MAX_FOUND, MAX_QUERY_BYTES, SearchOptions, meta_tools};
 pub use stdio::{StdioError, serve_stdio};
 
 // The limits a served gateway keeps (each `Default` is the documented default).

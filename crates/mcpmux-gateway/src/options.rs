@@ -2,13 +2,14 @@
 //! first list waits for startup, the servers whose resources and prompts are not served, the
 //! host the hub was started with, the page size, whether a policy `ask` is asked of the
 //! calling client, and which names tools are served under (the hub's, short ones, or one
-//! server's own). Plain settings; knows nothing of sessions.
+//! server's own), and tool search. Plain settings; knows nothing of sessions.
 
 use std::time::Duration;
 
 use crate::access::AskRoute;
 use crate::paging::DEFAULT_PAGE_SIZE;
 use crate::rounds::WaitingLimits;
+use crate::search::SearchOptions;
 
 /// How long the first `tools/list` waits for the hub's servers to settle (their first
 /// connection attempts), so a client that lists at once sees the servers that start quickly;
@@ -48,6 +49,9 @@ pub struct GatewayOptions {
     /// Where a policy `ask` goes for identities whose access rule does not say (`--ask`);
     /// `None`: to a local client, refused for every other identity.
     pub ask: Option<AskRoute>,
+    /// Tool search (`--search`): `tools/list` answers the pinned tools, the tools the session
+    /// found and the `search_tools` and `call_tool` meta-tools. Not with pass-through.
+    pub search: Option<SearchOptions>,
 }
 
 impl Default for GatewayOptions {
@@ -63,6 +67,7 @@ impl Default for GatewayOptions {
             short_names: None,
             waiting: WaitingLimits::default(),
             ask: None,
+            search: None,
         }
     }
 }
@@ -121,6 +126,12 @@ impl GatewayOptions {
     /// Builder-style: where a policy `ask` goes for identities whose rule does not say.
     pub fn with_ask(mut self, ask: Option<AskRoute>) -> Self {
         self.ask = ask;
+        self
+    }
+
+    /// Builder-style: serve tool search (see [`GatewayOptions::search`]).
+    pub fn with_search(mut self, search: Option<SearchOptions>) -> Self {
+        self.search = search;
         self
     }
 

@@ -82,7 +82,9 @@ impl DeferralOptions {
         self
     }
 
-    fn pins(&self, tool: &Tool) -> bool {
+    /// Whether `tool` is always sent: its server is always loaded or a pattern matches its
+    /// exposed or raw name (the rule `mcpmux serve --search --pin` shares).
+    pub fn pins(&self, tool: &Tool) -> bool {
         self.always_load.contains(&tool.server)
             || self
                 .pinned
@@ -178,7 +180,7 @@ pub fn plan(tools: &[Tool], options: &DeferralOptions, provider: ExportFormat) -
 }
 
 /// The `search_tools` definition, telling the model how many tools it can reach.
-fn search_tool(deferred: usize) -> Tool {
+pub fn search_tool(deferred: usize) -> Tool {
     Tool::local(
         SEARCH_TOOL,
         json!({
@@ -233,22 +235,8 @@ impl ToolPlan {
         arguments: &Value,
         discovered: &mut Discovered,
     ) -> Result<SearchAnswer, SearchError> {
-        let Value::Object(arguments) = arguments else {
-            return Err(SearchError::NotAnObject);
-        };
-        let query = match arguments.get("query") {
-            Some(Value::String(query)) => query,
-            Some(_) => return Err(SearchError::QueryNotAString),
-            None => return Err(SearchError::MissingQuery),
-        };
-        let limit = match arguments.get("limit") {
-            None | Some(Value::Null) => DEFAULT_LIMIT,
-            Some(value) => value
-                .as_u64()
-                .filter(|n| (1..=MAX_LIMIT).contains(n))
-                .ok_or_else(|| SearchError::BadLimit(value.to_string()))?,
-        };
-        let hits = self.index.search(query, limit as usize);
+        let (query, limit) = search_arguments(arguments)?;
+        let hits = self.index.search(query, limit);
         let found: Vec<Tool> = hits
             .iter()
             .filter_map(|hit| self.deferred.iter().find(|t| t.name == hit.name))
@@ -275,6 +263,28 @@ impl ToolPlan {
             note,
         })
     }
+}
+
+/// The `query` and `limit` of a `search_tools` call's `arguments` (`{query, limit?}`; the
+/// limit 5 when not given, at most 20).
+pub fn search_arguments(arguments: &Value) -> Result<(&str, usize), SearchError> {
+    let Value::Object(arguments) = arguments else {
+        return Err(SearchError::NotAnObject);
+    };
+    let query = match arguments.get("query") {
+        Some(Value::String(query)) => query,
+        Some(_) => return Err(SearchError::QueryNotAString),
+        None => return Err(SearchError::MissingQuery),
+    };
+    let limit = match arguments.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(value) => value
+            .as_u64()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| SearchError::BadLimit(value.to_string()))?,
+    };
+    // At most 20: the cast cannot truncate.
+    Ok((query.as_str(), limit as usize))
 }
 
 /// What `search_tools` answers.

@@ -12,6 +12,6 @@ mod tokens;
 
 pub use deferral::{
     DEFAULT_MAX_TOKENS, DeferralOptions, Discovered, SEARCH_TOOL, SearchAnswer, SearchError,
-    ToolPlan, estimate_tokens, plan,
+    ToolPlan, estimate_tokens, plan, search_arguments, search_tool,
 };
 pub use index::{Hit, ToolIndex};

@@ -39,6 +39,7 @@ use rmcp::model::SetLevelRequestParams;
 
 mod calls;
 mod reconfigure;
+mod search;
 
 pub use reconfigure::ReconfigureError;
 
@@ -51,6 +52,7 @@ use crate::{
     passthrough::{Naming, Refusals},
     resources_prompts::ResourcesAndPrompts,
     rounds::Rounds,
+    search::{Catalog, Found},
     session::Session,
     subscriptions::{Subscriptions, Target},
     view::View,
@@ -71,6 +73,8 @@ pub struct Gateway {
     session: Arc<Session>,
     /// What this session may see and use: every route asks it.
     view: View,
+    /// The tools this session found with `search_tools` (`--search`).
+    found: Arc<Found>,
 }
 
 struct Inner {
@@ -117,6 +121,8 @@ struct Inner {
     tasks: crate::upstream_tasks::Tasks,
     /// Pass-through mode: the tools not served for their names.
     refusals: Refusals,
+    /// Tool search (`--search`; never with pass-through): the index behind `search_tools`.
+    search: Option<Catalog>,
 }
 
 impl Drop for Inner {
@@ -185,7 +191,12 @@ impl Gateway {
         hub.observe(metrics.clone());
         let pager = Pager::new(options.page_size);
         let waiting = options.waiting;
+        let search = match &options.search {
+            Some(search) if !options.passthrough => Some(Catalog::new(search)),
+            _ => None,
+        };
         Gateway {
+            found: Arc::default(),
             session: Session::new(
                 subscriptions.clone(),
                 levels.clone(),
@@ -213,6 +224,7 @@ impl Gateway {
                 read_rounds: Arc::new(Rounds::new(waiting)),
                 tasks: crate::upstream_tasks::Tasks::default(),
                 refusals: Refusals::default(),
+                search,
                 watchers,
                 startup,
                 closing: CancellationToken::new(),
@@ -244,6 +256,7 @@ impl Gateway {
                 identity,
             ),
             view,
+            found: Arc::default(),
         }
     }
 
@@ -406,6 +419,10 @@ impl ServerHandler for Gateway {
             .with_instructions(match self.naming() {
                 Naming::Own => "mcpmux: one MCP server's tools, under the server's own names.",
                 Naming::Short(_) => "mcpmux: the tools of several MCP servers, named SERVER__TOOL.",
+                Naming::Hub if self.inner.search.is_some() => {
+                    "mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL; most are \
+                     found with search_tools, then called by name or through call_tool."
+                }
                 Naming::Hub => "mcpmux: the tools of several MCP servers, named mcp__SERVER__TOOL.",
             })
     }
@@ -505,7 +522,11 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.wait_for_startup().await;
-        let named = self.naming().named(self.served());
+        let tools = match &self.inner.search {
+            Some(catalog) => self.listed(catalog),
+            None => self.served(),
+        };
+        let named = self.naming().named(tools);
         let (page, next) =
             self.inner
                 .pager
@@ -530,11 +551,21 @@ impl ServerHandler for Gateway {
             self.session.id,
             &context,
         );
-        self.call(request, context).instrument(span).await
+        match &self.inner.search {
+            Some(catalog) if crate::search::is_meta(&request.name) => {
+                self.meta_call(catalog, request, context)
+                    .instrument(span)
+                    .await
+            }
+            _ => self.call(request, context).instrument(span).await,
+        }
     }
 
     // rmcp checks a call's `Mcp-Param-*` headers (SEP-2243) against the tool's schema.
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if let Some(meta) = self.meta_tool(name) {
+            return Some(meta);
+        }
         let served = if self.naming().renames() {
             self.served()
         } else {

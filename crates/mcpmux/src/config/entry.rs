@@ -48,6 +48,8 @@ pub(crate) struct FileEntries {
     pub project: Vec<ProjectEntry>,
     /// The file's top-level `[sandbox]` defaults (`mcpmux.toml` only).
     pub sandbox: Option<super::sandbox::Defaults>,
+    /// The file's `[serve]` settings (`mcpmux.toml` only).
+    pub serve: Option<super::serve::ServeSettings>,
 }
 
 /// One usable entry.

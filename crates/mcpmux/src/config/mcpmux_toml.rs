@@ -1,4 +1,5 @@
-//! mcpmux's own TOML dialect: `[servers.NAME]` tables and a top-level `[policy]`.
+//! mcpmux's own TOML dialect: `[servers.NAME]` tables, a top-level `[policy]`, `[sandbox]`
+//! defaults and `[serve]` settings (`serve.rs`).
 //!
 //! Strict, unlike the other tools' files: this file is ours, so a key we do not know is a typo
 //! and is refused with the nearest valid key suggested. A server table with no `type`, `command`
@@ -17,7 +18,7 @@ use super::value::nearest;
 use super::{ConfigError, Dialect, Origin, ServerSpec};
 
 /// Valid top-level keys.
-const TOP_KEYS: &[&str] = &["servers", "policy", "import", "sandbox"];
+const TOP_KEYS: &[&str] = &["servers", "policy", "import", "sandbox", "serve"];
 
 /// Valid keys of a `[servers.NAME]` table: transport, then options (from `max_retries` on,
 /// read by `options.rs`).
@@ -99,6 +100,18 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
                 file: cx.file.to_path_buf(),
                 server: None,
                 field: Some("sandbox".to_owned()),
+                message,
+            }),
+        }
+    }
+
+    if let Some(value) = root.remove("serve") {
+        match super::serve::settings(to_json(value)) {
+            Ok(settings) => file.serve = Some(settings),
+            Err(message) => file.problems.push(ConfigError::InvalidValue {
+                file: cx.file.to_path_buf(),
+                server: None,
+                field: Some("serve".to_owned()),
                 message,
             }),
         }

@@ -26,6 +26,7 @@ mod perms;
 mod plugins;
 mod sandbox;
 pub(crate) mod secrets;
+mod serve;
 mod size;
 mod spec;
 mod toml_json;
@@ -39,6 +40,7 @@ mod write;
 pub use dialect::Dialect;
 pub use dialects::vars::{InputFn, InputRequest};
 pub use sandbox::{Defaults as SandboxDefaults, Limits, Network, Profile, Sandbox};
+pub use serve::ServeSettings;
 pub use spec::{
     AuthSpec, Backoff, Breaker, IdentityProvider, InProcessFuture, InProcessServer, OAuthGrant,
     OAuthSpec, Origin, PolicyRules, PrivateKey, ServerOptions, ServerSpec, TokenSource, ToolFilter,
@@ -166,6 +168,9 @@ pub struct ConfigSet {
     pub trust_file: Option<PathBuf>,
     /// The sandbox of servers whose entry names none (the user's top-level `[sandbox]`).
     pub sandbox_defaults: sandbox::Defaults,
+    /// How `mcpmux serve` serves when its flags do not say (`[serve]`; the last file that
+    /// has one).
+    pub serve: ServeSettings,
 }
 
 /// One file or server entry that could not be used.
@@ -623,6 +628,9 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             } else {
                 set.sandbox_defaults = defaults;
             }
+        }
+        if let Some(serve) = file.serve {
+            set.serve = serve;
         }
         for (name, entry) in file.entries {
             let step = Step {
