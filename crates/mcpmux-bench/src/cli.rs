@@ -268,7 +268,9 @@ fn programs(args: &Args) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
         .to_path_buf();
     let (mcpmux, server) = if args.prebuilt {
         let server = match &args.testserver {
-            Some(path) => path.clone(),
+            // Absolute: each server runs in its own HOME.
+            Some(path) => std::fs::canonicalize(path)
+                .with_context(|| format!("the test server {}", path.display()))?,
             None => crate::programs::build_testserver()?,
         };
         (here.join("mcpmux"), server)
