@@ -1,9 +1,15 @@
-//! What a person pays at the command line for configuring many servers: the wall time of a
-//! whole `mcpmux call` process with 10 servers configured (one of them taking 3 s to start)
-//! against one with only the target server, and of a warm `mcpmux tools` (tool cache filled)
-//! with the same 10, against the cold one that must start them all.
+//! What a person pays at the command line: a whole `mcpmux call` process against an rmcp
+//! one-shot program making the same call to the Node echo server (the CLI's own cost); the wall
+//! time and peak memory of a call with many servers configured (100 test servers of 53 tools
+//! each, warm tool caches) against one with only its own server, and of a warm
+//! `mcpmux tools --json` over all of them against one over that one server; the wall time of a
+//! call with 10 servers configured (one of them taking 3 s to start), and of a warm
+//! `mcpmux tools` over those 10 against the cold one that must start them all.
 //!
-//! `cargo run --release -p mcpmux-bench -- cli [--runs N] [--slow-ms MS] [--mcpmux PATH]`
+//! `cargo run --release -p mcpmux-bench -- cli [--runs N] [--slow-ms MS] [--servers N]
+//! [--mcpmux PATH] [--testserver PATH] [--prebuilt]`; `--prebuilt` takes `mcpmux` and
+//! `bench-peer-rmcp` from this program's own folder (`scripts/build-ordered.sh`) and builds
+//! only the release test server (unless `--testserver` names one).
 //!
 //! Runs are interleaved (one of each scenario per round) and medians are printed, so a busy
 //! machine weighs on every scenario alike. Everything runs in a temporary HOME: nothing of
@@ -19,13 +25,24 @@ struct Args {
     runs: usize,
     slow_ms: u64,
     mcpmux: Option<PathBuf>,
+    testserver: Option<PathBuf>,
+    prebuilt: bool,
+    /// Servers configured in the many-servers scenarios.
+    servers: usize,
 }
+
+/// The test server's own tools plus these from its catalog (`--many-tools`): 53 in all, the
+/// size of the Python servers of issue 39's figures.
+const MANY_TOOLS: &str = "30";
 
 fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
     let mut parsed = Args {
         runs: 15,
         slow_ms: 3000,
         mcpmux: None,
+        testserver: None,
+        prebuilt: false,
+        servers: 100,
     };
     let mut it = args;
     while let Some(flag) = it.next() {
@@ -34,11 +51,17 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--runs" => parsed.runs = value()?.parse()?,
             "--slow-ms" => parsed.slow_ms = value()?.parse()?,
             "--mcpmux" => parsed.mcpmux = Some(PathBuf::from(value()?)),
-            other => bail!("unknown flag {other}; flags: --runs N --slow-ms MS --mcpmux PATH"),
+            "--testserver" => parsed.testserver = Some(PathBuf::from(value()?)),
+            "--servers" => parsed.servers = value()?.parse()?,
+            "--prebuilt" => parsed.prebuilt = true,
+            other => bail!(
+                "unknown flag {other}; flags: --runs N --slow-ms MS --servers N --mcpmux PATH \
+                 --testserver PATH --prebuilt"
+            ),
         }
     }
-    if parsed.runs == 0 {
-        bail!("--runs must be at least 1");
+    if parsed.runs == 0 || parsed.servers == 0 {
+        bail!("--runs and --servers must be at least 1");
     }
     Ok(parsed)
 }
@@ -68,10 +91,30 @@ fn config(server: &Path, others: usize, slow_ms: Option<u64>) -> String {
     text
 }
 
-/// Wall time of one `mcpmux` run in `home`; fails on a non-zero exit.
-fn run(mcpmux: &Path, home: &Path, config: &Path, args: &[&str]) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    let output = Command::new(mcpmux)
+/// A config of `servers` test servers of 53 tools each, the first named `target`.
+fn many_config(server: &Path, servers: usize) -> String {
+    let mut text = String::new();
+    for i in 0..servers {
+        let name = if i == 0 {
+            "target".to_string()
+        } else {
+            format!("other{i}")
+        };
+        // Distinct args: the hub starts a server configured twice only once.
+        text.push_str(&format!(
+            "[servers.{name}]\ncommand = {:?}\nargs = [\"--many-tools\", \"{MANY_TOOLS}\", \
+             \"--page-size\", \"{}\"]\n\n",
+            server.display().to_string(),
+            1000 + i
+        ));
+    }
+    text
+}
+
+/// `mcpmux --config CONFIG ARGS` in `home`, as a person's own run would be.
+fn mcpmux_command(mcpmux: &Path, home: &Path, config: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(mcpmux);
+    command
         .arg("--config")
         .arg(config)
         .args(args)
@@ -80,18 +123,55 @@ fn run(mcpmux: &Path, home: &Path, config: &Path, args: &[&str]) -> anyhow::Resu
         .env("XDG_CONFIG_HOME", home.join(".config"))
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .env_remove("RUST_LOG")
-        .env_remove("MCPMUX_LOG")
+        .env_remove("MCPMUX_LOG");
+    command
+}
+
+/// Wall time of one `mcpmux` run in `home`; fails on a non-zero exit.
+fn run(mcpmux: &Path, home: &Path, config: &Path, args: &[&str]) -> anyhow::Result<Duration> {
+    Ok(measured(mcpmux_command(mcpmux, home, config, args))?.0)
+}
+
+/// Wall time and peak resident set (KiB) of one run of `command`, its output discarded;
+/// fails on a non-zero exit, with what the program said.
+fn measured(mut command: Command) -> anyhow::Result<(Duration, u64)> {
+    let started = Instant::now();
+    let child = command
         .stdin(Stdio::null())
-        .output()?;
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct `wait4` fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing only into the two locals.
+    let reaped = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     let took = started.elapsed();
-    if !output.status.success() {
+    if reaped < 0 {
         bail!(
-            "mcpmux {args:?} failed ({}): {}",
-            output.status,
+            "waiting for {command:?}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        let output = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()?;
+        bail!(
+            "{command:?} failed ({status}): {}",
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    Ok(took)
+    Ok((took, usage.ru_maxrss as u64))
+}
+
+/// The median run of `runs`, by wall time, and the median peak resident set (MB).
+fn medians(runs: &[(Duration, u64)]) -> (Duration, f64) {
+    let times = median(runs.iter().map(|r| r.0).collect());
+    let mut rss: Vec<u64> = runs.iter().map(|r| r.1).collect();
+    rss.sort_unstable();
+    (times, rss[rss.len() / 2] as f64 / 1024.0)
 }
 
 fn median(mut values: Vec<Duration>) -> Duration {
@@ -106,8 +186,7 @@ fn ms(d: Duration) -> String {
 /// Runs the scenarios and prints their medians.
 pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     let args = parse(args)?;
-    let (built_mcpmux, server) = crate::programs::build_cli_and_testserver()?;
-    let mcpmux = args.mcpmux.clone().unwrap_or(built_mcpmux);
+    let (mcpmux, server, rmcp) = programs(&args)?;
     let dir = std::env::temp_dir().join(format!("mcpmux-bench-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -125,6 +204,8 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
         args.runs,
         args.slow_ms
     );
+    let one_shot = one_shot(&args, &mcpmux, &rmcp, &dir)?;
+    let many = many(&args, &mcpmux, &server, &dir)?;
 
     // Calls: each scenario in a HOME of its own, so neither warms the other's caches.
     let (home_one, home_ten) = (dir.join("home-one"), dir.join("home-ten"));
@@ -174,5 +255,177 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
         with_ten.as_secs_f64() / with_one.as_secs_f64(),
         ms(warm)
     );
+    one_shot.print();
+    many.print(args.servers);
     Ok(())
+}
+
+/// `mcpmux`, the test server and `bench-peer-rmcp`: built now, or beside this program.
+fn programs(args: &Args) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
+    let here = std::env::current_exe()?
+        .parent()
+        .context("this program's folder")?
+        .to_path_buf();
+    let (mcpmux, server) = if args.prebuilt {
+        let server = match &args.testserver {
+            // Absolute: each server runs in its own HOME.
+            Some(path) => std::fs::canonicalize(path)
+                .with_context(|| format!("the test server {}", path.display()))?,
+            None => crate::programs::build_testserver()?,
+        };
+        (here.join("mcpmux"), server)
+    } else {
+        crate::programs::cargo_build(
+            [
+                "--release",
+                "-p",
+                "mcpmux-bench",
+                "--bin",
+                "bench-peer-rmcp",
+            ],
+            "bench-peer-rmcp",
+        )?;
+        let (mcpmux, server) = crate::programs::build_cli_and_testserver()?;
+        (mcpmux, args.testserver.clone().unwrap_or(server))
+    };
+    let rmcp = if args.prebuilt {
+        here.join("bench-peer-rmcp")
+    } else {
+        crate::programs::target_dir(&crate::programs::workspace()?)
+            .join("release")
+            .join("bench-peer-rmcp")
+    };
+    Ok((args.mcpmux.clone().unwrap_or(mcpmux), server, rmcp))
+}
+
+/// A cold `mcpmux call` beside an rmcp one-shot, on the Node echo server.
+struct OneShot {
+    mcpmux: (Duration, f64),
+    rmcp: (Duration, f64),
+    version: (Duration, f64),
+}
+
+impl OneShot {
+    fn print(&self) {
+        println!();
+        println!(
+            "| one call to the Node echo server, whole process | wall time (median) | peak RSS (MB) |"
+        );
+        println!("|---|---:|---:|");
+        let row = |what: &str, (took, rss): (Duration, f64)| {
+            println!("| {what} | {} | {rss:.1} |", ms(took));
+        };
+        row("rmcp one-shot (`bench-peer-rmcp one-shot`)", self.rmcp);
+        row("`mcpmux call`", self.mcpmux);
+        row("`mcpmux --version` (no call)", self.version);
+        println!();
+        println!(
+            "mcpmux call / rmcp one-shot: {:.3}× (goal ≤ 1.05×)",
+            self.mcpmux.0.as_secs_f64() / self.rmcp.0.as_secs_f64()
+        );
+    }
+}
+
+/// The CLI's cold call against an rmcp one-shot's, interleaved.
+fn one_shot(args: &Args, mcpmux: &Path, rmcp: &Path, dir: &Path) -> anyhow::Result<OneShot> {
+    let echo = crate::programs::workspace()?.join("crates/mcpmux-bench/peers/echo-server.mjs");
+    let config = dir.join("echo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.echo]\ncommand = \"node\"\nargs = [{:?}]\n",
+            echo.display().to_string()
+        ),
+    )?;
+    let home = dir.join("home-echo");
+    std::fs::create_dir_all(&home)?;
+    let call = ["call", "mcp__echo__echo", r#"{"text":"bench"}"#];
+    let (mut with_mcpmux, mut with_rmcp, mut version) = (Vec::new(), Vec::new(), Vec::new());
+    // One call first: the era cache a person's second call has.
+    run(mcpmux, &home, &config, &call)?;
+    for _ in 0..args.runs {
+        with_rmcp.push(measured({
+            let mut command = Command::new(rmcp);
+            command.arg("one-shot").arg("node").arg(&echo);
+            command
+        })?);
+        with_mcpmux.push(measured(mcpmux_command(mcpmux, &home, &config, &call))?);
+        version.push(measured({
+            let mut command = Command::new(mcpmux);
+            command.arg("--version");
+            command
+        })?);
+    }
+    Ok(OneShot {
+        mcpmux: medians(&with_mcpmux),
+        rmcp: medians(&with_rmcp),
+        version: medians(&version),
+    })
+}
+
+/// A call and a listing with one server configured and with many.
+struct Many {
+    call_one: (Duration, f64),
+    call_many: (Duration, f64),
+    list_one: (Duration, f64),
+    list_many: (Duration, f64),
+}
+
+impl Many {
+    fn print(&self, servers: usize) {
+        println!();
+        println!("| 53-tool test servers, warm tool caches | wall time (median) | peak RSS (MB) |");
+        println!("|---|---:|---:|");
+        let row = |what: String, (took, rss): (Duration, f64)| {
+            println!("| {what} | {} | {rss:.1} |", ms(took));
+        };
+        row(
+            "`mcpmux call`, only its server configured".into(),
+            self.call_one,
+        );
+        row(
+            format!("`mcpmux call`, {servers} servers configured"),
+            self.call_many,
+        );
+        row("`mcpmux tools --json`, one server".into(), self.list_one);
+        row(
+            format!("`mcpmux tools --json`, {servers} servers"),
+            self.list_many,
+        );
+        println!();
+        println!(
+            "call with {servers} / call with 1: {:.3}× the time (goal ≤ 1.1×), {:+.1} MB (goal ≤ +5 MB)",
+            self.call_many.0.as_secs_f64() / self.call_one.0.as_secs_f64(),
+            self.call_many.1 - self.call_one.1
+        );
+    }
+}
+
+/// The many-servers scenarios, interleaved, each in a HOME of its own whose tool cache the
+/// first (cold) listing filled.
+fn many(args: &Args, mcpmux: &Path, server: &Path, dir: &Path) -> anyhow::Result<Many> {
+    let one = dir.join("many-one.toml");
+    let all = dir.join("many-all.toml");
+    std::fs::write(&one, many_config(server, 1))?;
+    std::fs::write(&all, many_config(server, args.servers))?;
+    let (home_one, home_all) = (dir.join("home-many-one"), dir.join("home-many-all"));
+    for (home, config) in [(&home_one, &one), (&home_all, &all)] {
+        std::fs::create_dir_all(home)?;
+        run(mcpmux, home, config, &["tools"])?;
+    }
+    let call = ["call", "mcp__target__echo", r#"{"text":"bench"}"#];
+    let list = ["tools", "--json"];
+    let mut runs: [Vec<(Duration, u64)>; 4] = Default::default();
+    for _ in 0..args.runs {
+        runs[0].push(measured(mcpmux_command(mcpmux, &home_one, &one, &call))?);
+        runs[1].push(measured(mcpmux_command(mcpmux, &home_all, &all, &call))?);
+        runs[2].push(measured(mcpmux_command(mcpmux, &home_one, &one, &list))?);
+        runs[3].push(measured(mcpmux_command(mcpmux, &home_all, &all, &list))?);
+    }
+    Ok(Many {
+        call_one: medians(&runs[0]),
+        call_many: medians(&runs[1]),
+        list_one: medians(&runs[2]),
+        list_many: medians(&runs[3]),
+    })
 }

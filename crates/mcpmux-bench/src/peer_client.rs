@@ -86,6 +86,25 @@ pub fn rmcp_main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     })
 }
 
+/// `bench-peer-rmcp one-shot PROGRAM ARGS...`: what a person's own rmcp program does for one
+/// call, as `mcpmux call` does it: start the server, list its tools, call `echo` once, print
+/// the answer, stop the server (on two workers, as `mcpmux call` runs).
+pub fn rmcp_one_shot(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
+    let program = args.next().context("one-shot needs the server's program")?;
+    let server_args: Vec<String> = args.collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let (client, _tools) = raw_connect(&program, &server_args).await?;
+        let text = client.call_echo("bench".into()).await?;
+        println!("{text}");
+        client.close().await;
+        Ok(())
+    })
+}
+
 /// `bench-peer-hub LOAD_JSON [current-thread]`: the mcpmux hub's run.
 pub fn hub_main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     client_main(args, |load| async move {

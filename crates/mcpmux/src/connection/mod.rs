@@ -30,7 +30,7 @@ pub(crate) mod tool_cache;
 mod trace_meta;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use rmcp::service::{Peer, RoleClient};
@@ -113,8 +113,13 @@ pub(crate) struct Connection {
     runtime: tokio::runtime::Handle,
     /// True while `known` holds the tool cache's list rather than a session's.
     cached: Arc<AtomicBool>,
-    /// When the cached list was made, and by which version of the server.
-    cached_at: Option<(std::time::SystemTime, Option<String>)>,
+    /// When the cached list in use was made, and by which version of the server: `None`
+    /// inside when there was none to use. Read once, on first need (`load_cached`): a lazy
+    /// server's at the first listing, never for a call, which reads only the server it goes
+    /// to, and that one live.
+    cached_at: OnceLock<Option<(std::time::SystemTime, Option<String>)>>,
+    /// Where this server's cached list is read from.
+    tool_cache: tool_cache::ToolCache,
     /// The tasks the server made for this hub, and the session each lives in.
     tasks: tasks::Book,
 }
@@ -136,7 +141,8 @@ pub(crate) struct Shared {
 impl Connection {
     /// Starts the supervisor of `spec` (or records it as disabled); a `lazy` one is only
     /// prepared, and starts on first use ([`Connection::ensure_started`]). A list the tool
-    /// cache holds for the server is routable at once.
+    /// cache holds for the server is routable at once: an eager server's read now, a lazy
+    /// one's when a listing first asks ([`Connection::load_cached`]).
     pub(crate) fn start(spec: ServerSpec, shared: Shared, lazy: bool) -> Self {
         let spec = Arc::new(spec);
         let initial = if !spec.enabled {
@@ -148,14 +154,23 @@ impl Connection {
         } else {
             ServerState::connecting()
         };
-        let cache = spec
-            .enabled
-            .then(|| shared.tool_cache.load(&spec))
-            .flatten();
+        // An eager server's list is read now, to stand in while it starts; a lazy one's
+        // when a listing first needs it (`load_cached`).
+        let cached_at = OnceLock::new();
+        let cache = if spec.enabled && !lazy {
+            shared.tool_cache.load(&spec)
+        } else {
+            None
+        };
+        if !spec.enabled || !lazy {
+            let _ = cached_at.set(
+                cache
+                    .as_ref()
+                    .map(|c| (c.listed_at, c.server_version.clone())),
+            );
+        }
+        let tool_cache = shared.tool_cache.clone();
         let cached = Arc::new(AtomicBool::new(cache.is_some()));
-        let cached_at = cache
-            .as_ref()
-            .map(|c| (c.listed_at, c.server_version.clone()));
         let (state_tx, state_rx) = watch::channel(initial);
         // An idle server has nothing to wait for until it is started.
         let (settled_tx, settled_rx) = watch::channel(!spec.enabled || lazy);
@@ -200,8 +215,31 @@ impl Connection {
             runtime,
             cached,
             cached_at,
+            tool_cache,
             tasks: tasks::Book::default(),
         }
+    }
+
+    /// Reads the tool cache's list of a lazy server not started yet, once, so that it is
+    /// listed and routable ([`Connection::is_cached`]); does nothing after the first time, or
+    /// once the server was started (its session's list is the one that counts).
+    pub(crate) fn load_cached(&self) {
+        self.cached_at.get_or_init(|| {
+            let cached = self.tool_cache.load(&self.spec)?;
+            {
+                let mut known = sync::write(&self.known);
+                // `ensure_started` settles this slot before it wakes the supervisor, so an
+                // idle server here has no session to be overwritten by.
+                if known.is_some() || !self.is_idle() {
+                    return None;
+                }
+                *known = Some(cached.tools);
+                self.cached.store(true, Ordering::Release);
+            }
+            // The catalog is rebuilt with it.
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            Some((cached.listed_at, cached.server_version))
+        });
     }
 
     /// Starts a lazy server's supervisor, once; does nothing for one already started.
@@ -213,6 +251,9 @@ impl Connection {
         let Some(supervisor) = dormant.take() else {
             return;
         };
+        // Its session lists its tools now: a cached list not read yet is not read at all
+        // (one being read by a listing is waited for).
+        self.cached_at.get_or_init(|| None);
         tracing::debug!(server = %self.spec.name, "lazy server: first use starts it");
         supervisor.wake();
         let task = self.runtime.spawn(supervisor.run());
@@ -238,7 +279,9 @@ impl Connection {
 
     /// When the cached list was made and by which server version, while it is in use.
     pub(crate) fn cached_at(&self) -> Option<(std::time::SystemTime, Option<String>)> {
-        self.is_cached().then(|| self.cached_at.clone()).flatten()
+        self.is_cached()
+            .then(|| self.cached_at.get().cloned().flatten())
+            .flatten()
     }
 
     /// The current state. A connected server whose breaker a call has just opened is shown

@@ -285,6 +285,22 @@ impl Hub {
         {
             return Err(self.still_starting(server, options));
         }
+        if self.catalog().get_with_origin(name).is_none() {
+            // Not a tool of the server its prefix names: the cached lists, read only now,
+            // may say whose it is.
+            let named = {
+                let table = self.inner.table();
+                super::tools::read_caches(&table);
+                self.catalog()
+                    .get_with_origin(name)
+                    .and_then(|(tool, _)| table.server(&tool.server).cloned())
+            };
+            if let Some(server) = named
+                && self.wait_for(&server.connection, deadline).await.is_err()
+            {
+                return Err(self.still_starting(&server, options));
+            }
+        }
         let connections: Vec<_> = self.inner.table().connections().cloned().collect();
         if self.catalog().get_with_origin(name).is_none()
             && connections.iter().any(|c| c.is_idle() || is_starting(c))

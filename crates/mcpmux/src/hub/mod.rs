@@ -304,7 +304,9 @@ impl Hub {
     /// Starts every idle server with no cached tools (a listing cannot show them otherwise),
     /// and every idle required one (startup must find out whether it fails).
     fn start_uncached(&self) {
-        for server in &self.inner.table().servers {
+        let table = self.inner.table();
+        tools::read_caches(&table);
+        for server in &table.servers {
             let connection = &server.connection;
             if connection.is_idle() && (!connection.is_cached() || server.spec.required) {
                 connection.ensure_started();

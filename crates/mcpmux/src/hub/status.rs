@@ -140,6 +140,7 @@ impl Hub {
     /// Every configured server with its state, plus config entries that could not be used.
     pub fn servers(&self) -> Vec<ServerStatus> {
         let table = self.inner.table();
+        super::tools::read_caches(&table);
         let mut out: Vec<ServerStatus> = table
             .servers
             .iter()

@@ -25,14 +25,22 @@ use crate::sync;
 pub(super) type Snapshot = Arc<Catalog<Compiled>>;
 
 impl Hub {
-    /// The catalog of now: rebuilt only when a server's tools, state or breaker changed
-    /// since the last one.
+    /// The catalog of the lists read so far: rebuilt only when a server's tools, state or
+    /// breaker changed since the last one. Reads no cached list: the call path's, which
+    /// reads only the server a call goes to (see `Hub::lookup_after_startup`).
     pub(super) fn catalog(&self) -> Snapshot {
-        self.catalog_of(&self.inner.table())
+        self.assemble(&self.inner.table())
     }
 
-    /// The catalog of `table`'s servers (see [`Hub::catalog`]).
+    /// The catalog of every one of `table`'s servers: a listing's, which first reads the
+    /// cached lists of the lazy servers not started yet.
     fn catalog_of(&self, table: &Table) -> Snapshot {
+        read_caches(table);
+        self.assemble(table)
+    }
+
+    /// The catalog of `table`'s servers as they are now (see [`Hub::catalog`]).
+    fn assemble(&self, table: &Table) -> Snapshot {
         let inner = &self.inner;
         let generation: u64 = table
             .connections()
@@ -147,7 +155,7 @@ impl Hub {
     /// not), else, for a tool its server has not listed (it is down, or not started), the name
     /// it would get — unless another tool holds that name, when there is none.
     pub fn exposed_tool_name(&self, server: &str, raw_name: &str) -> Option<String> {
-        let catalog = self.catalog();
+        let catalog = self.catalog_of(&self.inner.table());
         if let Some(tool) = catalog
             .tools()
             .iter()
@@ -166,6 +174,13 @@ impl Hub {
             .get(name)
             .filter(|t| self.listed(&table, t))
             .map(read)
+    }
+}
+
+/// Reads the cached list of every lazy server of `table` not started yet, once each.
+pub(super) fn read_caches(table: &Table) {
+    for connection in table.connections() {
+        connection.load_cached();
     }
 }
 

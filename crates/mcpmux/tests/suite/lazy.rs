@@ -261,3 +261,84 @@ async fn listing_resources_starts_the_lazy_servers_that_may_offer_them() {
     assert!(is_connected(&state(&hub, "res")));
     hub.shutdown().await;
 }
+
+/// Watches the FIFO at `path` until `stop`: whoever opens it to read is seen (a non-blocking
+/// open for writing succeeds only then), told so in the answer, and let go with a line that
+/// is not JSON.
+#[cfg(unix)]
+fn watch_fifo(
+    path: std::path::PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<bool> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let mut read = false;
+        while !stop.load(Ordering::Acquire) {
+            if let Ok(mut fifo) = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+            {
+                read = true;
+                let _ = fifo.write_all(b"not json\n");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        read
+    })
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_call_reads_no_cached_list_but_that_of_its_own_server_and_a_listing_reads_them_all() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cache = tempfile::tempdir().unwrap();
+    warm(cache.path(), vec![marked("bystander", "7201", &[])]).await;
+    // The bystander's entry becomes a FIFO: a reader blocks on it until the watcher sees it.
+    let entries: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let fifo = entries[0].clone();
+    std::fs::remove_file(&fifo).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = watch_fifo(fifo.clone(), stop.clone());
+
+    let hub = Hub::start(
+        vec![
+            marked("target", "7202", &[]),
+            marked("bystander", "7201", &[]),
+        ],
+        lazy_options(Some(cache.path())),
+    )
+    .unwrap();
+    hub.prepare("mcp__target__echo");
+    assert_eq!(echo(&hub, "target", "hi").await.unwrap(), "hi");
+    stop.store(true, Ordering::Release);
+    assert!(
+        !watcher.join().unwrap(),
+        "the call read the bystander's cached list"
+    );
+    assert_eq!(running("7201"), 0, "the call started only its own server");
+
+    // A listing is what reads every list (this one is not JSON: ignored, the server started).
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = watch_fifo(fifo, stop.clone());
+    hub.wait_ready().await.unwrap();
+    stop.store(true, Ordering::Release);
+    assert!(
+        watcher.join().unwrap(),
+        "the listing read the bystander's list"
+    );
+    assert!(hub.tools().iter().any(|t| t.name == "mcp__bystander__echo"));
+    hub.shutdown().await;
+}
