@@ -262,7 +262,8 @@ impl NativeHub {
         mcpmux::cli_support::sync::lock(&self.hub)
     }
 
-    fn hub(&self) -> PyResult<Hub> {
+    /// The hub, or the error that it is closed.
+    pub(crate) fn hub(&self) -> PyResult<Hub> {
         self.slot()
             .clone()
             .ok_or_else(|| new_error("McpmuxError", "closed", "the hub is closed".to_owned()))

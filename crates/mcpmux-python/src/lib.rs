@@ -6,7 +6,8 @@
 //! `pyo3-async-runtimes` (`runtime`), calls completed on the event loop's own thread
 //! (`awaitable`), values both ways (`convert`), errors as the package's
 //! exception classes (`errors`), Python tool sources, built-ins and approvers (`sources`),
-//! results (`result`), events (`events`) and the hub handle (`hub`). What it knows nothing
+//! results (`result`), events (`events`), the hub handle (`hub`), the agent loop (`agent`) and
+//! tool search for the adapters (`search`). What it knows nothing
 //! of: how the hub works — every behaviour is the library's; the Python-facing API (classes,
 //! docstrings, adapters) is `python/mcpmux/`, which wraps this module.
 //!
@@ -14,6 +15,7 @@
 //!
 //! [`Hub`]: mcpmux::Hub
 
+mod agent;
 mod awaitable;
 mod convert;
 mod errors;
@@ -21,6 +23,7 @@ mod events;
 mod hub;
 mod result;
 mod runtime;
+mod search;
 mod sources;
 
 use pyo3::prelude::*;
@@ -37,6 +40,10 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hub::start_blocking, m)?)?;
     m.add_function(wrap_pyfunction!(result::render_untrusted_text, m)?)?;
     m.add_function(wrap_pyfunction!(result::tool_result, m)?)?;
+    // The agent loop and tool search (agent.rs, search.rs).
+    m.add_class::<agent::AgentRun>()?;
+    m.add_class::<search::ToolSearch>()?;
+    m.add_function(wrap_pyfunction!(agent::start_run, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -15,6 +15,7 @@ import weakref
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from . import _mcpmux
+from ._agent import AsyncAgent, BlockingAgent
 from ._bridge import ApproverBridge, BuiltinBridge, Runner, SourceBridge
 from ._builtin import Builtin
 from ._types import ApprovalRequest, Event, Export, ScopeLike, ServerStatus, Tool, scope_text
@@ -173,7 +174,7 @@ class _Base:
         return self._provider_names.get(name, name), parsed
 
 
-class Hub(_Base):
+class Hub(AsyncAgent, _Base):
     """Many MCP servers as one tool set, for asyncio.
 
     ::
@@ -263,7 +264,7 @@ class Hub(_Base):
             await self._native.shutdown()
 
 
-class BlockingHub(_Base):
+class BlockingHub(BlockingAgent, _Base):
     """:class:`Hub` for code that is not async: every method blocks with the GIL released,
     and may be called from many threads at once.
 
