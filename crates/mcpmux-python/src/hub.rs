@@ -5,7 +5,6 @@
 //! shutdown — each awaitable, and blocking with the GIL released. Knows nothing of how the hub
 //! works: every behaviour is the library's.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -39,6 +38,8 @@ struct Plan {
     sources: Vec<PySource>,
     builtins: Vec<mcpmux::Builtin>,
     approver: Option<PyApprover>,
+    /// The tool cache's folder and age (config.rs).
+    cache: crate::config::CacheOptions,
 }
 
 fn item<'py>(options: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -58,23 +59,7 @@ fn list<'py>(options: &Bound<'py, PyDict>, key: &str) -> PyResult<Vec<Bound<'py,
 
 impl Plan {
     fn read(options: &Bound<'_, PyDict>) -> PyResult<Self> {
-        let config = if flag(options, "use_config")? {
-            let files: Vec<PathBuf> =
-                item(options, "config_files")?.map_or(Ok(Vec::new()), |v| v.extract())?;
-            let mut load = LoadOptions::from_env(files);
-            if let Some(home) = item(options, "home")? {
-                load.home = Some(home.extract()?);
-            }
-            if let Some(dir) = item(options, "project_dir")? {
-                load.project_dir = dir.extract()?;
-            }
-            if flag(options, "trust_project")? {
-                load = load.with_approver(|_| true);
-            }
-            Some(load)
-        } else {
-            None
-        };
+        let config = crate::config::load_options(options)?;
         let inline = item(options, "servers")?
             .map(|servers| inline_toml(&servers))
             .transpose()?;
@@ -97,6 +82,7 @@ impl Plan {
                 .map(sources::builtin)
                 .collect::<PyResult<_>>()?,
             approver: item(options, "approver")?.map(|a| PyApprover::new(&a)),
+            cache: crate::config::CacheOptions::read(options)?,
         })
     }
 
@@ -136,6 +122,7 @@ impl Plan {
         .with_lazy(self.lazy)
         .with_policy(policy)
         .with_registry(registry);
+        options = self.cache.apply(options);
         if let Some(approver) = self.approver {
             options = options.with_approver(Arc::new(approver));
         }
@@ -154,7 +141,7 @@ impl Plan {
 
 /// The servers given inline (`{name: {command, args, env, url, stages, lazy, ...}}`, the keys
 /// of a `[servers.NAME]` table of `mcpmux.toml`) as that file's text.
-fn inline_toml(servers: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn inline_toml(servers: &Bound<'_, PyAny>) -> PyResult<String> {
     let json = convert::to_json(servers)?;
     if !json.is_object() {
         return Err(PyTypeError::new_err(
@@ -177,7 +164,7 @@ const INLINE_PLACE: &str = "servers=";
 
 /// Reads inline servers with the library's `mcpmux.toml` reader: a private temporary file, no
 /// home (so no user file is read) and no project. A problem that is not a warning is an error.
-fn load_inline(text: &str) -> PyResult<ConfigSet> {
+pub(crate) fn load_inline(text: &str) -> PyResult<ConfigSet> {
     let io = |e: std::io::Error| new_error("ConfigError", "config", format!("servers: {e}"));
     let dir = tempfile::tempdir().map_err(io)?;
     let file = dir.path().join("servers.toml");

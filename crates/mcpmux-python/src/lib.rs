@@ -6,8 +6,8 @@
 //! `pyo3-async-runtimes` (`runtime`), calls completed on the event loop's own thread
 //! (`awaitable`), values both ways (`convert`), errors as the package's
 //! exception classes (`errors`), Python tool sources, built-ins and approvers (`sources`),
-//! results (`result`), events (`events`), the hub handle (`hub`), the agent loop (`agent`) and
-//! tool search for the adapters (`search`). What it knows nothing
+//! results (`result`), events (`events`), the hub handle (`hub`), the agent loop (`agent`),
+//! tool search for the adapters (`search`) and config beyond the servers (`config`). What it knows nothing
 //! of: how the hub works — every behaviour is the library's; the Python-facing API (classes,
 //! docstrings, adapters) is `python/mcpmux/`, which wraps this module.
 //!
@@ -17,6 +17,7 @@
 
 mod agent;
 mod awaitable;
+mod config;
 mod convert;
 mod errors;
 mod events;
@@ -44,6 +45,9 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::AgentRun>()?;
     m.add_class::<search::ToolSearch>()?;
     m.add_function(wrap_pyfunction!(agent::start_run, m)?)?;
+    // Config beyond the servers: reconfigure (config.rs).
+    m.add_function(wrap_pyfunction!(config::reconfigure, m)?)?;
+    m.add_function(wrap_pyfunction!(config::reconfigure_blocking, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Se
 
 from . import _mcpmux
 from ._agent import AsyncAgent, BlockingAgent
+from ._config import AsyncReconfigure, BlockingReconfigure
 from ._bridge import ApproverBridge, BuiltinBridge, Runner, SourceBridge
 from ._builtin import Builtin
 from ._types import ApprovalRequest, Event, Export, ScopeLike, ServerStatus, Tool, scope_text
@@ -55,6 +56,8 @@ class _Base:
         approver: Approver | None = None,
         lazy: bool = False,
         ephemeral: bool = False,
+        tool_cache: "str | os.PathLike[str] | bool | None" = None,
+        tool_cache_max_age: float | None = None,
     ) -> None:
         self._servers = dict(servers) if servers is not None else None
         self._handlers = list(handlers)
@@ -63,6 +66,11 @@ class _Base:
         self._approver = approver
         self._lazy = lazy
         self._ephemeral = ephemeral
+        # The tool cache: None = the default folder (none when ephemeral), False = none.
+        self._cache = {
+            "tool_cache": tool_cache if isinstance(tool_cache, (bool, type(None))) else os.fspath(tool_cache),
+            "tool_cache_max_age": tool_cache_max_age,
+        }
         self._config: dict[str, Any] = {"use_config": False}
         self._native: _mcpmux.NativeHub | None = None
         self._provider_names: dict[str, str] = {}
@@ -75,6 +83,7 @@ class _Base:
         project_dir: "str | os.PathLike[str] | None" = None,
         home: "str | os.PathLike[str] | None" = None,
         trust_project: bool = False,
+        imports: Iterable[str] = (),
         servers: Mapping[str, Mapping[str, Any]] | None = None,
         handlers: Iterable[Any] = (),
         builtins: Iterable[Builtin] = (),
@@ -82,13 +91,19 @@ class _Base:
         approver: Approver | None = None,
         lazy: bool = False,
         ephemeral: bool = False,
+        tool_cache: "str | os.PathLike[str] | bool | None" = None,
+        tool_cache_max_age: float | None = None,
     ) -> H:
         """A hub over the servers of your config files, as the ``mcpmux`` CLI reads them.
 
         User files (``~/.claude.json``, ``~/.config/mcpmux/config.toml`` …), then the project's
         (``.mcp.json``, ``mcpmux.toml`` … in ``project_dir``, the current directory by default),
         then ``config_files`` (like ``--config``). Project servers need approval
-        (``mcpmux trust``) unless ``trust_project`` is true. ``servers`` adds servers inline.
+        (``mcpmux trust``) unless ``trust_project`` is true. ``imports`` reads other tools'
+        files too (``"codex"``, ``"vscode"``, ``"cursor"`` … or ``"all"``, like ``--import``;
+        ``import = [...]`` in ``mcpmux.toml`` works as in the CLI). ``servers`` adds servers
+        inline. ``tool_cache``: the cached tool lists' folder (``False``: none);
+        ``tool_cache_max_age`` (s): how old a cached list may be.
         """
         hub = cls(
             servers,
@@ -98,6 +113,8 @@ class _Base:
             approver=approver,
             lazy=lazy,
             ephemeral=ephemeral,
+            tool_cache=tool_cache,
+            tool_cache_max_age=tool_cache_max_age,
         )
         hub._config = {
             "use_config": True,
@@ -105,6 +122,7 @@ class _Base:
             "project_dir": None if project_dir is None else os.fspath(project_dir),
             "home": None if home is None else os.fspath(home),
             "trust_project": trust_project,
+            "import": list(imports),
         }
         return hub
 
@@ -116,6 +134,7 @@ class _Base:
             "policy": self._policy,
             "lazy": self._lazy,
             "ephemeral": self._ephemeral,
+            **self._cache,
             "handlers": [SourceBridge(h, runner) for h in self._handlers],
             "builtins": [BuiltinBridge(b, runner) for b in self._builtins],
             "approver": None if self._approver is None else ApproverBridge(self._approver, runner),
@@ -174,7 +193,7 @@ class _Base:
         return self._provider_names.get(name, name), parsed
 
 
-class Hub(AsyncAgent, _Base):
+class Hub(AsyncAgent, AsyncReconfigure, _Base):
     """Many MCP servers as one tool set, for asyncio.
 
     ::
@@ -264,7 +283,7 @@ class Hub(AsyncAgent, _Base):
             await self._native.shutdown()
 
 
-class BlockingHub(BlockingAgent, _Base):
+class BlockingHub(BlockingAgent, BlockingReconfigure, _Base):
     """:class:`Hub` for code that is not async: every method blocks with the GIL released,
     and may be called from many threads at once.
 

@@ -107,3 +107,10 @@ class ToolSearch:
     def pinned(self) -> list[str]: ...
     def deferred(self) -> list[str]: ...
     def search(self, query: Any, limit: Any = None) -> list[str]: ...
+
+# Config beyond the servers (config.rs).
+def reconfigure(hub: NativeHub, options: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+    """Swaps ``hub`` to the config ``options`` describe; answers what changed."""
+
+def reconfigure_blocking(hub: NativeHub, options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`reconfigure`, blocking."""
