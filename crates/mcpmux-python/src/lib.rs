@@ -7,7 +7,8 @@
 //! (`awaitable`), values both ways (`convert`), errors as the package's
 //! exception classes (`errors`), Python tool sources, built-ins and approvers (`sources`),
 //! results (`result`), events (`events`), the hub handle (`hub`), the agent loop (`agent`),
-//! tool search for the adapters (`search`) and config beyond the servers (`config`). What it knows nothing
+//! tool search for the adapters (`search`), config beyond the servers (`config`) and
+//! `reconfigure` (`reload`). What it knows nothing
 //! of: how the hub works — every behaviour is the library's; the Python-facing API (classes,
 //! docstrings, adapters) is `python/mcpmux/`, which wraps this module.
 //!
@@ -22,6 +23,7 @@ mod convert;
 mod errors;
 mod events;
 mod hub;
+mod reload;
 mod result;
 mod runtime;
 mod search;
@@ -45,9 +47,9 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agent::AgentRun>()?;
     m.add_class::<search::ToolSearch>()?;
     m.add_function(wrap_pyfunction!(agent::start_run, m)?)?;
-    // Config beyond the servers: reconfigure (config.rs).
-    m.add_function(wrap_pyfunction!(config::reconfigure, m)?)?;
-    m.add_function(wrap_pyfunction!(config::reconfigure_blocking, m)?)?;
+    // reconfigure (reload.rs).
+    m.add_function(wrap_pyfunction!(reload::reconfigure, m)?)?;
+    m.add_function(wrap_pyfunction!(reload::reconfigure_blocking, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -108,7 +108,7 @@ class ToolSearch:
     def deferred(self) -> list[str]: ...
     def search(self, query: Any, limit: Any = None) -> list[str]: ...
 
-# Config beyond the servers (config.rs).
+# Reconfiguration (reload.rs).
 def reconfigure(hub: NativeHub, options: dict[str, Any]) -> Awaitable[dict[str, Any]]:
     """Swaps ``hub`` to the config ``options`` describe; answers what changed."""
 
