@@ -119,6 +119,7 @@ async def test_an_openai_agent_with_search_finds_and_calls_a_tool_through_the_sc
         tools=function_tools(hub, search=True),
     )
     result = await Runner.run(agent, "echo 'searched'")
+    await client.close()
     assert result.final_output == "done"
     report = model.report()
     assert report["violations"] == [] and report["remaining"] == 0
