@@ -72,10 +72,11 @@ CRATES = {
     # prompts, calls with progress; the hub handle.
     "mcpmux-python": ("mcpmux-python/src", "lib.rs", {
         "convert": 1, "errors": 1, "runtime": 1, "callback": 1,
-        "result": 2, "awaitable": 2,
+        "result": 2, "awaitable": 2, "config": 2,
         "events": 3, "sources": 3, "host": 3, "resources": 3, "progress": 3,
         "hub": 4,
-        "lib": 5,
+        "agent": 5, "search": 5, "reload": 5,
+        "lib": 6,
     }),
     "mcpmux-testserver": ("mcpmux-testserver/src", "main.rs", {
         "asking": 1, "conformance": 1, "dpop": 1, "faults": 1, "prompts": 1,

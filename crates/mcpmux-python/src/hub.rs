@@ -5,7 +5,6 @@
 //! shutdown — each awaitable, and blocking with the GIL released. Knows nothing of how the hub
 //! works: every behaviour is the library's.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -43,6 +42,8 @@ struct Plan {
     approver: Option<PyApprover>,
     /// Who answers roots, sampling and elicitation (`host::read`).
     host: mcpmux::Host,
+    /// The tool cache's folder and age (config.rs).
+    cache: crate::config::CacheOptions,
 }
 
 fn item<'py>(options: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -62,23 +63,7 @@ fn list<'py>(options: &Bound<'py, PyDict>, key: &str) -> PyResult<Vec<Bound<'py,
 
 impl Plan {
     fn read(options: &Bound<'_, PyDict>) -> PyResult<Self> {
-        let config = if flag(options, "use_config")? {
-            let files: Vec<PathBuf> =
-                item(options, "config_files")?.map_or(Ok(Vec::new()), |v| v.extract())?;
-            let mut load = LoadOptions::from_env(files);
-            if let Some(home) = item(options, "home")? {
-                load.home = Some(home.extract()?);
-            }
-            if let Some(dir) = item(options, "project_dir")? {
-                load.project_dir = dir.extract()?;
-            }
-            if flag(options, "trust_project")? {
-                load = load.with_approver(|_| true);
-            }
-            Some(load)
-        } else {
-            None
-        };
+        let config = crate::config::load_options(options)?;
         let inline = item(options, "servers")?
             .map(|servers| inline_toml(&servers))
             .transpose()?;
@@ -102,6 +87,7 @@ impl Plan {
                 .collect::<PyResult<_>>()?,
             approver: item(options, "approver")?.map(|a| PyApprover::new(&a)),
             host: crate::host::read(options)?,
+            cache: crate::config::CacheOptions::read(options)?,
         })
     }
 
@@ -141,6 +127,7 @@ impl Plan {
         .with_lazy(self.lazy)
         .with_policy(policy)
         .with_registry(registry);
+        options = self.cache.apply(options);
         if let Some(approver) = self.approver {
             options = options.with_approver(Arc::new(approver));
         }
@@ -161,7 +148,7 @@ impl Plan {
 
 /// The servers given inline (`{name: {command, args, env, url, stages, lazy, ...}}`, the keys
 /// of a `[servers.NAME]` table of `mcpmux.toml`) as that file's text.
-fn inline_toml(servers: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn inline_toml(servers: &Bound<'_, PyAny>) -> PyResult<String> {
     let json = convert::to_json(servers)?;
     if !json.is_object() {
         return Err(PyTypeError::new_err(
@@ -184,7 +171,7 @@ const INLINE_PLACE: &str = "servers=";
 
 /// Reads inline servers with the library's `mcpmux.toml` reader: a private temporary file, no
 /// home (so no user file is read) and no project. A problem that is not a warning is an error.
-fn load_inline(text: &str) -> Result<ConfigSet, Failure> {
+pub(crate) fn load_inline(text: &str) -> Result<ConfigSet, Failure> {
     let io = |e: std::io::Error| Failure::New {
         class: "ConfigError",
         kind: "config",
@@ -279,7 +266,8 @@ impl NativeHub {
         mcpmux::cli_support::sync::lock(&self.hub)
     }
 
-    fn hub(&self) -> PyResult<Hub> {
+    /// The hub, or the error that it is closed.
+    pub(crate) fn hub(&self) -> PyResult<Hub> {
         self.slot()
             .clone()
             .ok_or_else(|| new_error("McpmuxError", "closed", "the hub is closed".to_owned()))

@@ -7,7 +7,9 @@
 //! (`awaitable`), values both ways (`convert`), errors as the package's
 //! exception classes (`errors`), Python tool sources, built-ins and approvers (`sources`),
 //! results (`result`), events (`events`), resources, prompts and completions (`resources`),
-//! calls with progress (`progress`), host callbacks (`host`) and the hub handle (`hub`). What it knows nothing
+//! calls with progress (`progress`), host callbacks (`host`), the hub handle (`hub`), the agent
+//! loop (`agent`), tool search for the adapters (`search`), config beyond the servers
+//! (`config`) and `reconfigure` (`reload`). What it knows nothing
 //! of: how the hub works — every behaviour is the library's; the Python-facing API (classes,
 //! docstrings, adapters) is `python/mcpmux/`, which wraps this module.
 //!
@@ -15,17 +17,21 @@
 //!
 //! [`Hub`]: mcpmux::Hub
 
+mod agent;
 mod awaitable;
 mod callback;
+mod config;
 mod convert;
 mod errors;
 mod events;
 mod host;
 mod hub;
 mod progress;
+mod reload;
 mod resources;
 mod result;
 mod runtime;
+mod search;
 mod sources;
 
 use pyo3::prelude::*;
@@ -45,6 +51,13 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hub::start_blocking, m)?)?;
     m.add_function(wrap_pyfunction!(result::render_untrusted_text, m)?)?;
     m.add_function(wrap_pyfunction!(result::tool_result, m)?)?;
+    // The agent loop and tool search (agent.rs, search.rs).
+    m.add_class::<agent::AgentRun>()?;
+    m.add_class::<search::ToolSearch>()?;
+    m.add_function(wrap_pyfunction!(agent::start_run, m)?)?;
+    // reconfigure (reload.rs).
+    m.add_function(wrap_pyfunction!(reload::reconfigure, m)?)?;
+    m.add_function(wrap_pyfunction!(reload::reconfigure_blocking, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 TESTSERVER = TARGET / "debug" / "mcpmux-testserver"
+TESTMODEL = TARGET / "debug" / "mcpmux-testmodel"
 NODE_BIN = ROOT / "test-deps" / "node_modules" / ".bin"
 PY_TIME = ROOT / "test-deps" / ".venv" / "bin" / "mcp-server-time"
 
@@ -67,3 +68,42 @@ def in_a_forked_child(work: Callable[[], object], within: float = 20.0) -> str:
         return os.read(read, 65536).decode()
     finally:
         os.close(read)
+
+
+class ScriptedEndpoint:
+    """The scripted model endpoint (`mcpmux-testmodel`, built by scripts/build-test-programs.sh)
+    serving `steps` in one provider's wire format; :meth:`report` ends it and returns what it
+    saw: the checks that failed (`violations`), steps left, and per request its tool names and
+    definition bytes."""
+
+    def __init__(self, wire: str, steps: list[dict[str, Any]]) -> None:
+        import json
+        import subprocess
+
+        if not TESTMODEL.exists():
+            pytest.skip(f"{TESTMODEL} is not built: run scripts/build-test-programs.sh")
+        self.wire = wire
+        self.process = subprocess.Popen(
+            [str(TESTMODEL), wire, json.dumps(steps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.base_url = self.process.stdout.readline().strip()
+        self._report: dict[str, Any] | None = None
+
+    @property
+    def model(self) -> str:
+        """The `PROVIDER:MODEL` text for this endpoint."""
+        return f"{self.wire}:scripted"
+
+    def report(self) -> dict[str, Any]:
+        import json
+
+        if self._report is None:
+            out, _ = self.process.communicate(timeout=10)
+            self._report = json.loads(out)
+        return self._report
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()

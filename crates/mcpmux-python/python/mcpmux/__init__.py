@@ -19,6 +19,7 @@ Adapters: :mod:`mcpmux.adapters.langchain`, :mod:`mcpmux.adapters.openai_agents`
 """
 
 from . import errors
+from ._agent import AgentEvent, RunResult, Transcript
 from ._builtin import Builtin, builtin
 from ._hub import BlockingHub, Hub
 from ._mcpmux import ToolResult, __version__, render_untrusted_text, tool_result
@@ -66,6 +67,9 @@ from .errors import (
 __all__ = [
     "Hub",
     "BlockingHub",
+    "AgentEvent",
+    "RunResult",
+    "Transcript",
     "Builtin",
     "builtin",
     "ToolResult",

@@ -14,6 +14,8 @@ import warnings
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from . import _mcpmux
+from ._agent import AsyncAgent, BlockingAgent
+from ._config import AsyncReconfigure, BlockingReconfigure
 from ._bridge import ApproverBridge, BuiltinBridge, Runner, SourceBridge
 from ._builtin import Builtin
 from ._host import Elicitor, Sampler, host_options
@@ -50,6 +52,8 @@ class _Base:
         sampler: Sampler | None = None,
         elicitor: Elicitor | None = None,
         elicit_urls: bool = False,
+        tool_cache: "str | os.PathLike[str] | bool | None" = None,
+        tool_cache_max_age: float | None = None,
     ) -> None:
         self._host = (roots, sampler, elicitor, elicit_urls)
         self._servers = dict(servers) if servers is not None else None
@@ -59,6 +63,11 @@ class _Base:
         self._approver = approver
         self._lazy = lazy
         self._ephemeral = ephemeral
+        # The tool cache: None = the default folder (none when ephemeral), False = none.
+        self._cache = {
+            "tool_cache": tool_cache if isinstance(tool_cache, (bool, type(None))) else os.fspath(tool_cache),
+            "tool_cache_max_age": tool_cache_max_age,
+        }
         self._config: dict[str, Any] = {"use_config": False}
         self._native: _mcpmux.NativeHub | None = None
         self._provider_names: dict[str, str] = {}
@@ -71,6 +80,7 @@ class _Base:
         project_dir: "str | os.PathLike[str] | None" = None,
         home: "str | os.PathLike[str] | None" = None,
         trust_project: bool = False,
+        imports: Iterable[str] = (),
         servers: Mapping[str, Mapping[str, Any]] | None = None,
         handlers: Iterable[Any] = (),
         builtins: Iterable[Builtin] = (),
@@ -82,13 +92,19 @@ class _Base:
         sampler: Sampler | None = None,
         elicitor: Elicitor | None = None,
         elicit_urls: bool = False,
+        tool_cache: "str | os.PathLike[str] | bool | None" = None,
+        tool_cache_max_age: float | None = None,
     ) -> H:
         """A hub over the servers of your config files, as the ``mcpmux`` CLI reads them.
 
         User files (``~/.claude.json``, ``~/.config/mcpmux/config.toml`` …), then the project's
         (``.mcp.json``, ``mcpmux.toml`` … in ``project_dir``, the current directory by default),
         then ``config_files`` (like ``--config``). Project servers need approval
-        (``mcpmux trust``) unless ``trust_project`` is true. ``servers`` adds servers inline.
+        (``mcpmux trust``) unless ``trust_project`` is true. ``imports`` reads other tools'
+        files too (``"codex"``, ``"vscode"``, ``"cursor"`` … or ``"all"``, like ``--import``;
+        ``import = [...]`` in ``mcpmux.toml`` works as in the CLI). ``servers`` adds servers
+        inline. ``tool_cache``: the cached tool lists' folder (``False``: none);
+        ``tool_cache_max_age`` (s): how old a cached list may be.
         """
         hub = cls(
             servers,
@@ -102,6 +118,8 @@ class _Base:
             sampler=sampler,
             elicitor=elicitor,
             elicit_urls=elicit_urls,
+            tool_cache=tool_cache,
+            tool_cache_max_age=tool_cache_max_age,
         )
         hub._config = {
             "use_config": True,
@@ -109,6 +127,7 @@ class _Base:
             "project_dir": None if project_dir is None else os.fspath(project_dir),
             "home": None if home is None else os.fspath(home),
             "trust_project": trust_project,
+            "import": list(imports),
         }
         return hub
 
@@ -120,6 +139,7 @@ class _Base:
             "policy": self._policy,
             "lazy": self._lazy,
             "ephemeral": self._ephemeral,
+            **self._cache,
             "handlers": [SourceBridge(h, runner) for h in self._handlers],
             "builtins": [BuiltinBridge(b, runner) for b in self._builtins],
             "approver": None if self._approver is None else ApproverBridge(self._approver, runner),
@@ -195,7 +215,7 @@ def _blocking_events(stream: "_mcpmux.EventStream", timeout: float | None) -> It
         yield Event._from_native(event)
 
 
-class Hub(AsyncResources, _Base):
+class Hub(AsyncResources, AsyncAgent, AsyncReconfigure, _Base):
     """Many MCP servers as one tool set, for asyncio.
 
     ::
@@ -298,7 +318,7 @@ class Hub(AsyncResources, _Base):
             await self._native.shutdown()
 
 
-class BlockingHub(BlockingResources, _Base):
+class BlockingHub(BlockingResources, BlockingAgent, BlockingReconfigure, _Base):
     """:class:`Hub` for code that is not async: every method blocks with the GIL released,
     and may be called from many threads at once.
 

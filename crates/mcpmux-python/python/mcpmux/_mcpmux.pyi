@@ -124,3 +124,30 @@ def render_untrusted_text(source: str, text: str) -> str:
 
 def tool_result(value: Any, tool: str = "builtin") -> ToolResult:
     """What a Python tool may return, read as a ``ToolResult``."""
+
+# The agent loop and tool search (agent.rs, search.rs).
+class AgentRun:
+    """One run of the agent loop: its events as dicts, then ``{"type": "done", ...}``."""
+
+    def __aiter__(self) -> "AgentRun": ...
+    def __anext__(self) -> Awaitable[dict[str, Any]]: ...
+    def next_blocking(self) -> dict[str, Any]: ...
+    def cancel(self) -> None: ...
+
+def start_run(hub: NativeHub, prompt: str | None, model: str, options: dict[str, Any]) -> AgentRun:
+    """Starts one run of the agent loop on ``hub``'s tools."""
+
+class ToolSearch:
+    """A hub's tools split into pinned and searchable (BM25F)."""
+
+    def __init__(self, hub: NativeHub, pinned: list[str] = ..., scope: str | None = None) -> None: ...
+    def pinned(self) -> list[str]: ...
+    def deferred(self) -> list[str]: ...
+    def search(self, query: Any, limit: Any = None) -> list[str]: ...
+
+# Reconfiguration (reload.rs).
+def reconfigure(hub: NativeHub, options: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+    """Swaps ``hub`` to the config ``options`` describe; answers what changed."""
+
+def reconfigure_blocking(hub: NativeHub, options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`reconfigure`, blocking."""

@@ -1,0 +1,190 @@
+"""The adapters side by side: one agent run of a framework (OpenAI Agents SDK, PydanticAI,
+LangChain) through mcpmux's adapter — every tool, and with ``search=True`` (``search_tools`` +
+``call_tool``) — against the same run through the framework's own MCP support (the Agents SDK's
+``MCPServerStdio``, PydanticAI's ``MCPToolset``; LangChain's ``langchain-mcp-adapters`` needs
+``mcp`` < 2 and cannot share this environment with the SDK the main bench measures). Same
+server (the workspace's test server over stdio, every tool), same scripted model endpoint
+(``mcpmux-testmodel``, OpenAI wire): a tool call, then the answer. Figures, medians of the
+rounds after a warm-up one (so no import is counted): wall time from connecting to the answer (server spawned and closed inside), and the
+tool-definition tokens sent to the model over the run (JSON bytes / 4, the agent crate's
+estimate).
+
+    scripts/build-test-programs.sh
+    test-deps/.venv-py/bin/python crates/mcpmux-python/bench/adapters.py [--rounds N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+SERVER = str(ROOT / "target" / "debug" / "mcpmux-testserver")
+MODEL = ROOT / "target" / "debug" / "mcpmux-testmodel"
+
+
+class Endpoint:
+    """The scripted model endpoint for one run."""
+
+    def __init__(self, steps: list[dict[str, Any]]) -> None:
+        self.process = subprocess.Popen(
+            [str(MODEL), "openai", json.dumps(steps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.base_url = self.process.stdout.readline().strip()
+
+    def report(self) -> dict[str, Any]:
+        out, _ = self.process.communicate(timeout=10)
+        return json.loads(out)
+
+
+def script(tool: str, search: bool) -> list[dict[str, Any]]:
+    call = lambda name, args: {"tool_calls": [[name, json.dumps(args)]]}  # noqa: E731
+    if search:
+        return [
+            call("search_tools", {"query": "echo text back"}),
+            call("call_tool", {"name": tool, "arguments": {"text": "bench"}}),
+            {"text": "done"},
+        ]
+    return [call(tool, {"text": "bench"}), {"text": "done"}]
+
+
+async def agents_native(base_url: str) -> str:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner
+    from agents.mcp import MCPServerStdio
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key="sk-bench")
+    async with MCPServerStdio(params={"command": SERVER, "args": []}) as server:
+        agent = Agent(name="b", model=OpenAIChatCompletionsModel(model="m", openai_client=client), mcp_servers=[server])
+        result = await Runner.run(agent, "echo bench")
+    await client.close()
+    return str(result.final_output)
+
+
+async def agents_mcpmux(base_url: str, search: bool) -> str:
+    import mcpmux
+    from agents import Agent, OpenAIChatCompletionsModel, Runner
+    from mcpmux.adapters.openai_agents import function_tools
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key="sk-bench")
+    async with mcpmux.Hub({"t": {"command": SERVER}}, ephemeral=True) as hub:
+        agent = Agent(
+            name="b",
+            model=OpenAIChatCompletionsModel(model="m", openai_client=client),
+            tools=function_tools(hub, search=search),
+        )
+        result = await Runner.run(agent, "echo bench")
+    await client.close()
+    return str(result.final_output)
+
+
+async def pydantic_native(base_url: str) -> str:
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=base_url, api_key="sk-bench"))
+    agent = Agent(model, toolsets=[MCPToolset(StdioTransport(SERVER, []))])
+    async with agent:
+        result = await agent.run("echo bench")
+    return str(result.output)
+
+
+async def pydantic_mcpmux(base_url: str, search: bool) -> str:
+    import mcpmux
+    from mcpmux.adapters.pydantic_ai import pydantic_ai_tools
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=base_url, api_key="sk-bench"))
+    async with mcpmux.Hub({"t": {"command": SERVER}}, ephemeral=True) as hub:
+        result = await Agent(model, tools=pydantic_ai_tools(hub, search=search)).run("echo bench")
+    return str(result.output)
+
+
+async def langchain_mcpmux(base_url: str, search: bool) -> str:
+    import mcpmux
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_openai import ChatOpenAI
+    from mcpmux.adapters.langchain import langchain_tools
+
+    async with mcpmux.Hub({"t": {"command": SERVER}}, ephemeral=True) as hub:
+        tools = {t.name: t for t in langchain_tools(hub, search=search)}
+        chat = ChatOpenAI(model="m", base_url=base_url, api_key="sk-bench").bind_tools(list(tools.values()))
+        messages: list[Any] = [HumanMessage("echo bench")]
+        while True:
+            reply = await chat.ainvoke(messages)
+            messages.append(reply)
+            if not reply.tool_calls:
+                return str(reply.content)
+            for call in reply.tool_calls:
+                messages.append(ToolMessage(await tools[call["name"]].ainvoke(call["args"]), tool_call_id=call["id"]))
+
+
+# (framework, via, run, tool name the model calls, search)
+RUNS: list[tuple[str, str, Callable[[str], Awaitable[str]], str, bool]] = [
+    ("OpenAI Agents", "own MCP (MCPServerStdio)", agents_native, "echo", False),
+    ("OpenAI Agents", "mcpmux", lambda u: agents_mcpmux(u, False), "mcp__t__echo", False),
+    ("OpenAI Agents", "mcpmux, search", lambda u: agents_mcpmux(u, True), "mcp__t__echo", True),
+    ("PydanticAI", "own MCP (MCPToolset)", pydantic_native, "echo", False),
+    ("PydanticAI", "mcpmux", lambda u: pydantic_mcpmux(u, False), "mcp__t__echo", False),
+    ("PydanticAI", "mcpmux, search", lambda u: pydantic_mcpmux(u, True), "mcp__t__echo", True),
+    ("LangChain", "mcpmux", lambda u: langchain_mcpmux(u, False), "mcp__t__echo", False),
+    ("LangChain", "mcpmux, search", lambda u: langchain_mcpmux(u, True), "mcp__t__echo", True),
+]
+
+
+async def once(run: Callable[[str], Awaitable[str]], tool: str, search: bool) -> tuple[float, int]:
+    endpoint = Endpoint(script(tool, search))
+    started = time.perf_counter()
+    answer = await run(endpoint.base_url)
+    wall = (time.perf_counter() - started) * 1000
+    report = endpoint.report()
+    if answer != "done" or report["violations"] or report["remaining"]:
+        raise SystemExit(f"run failed: answer {answer!r}, {report}")
+    tokens = sum(-(-r["tool_bytes"] // 4) for r in report["requests"])
+    return wall, tokens
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)
+    figures: dict[str, list[tuple[float, int]]] = {}
+    for framework, via, run, tool, search in RUNS:  # warm-up: every library imported once
+        await once(run, tool, search)
+    for _ in range(args.rounds):
+        for framework, via, run, tool, search in RUNS:
+            figures.setdefault(f"{framework} | {via}", []).append(await once(run, tool, search))
+    medians = {
+        key: {"wall_ms": statistics.median(w for w, _ in runs), "tool_tokens": statistics.median(t for _, t in runs)}
+        for key, runs in figures.items()
+    }
+    if args.json:
+        print(json.dumps(medians))
+        return
+    print("| framework | via | agent run wall (ms) | tool-definition tokens sent |")
+    print("|---|---|---:|---:|")
+    for key, m in medians.items():
+        print(f"| {key} | {m['wall_ms']:.0f} | {m['tool_tokens']:.0f} |")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
