@@ -28,10 +28,16 @@ struct Receiver {
 
 impl Receiver {
     fn start(dir: &Path) -> Receiver {
+        Receiver::start_with(dir, &[])
+    }
+
+    /// The receiver with `args` after its file (`--grpc-tls DIR`).
+    fn start_with(dir: &Path, args: &[&str]) -> Receiver {
         let spans = dir.join("spans.jsonl");
         let mut child = Command::new(venv_bin("python"))
             .arg(workspace().join("crates/mcpmux-cli/tests/otlp/receiver.py"))
             .arg(&spans)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -540,4 +546,45 @@ fn a_malformed_or_oversized_trace_context_from_a_client_is_ignored_safely() {
         .collect();
     // Baggage of more members than W3C allows is dropped whole, not cut to its first ones.
     assert_eq!(baggage, ["tenant=acme"], "{logged:?}");
+}
+
+#[test]
+fn spans_reach_a_grpc_collector_over_tls_that_trusts_its_own_certificate() {
+    let sandbox = with_testserver(&[]);
+    let certs = sandbox.home.join("collector");
+    std::fs::create_dir_all(&certs).unwrap();
+    let receiver = Receiver::start_with(&sandbox.home, &["--grpc-tls", certs.to_str().unwrap()]);
+    let endpoint = format!("https://127.0.0.1:{}", receiver.port);
+    let ca = certs.join("ca.pem");
+    let otel = |trusted: bool| {
+        let mut env = vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc".to_string()),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2000".to_string()),
+        ];
+        if trusted {
+            env.push(("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.display().to_string()));
+        }
+        env
+    };
+    let call = |text: &str, trusted: bool| {
+        let env = otel(trusted);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let arguments = json!({ "text": text }).to_string();
+        let run = sandbox.run_with_env(&["call", "mcp__t__echo", &arguments], &env);
+        assert_code(&run, 0);
+    };
+    // A collector whose certificate is not trusted gets nothing, and the call is unharmed.
+    call("untrusted", false);
+    assert!(receiver.spans().is_empty(), "{:#?}", receiver.spans());
+    call("trusted", true);
+    let spans = receiver.until("the call's span over gRPC and TLS", |spans| {
+        spans.iter().any(|s| s["name"] == "tools/call mcp__t__echo")
+    });
+    let call = spans
+        .iter()
+        .find(|s| s["name"] == "tools/call mcp__t__echo")
+        .unwrap();
+    assert_eq!(call["attributes"]["mcpmux.outcome"], "ok", "{call}");
+    assert_eq!(call["service"], "mcpmux");
 }
