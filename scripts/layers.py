@@ -102,7 +102,7 @@ CRATES = {
     }),
     "mcpmux-bench (bin)": ("mcpmux-bench/src", "main.rs", {
         "programs": 1,
-        "cli": 2, "gateway": 2, "peers": 2, "result": 2, "sandbox": 2, "search": 2,
+        "cli": 2, "gateway": 2, "peers": 2, "result": 2, "sandbox": 2, "search": 2, "tracing_cost": 2,
         "main": 3,
     }),
     "mcpmux-test-support": ("mcpmux-test-support/src", "lib.rs", {

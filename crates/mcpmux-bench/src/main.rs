@@ -11,7 +11,8 @@
 //! catalog and at 10 000 tools (see `search.rs`); `-- result` what a large result costs in
 //! memory (see `result.rs`); `-- gateway` loads `mcpmux serve --http` with many sessions and
 //! measures its added latency and memory per session (see `gateway/`); `-- sandbox` what a
-//! server's sandbox adds to its start and calls (see `sandbox.rs`).
+//! server's sandbox adds to its start and calls (see `sandbox.rs`); `-- tracing` what tracing
+//! costs a call, off and on (see `tracing_cost.rs`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -27,6 +28,7 @@ mod programs;
 mod result;
 mod sandbox;
 mod search;
+mod tracing_cost;
 
 use programs::{build_testserver, percentile};
 
@@ -143,6 +145,8 @@ fn main() -> anyhow::Result<()> {
         Some("result-client") => return result::client_main(std::env::args().skip(2)),
         Some("gateway") => return gateway::main(std::env::args().skip(2)),
         Some("sandbox") => return sandbox::main(std::env::args().skip(2)),
+        Some("tracing") => return tracing_cost::main(std::env::args().skip(2)),
+        Some("tracing-child") => return tracing_cost::child_main(std::env::args().skip(2)),
         _ => {}
     }
     let args = parse_args()?;

@@ -10,6 +10,9 @@ use rmcp::{ServiceExt, service::ServerInitializeError};
 
 use crate::handler::Gateway;
 
+/// The name the stdio client's messages have in the wire log: no server's name can be it.
+pub const CLIENT_PEER: &str = "(client)";
+
 /// Why stdio serving failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -26,7 +29,10 @@ pub async fn serve_stdio(
     shutdown: impl Future<Output = ()> + Send,
     grace: Duration,
 ) -> Result<(), StdioError> {
-    let transport = rmcp::transport::stdio_pipes();
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    // The client's side of the session in the wire log, beside the servers' (`--wire-log`).
+    let log = gateway.hub().wire_log();
+    let transport = mcpmux::telemetry::wire::WireLog::tap_lines(log, CLIENT_PEER, stdin, stdout);
     // Its one client is the only one there will ever be: a server log no call explains is
     // still its own.
     gateway.serve_alone();

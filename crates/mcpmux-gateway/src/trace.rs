@@ -1,5 +1,6 @@
-//! The span of each request a client sends the gateway (`tools/call`, `resources/read`,
-//! `prompts/get`, `completion/complete`), a server span as the OpenTelemetry conventions for
+//! The span of each request a client sends the gateway that reaches upstream servers
+//! (`tools/call`, `resources/read`, `prompts/get`, `completion/complete`, the resource, template
+//! and prompt lists), a server span as the OpenTelemetry conventions for
 //! MCP name it (`{mcp.method.name} {target}`), continuing the client's trace: the W3C context
 //! in the request's `params._meta` (SEP-414), else in its HTTP headers (`traceparent`, …). The
 //! hub's call span, and what it sends upstream, are its children. Without a subscriber taking
@@ -10,8 +11,8 @@ use rmcp::service::RequestContext;
 use tracing::Span;
 use tracing::field::Empty;
 
-/// The span of one request of `method` for `target` (a tool or prompt name; none for a read
-/// or a completion, whose targets are no span names), from the session numbered `session`.
+/// The span of one request of `method` for `target` (a tool or prompt name; none for a read,
+/// a completion or a list, whose targets are no span names), from the session numbered `session`.
 pub(crate) fn request_span(
     method: &'static str,
     target: Option<&str>,

@@ -116,7 +116,9 @@ pub struct Cli {
     /// `{"tool": NAME, "arguments": {...}}` (arguments is null when the client sent none);
     /// `{"cancelled": TOOL}` when the client cancels a running `hang` or `slow`; and
     /// `{"subscribe": URI}` / `{"unsubscribe": URI}` for each resources/subscribe and
-    /// resources/unsubscribe; `{"traceparent": VALUE}` after a call whose `_meta` carries one.
+    /// resources/unsubscribe; `{"traceparent": VALUE}` (and `{"baggage": VALUE}`) after a call
+    /// whose `_meta` carries one, `{"tools/list": TRACEPARENT}` (`resources/list`,
+    /// `prompts/list`) for a list request whose `_meta` carries one.
     #[arg(long, value_name = "FILE", help_heading = "Tools")]
     pub call_log: Option<PathBuf>,
 

@@ -307,6 +307,18 @@ pub fn page(
     Ok((start..end, next))
 }
 
+impl TestServer {
+    /// Logs the trace context a list request carried in `_meta` (SEP-414) as
+    /// `{METHOD: traceparent}`, for the tests of its propagation on every request.
+    fn log_list_trace(&self, method: &str, context: &RequestContext<RoleServer>) {
+        if let (Some(log), Some(traceparent)) =
+            (&self.shared.call_log, context.meta.get_traceparent())
+        {
+            log.record_event(method, traceparent);
+        }
+    }
+}
+
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
@@ -381,8 +393,9 @@ impl ServerHandler for TestServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.log_list_trace("tools/list", &context);
         let mut tools = self.visible_tools();
         let cursor = request.as_ref().and_then(|params| params.cursor.as_deref());
         let (range, next_cursor) = page(
@@ -417,6 +430,9 @@ impl ServerHandler for TestServer {
             if let Some(traceparent) = context.meta.get_traceparent() {
                 log.record_event("traceparent", traceparent);
             }
+            if let Some(baggage) = context.meta.get_baggage() {
+                log.record_event("baggage", baggage);
+            }
         }
         self.shared.faults.before_call(&request.name);
         let cancelled = context.ct.clone();
@@ -437,8 +453,9 @@ impl ServerHandler for TestServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.log_list_trace("resources/list", &context);
         let counter = Resource::new(COUNTER_URI, "counter")
             .with_description("A number that the `bump` tool increments.")
             .with_mime_type("text/plain");
@@ -500,8 +517,9 @@ impl ServerHandler for TestServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        self.log_list_trace("prompts/list", &context);
         let prompts = if self.shared.prompts {
             crate::prompts::prompts()
         } else {

@@ -124,6 +124,22 @@ pub const ENV_ALLOWLIST: &[&str] = &[
 /// rotates, which keeps the disk of a forgotten `MCPMUX_WIRE_LOG` bounded.
 pub const WIRE_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Longest `traceparent` read from a client: a version-00 one is 55 characters; W3C Trace
+/// Context (§3.2.4) lets later versions append fields, so some room is left. Longer: ignored.
+pub const MAX_TRACEPARENT_LEN: usize = 256;
+
+/// Longest `tracestate` read from a client: W3C Trace Context (§3.3.1.5) asks that at least
+/// 512 characters be propagated and allows dropping the rest. Longer: ignored.
+pub const MAX_TRACESTATE_LEN: usize = 512;
+
+/// Longest `baggage` read from a client: W3C Baggage (§3.3.1.2) limits a header to 8192 bytes.
+/// Longer: dropped whole, at the door.
+pub const MAX_BAGGAGE_LEN: usize = 8192;
+
+/// Most list members of a `baggage` read from a client: W3C Baggage (§3.3.1.2) limits a header
+/// to 64. More: dropped whole, at the door.
+pub const MAX_BAGGAGE_MEMBERS: usize = 64;
+
 /// Largest JSON-RPC line accepted from a stdio server (a 50 MB result must not take us down).
 pub const MAX_STDIO_FRAME: usize = 64 * 1024 * 1024;
 

@@ -116,3 +116,60 @@ fn the_wire_log_of_serve_holds_what_a_client_s_call_sent_upstream() {
         "through",
     );
 }
+
+#[test]
+fn the_wire_log_of_serve_over_stdio_holds_both_sides_in_order_without_the_secret() {
+    let sandbox = Sandbox::with_user_servers(json!({
+        "t": {"command": testserver(), "args": [], "env": {"API_TOKEN": SECRET}},
+    }));
+    let log = sandbox.home.join("wire.jsonl");
+    let said = format!("say {SECRET}");
+    let lines = ts_client(
+        json!({ "stdio": stdio_target(&sandbox, &["--wire-log", log.to_str().unwrap()]) }),
+        json!([{"do": "call", "name": "mcp__t__echo", "arguments": {"text": said}}]),
+    );
+    assert!(lines[0]["result"].is_object(), "{lines:?}");
+    let lines = wire(&log);
+    // Upstream: the hub's call to the server, the secret it echoed redacted.
+    assert_replays(
+        &of(&lines, "t"),
+        "echo",
+        json!({"text": "say [redacted]"}),
+        "say [redacted]",
+    );
+    // Downstream: the client's call received, the gateway's answer sent after it.
+    let client = of(&lines, "(client)");
+    let flipped: Vec<(&str, &Value)> = client
+        .iter()
+        .map(|(dir, m)| (if *dir == "recv" { "send" } else { "recv" }, *m))
+        .collect();
+    assert_replays(
+        &flipped,
+        "mcp__t__echo",
+        json!({"text": "say [redacted]"}),
+        "say [redacted]",
+    );
+    // In the file's order: the client's call, then the call upstream, its answer, then the
+    // client's answer.
+    let at = |server: &str, dir: &str, answer: bool| {
+        lines
+            .iter()
+            .position(|l| {
+                l["server"] == server
+                    && l["dir"] == dir
+                    && (l["message"]["method"] == "tools/call") != answer
+                    && (!answer || l["message"]["result"]["content"].is_array())
+            })
+            .unwrap_or_else(|| panic!("no {dir} of {server}: {lines:#?}"))
+    };
+    let order = [
+        at("(client)", "recv", false),
+        at("t", "send", false),
+        at("t", "recv", true),
+        at("(client)", "send", true),
+    ];
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "{order:?}: {lines:#?}"
+    );
+}

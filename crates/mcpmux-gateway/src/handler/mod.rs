@@ -457,27 +457,38 @@ impl ServerHandler for Gateway {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.wait_for_startup().await;
-        let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner
-            .resources_prompts
-            .resources(self.seen(), page)
-            .await
+        let span = crate::trace::request_span("resources/list", None, self.session.id, &context);
+        async {
+            self.wait_for_startup().await;
+            let page = (&self.inner.pager, cursor_of(request.as_ref()));
+            self.inner
+                .resources_prompts
+                .resources(self.seen(), page)
+                .await
+        }
+        .instrument(span)
+        .await
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.wait_for_startup().await;
-        let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner
-            .resources_prompts
-            .templates(self.seen(), page)
-            .await
+        let span =
+            crate::trace::request_span("resources/templates/list", None, self.session.id, &context);
+        async {
+            self.wait_for_startup().await;
+            let page = (&self.inner.pager, cursor_of(request.as_ref()));
+            self.inner
+                .resources_prompts
+                .templates(self.seen(), page)
+                .await
+        }
+        .instrument(span)
+        .await
     }
 
     async fn read_resource(
@@ -492,14 +503,19 @@ impl ServerHandler for Gateway {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.wait_for_startup().await;
-        let page = (&self.inner.pager, cursor_of(request.as_ref()));
-        self.inner
-            .resources_prompts
-            .prompts(self.seen(), page)
-            .await
+        let span = crate::trace::request_span("prompts/list", None, self.session.id, &context);
+        async {
+            self.wait_for_startup().await;
+            let page = (&self.inner.pager, cursor_of(request.as_ref()));
+            self.inner
+                .resources_prompts
+                .prompts(self.seen(), page)
+                .await
+        }
+        .instrument(span)
+        .await
     }
 
     async fn get_prompt(

@@ -14,10 +14,10 @@
 //        lists, and again after each list_changed (10 s at most), until NAME is (not) listed
 //        -> {"ok":bool,"tools":[names]}
 //   {"do":"capabilities"}                           -> {"capabilities":{...}} (the server's, from initialize)
-//   {"do":"resources"}                              -> {"resources":[Resource]}
+//   {"do":"resources","meta":{...}?}                -> {"resources":[Resource]}
 //   {"do":"templates"}                              -> {"templates":[ResourceTemplate]}
 //   {"do":"read","uri":U}                           -> {"contents":[...]} or {"error":message,"code":n}
-//   {"do":"prompts"}                                -> {"prompts":[Prompt]}
+//   {"do":"prompts","meta":{...}?}                  -> {"prompts":[Prompt]}
 //   {"do":"get_prompt","name":N,"arguments":{...}}  -> {"prompt":GetPromptResult} or {"error":message,"code":n}
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -107,7 +107,7 @@ for (const action of scenario.actions) {
   } else if (action.do === "capabilities") {
     print({ capabilities: client.getServerCapabilities() ?? null });
   } else if (action.do === "resources") {
-    print({ resources: (await client.listResources()).resources });
+    print({ resources: (await client.listResources(action.meta ? { _meta: action.meta } : undefined)).resources });
   } else if (action.do === "templates") {
     print({ templates: (await client.listResourceTemplates()).resourceTemplates });
   } else if (action.do === "read") {
@@ -117,7 +117,7 @@ for (const action of scenario.actions) {
       print({ error: String(error?.message ?? error), code: error?.code ?? null });
     }
   } else if (action.do === "prompts") {
-    print({ prompts: (await client.listPrompts()).prompts });
+    print({ prompts: (await client.listPrompts(action.meta ? { _meta: action.meta } : undefined)).prompts });
   } else if (action.do === "get_prompt") {
     try {
       print({ prompt: await client.getPrompt({ name: action.name, arguments: action.arguments ?? {} }) });

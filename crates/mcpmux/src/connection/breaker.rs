@@ -111,12 +111,15 @@ impl CircuitBreaker {
         *state = BreakerState::default();
     }
 
-    /// The probe after the cool-down succeeded: let calls out again, on trial.
-    pub(crate) fn half_open(&self) {
+    /// The probe after the cool-down succeeded: let calls out again, on trial. True when it
+    /// was open.
+    pub(crate) fn half_open(&self) -> bool {
         let mut state = self.lock();
-        if state.open_until.take().is_some() {
+        let was_open = state.open_until.take().is_some();
+        if was_open {
             state.trial = true;
         }
+        was_open
     }
 
     /// How many calls in a row have failed: the reconnect backoff of a server that keeps

@@ -105,7 +105,13 @@ impl Connection {
                 Ok(_) => self.breaker.record_success(),
                 Err(e) if e.counts_against_server() && !ended_under_call => {
                     if self.breaker.record_failure(&e.to_string()) {
-                        tracing::warn!(server = %self.spec.name, "circuit breaker opened: {}", self.breaker.describe());
+                        let described = self.breaker.describe();
+                        tracing::warn!(server = %self.spec.name, "circuit breaker opened: {described}");
+                        crate::telemetry::lifecycle::mark(
+                            &self.spec.name,
+                            crate::telemetry::lifecycle::Moment::BreakerOpen,
+                            Some(&described),
+                        );
                         // The listing withholds this server's tools from now on.
                         self.generation.fetch_add(1, Ordering::AcqRel);
                     }

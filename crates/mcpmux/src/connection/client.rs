@@ -386,12 +386,16 @@ impl ClientHandler for HubClient {
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        use crate::telemetry::lifecycle::{Moment, mark};
+        mark(&self.server, Moment::ResourcesChanged, None);
         self.host.publish(ResourceEvent::ResourcesChanged {
             server: self.server.clone(),
         });
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        use crate::telemetry::lifecycle::{Moment, mark};
+        mark(&self.server, Moment::PromptsChanged, None);
         self.host.publish(ResourceEvent::PromptsChanged {
             server: self.server.clone(),
         });

@@ -503,6 +503,8 @@ pub(super) async fn list_tools(
         for _ in 0..defaults::MAX_LIST_PAGES {
             let mut params = PaginatedRequestParams::default();
             params.cursor = cursor.clone();
+            // The trace context of the span it is listed in (a server's start, a refresh).
+            params.meta = super::trace_meta::traced(None);
             let page = peer
                 .list_tools(Some(params))
                 .await

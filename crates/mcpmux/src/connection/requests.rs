@@ -21,6 +21,7 @@ use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use super::Connection;
 use super::call::Trip;
@@ -134,14 +135,32 @@ impl Connection {
         Ok(items)
     }
 
-    /// One page of `kind`, from `cursor` (`None`: the first page).
+    /// One page of `kind`, from `cursor` (`None`: the first page), in a client span of its
+    /// own whose trace context the request carries (SEP-414), as every request mcpmux sends.
     pub(crate) async fn list_page<T: DeserializeOwned + Named>(
         &self,
         kind: ListKind,
         cursor: Option<String>,
     ) -> Result<Page<T>> {
+        let span = tracing::info_span!(
+            "mcp list",
+            otel.name = kind.method(),
+            otel.kind = "client",
+            mcp.method.name = kind.method(),
+            mcpmux.server = self.spec.name.as_str(),
+        );
+        self.list_page_traced(kind, cursor).instrument(span).await
+    }
+
+    async fn list_page_traced<T: DeserializeOwned + Named>(
+        &self,
+        kind: ListKind,
+        cursor: Option<String>,
+    ) -> Result<Page<T>> {
         let server = self.spec.name.as_str();
-        let params = Some(PaginatedRequestParams::default().with_cursor(cursor));
+        let mut params = PaginatedRequestParams::default().with_cursor(cursor);
+        params.meta = super::trace_meta::traced(None);
+        let params = Some(params);
         let value = match kind {
             ListKind::Resources => {
                 let result = self

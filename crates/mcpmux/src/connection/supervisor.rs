@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
 
 use super::breaker::CircuitBreaker;
 use super::flights::Flights;
@@ -28,6 +29,7 @@ use crate::config::{Backoff, ServerSpec, TransportSpec};
 use crate::error::{Error, fmt_duration};
 use crate::redact::redact_text;
 use crate::state::HubEvent;
+use crate::telemetry::lifecycle::{self, Moment};
 
 /// Tool-list notifications arriving within this window cause one refresh, not many.
 const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(50);
@@ -163,6 +165,11 @@ impl Supervisor {
                     last_error: last_error.clone(),
                 });
             }
+            let restart = (attempt > 1 || ever_connected)
+                .then(|| last_error.as_deref().unwrap_or("reconnecting"));
+            // Never entered: what the handshake spawns would keep it open all session long.
+            let start = lifecycle::start(&name, restart, attempt);
+            let shaking = lifecycle::handshake(&start);
             let connected = tokio::select! {
                 result = handshake::connect(&self.spec, &self.shared) => result,
                 () = self.shutdown.cancelled() => {
@@ -170,8 +177,20 @@ impl Supervisor {
                     return;
                 }
             };
+            match &connected {
+                Ok(session) => {
+                    lifecycle::handshook(&shaking, session.era, &session.version);
+                    lifecycle::handshook(&start, session.era, &session.version);
+                }
+                Err(failure) => {
+                    let error = failure.error.to_string();
+                    lifecycle::failed(&shaking, &error);
+                    lifecycle::failed(&start, &error);
+                }
+            }
+            drop(shaking);
             let outcome = match connected {
-                Ok(session) => self.serve(session, &mut ever_connected).await,
+                Ok(session) => self.serve(session, &mut ever_connected, start).await,
                 Err(failure) => Outcome::Failed { failure },
             };
             match outcome {
@@ -188,7 +207,9 @@ impl Supervisor {
                     lost_at = Some(Instant::now());
                     if during_call {
                         if self.breaker.record_crash(&reason) {
-                            tracing::warn!(server = %name, "circuit breaker opened: {}", self.breaker.describe());
+                            let described = self.breaker.describe();
+                            tracing::warn!(server = %name, "circuit breaker opened: {described}");
+                            lifecycle::mark(&name, Moment::BreakerOpen, Some(&described));
                         }
                         // Consecutive crashes keep growing the backoff instead of resetting it.
                         attempt = self.breaker.streak().max(1);
@@ -240,6 +261,7 @@ impl Supervisor {
                     if self.breaker.is_open() {
                         // The reconnect was the breaker's probe: another cool-down.
                         self.breaker.reopen(&error);
+                        lifecycle::mark(&name, Moment::BreakerOpen, Some(&error));
                     }
                     last_error = Some(error);
                 }
@@ -281,7 +303,8 @@ impl Supervisor {
     }
 
     /// Holds one session until it ends: refreshes tools on list_changed, and runs the breaker.
-    async fn serve(&self, session: Session, ever_connected: &mut bool) -> Outcome {
+    /// `start` is the span of the connection attempt: it ends once the tool list is in.
+    async fn serve(&self, session: Session, ever_connected: &mut bool, start: Span) -> Outcome {
         let Session {
             running,
             era,
@@ -299,28 +322,32 @@ impl Supervisor {
         let exit = side.process.as_ref().map(|p| p.exit_watch());
         let flights = Arc::new(Flights::default());
         let stderr = side.process.as_ref().map(|p| p.stderr().clone());
-        let tools =
-            match handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout).await {
-                Ok(tools) => tools,
-                Err(error) => {
-                    let error = match error {
-                        Error::Connect {
-                            server,
-                            message,
-                            stderr_tail,
-                        } if stderr_tail.is_empty() => Error::Connect {
-                            server,
-                            message,
-                            stderr_tail: side.drained_tail().await,
-                        },
-                        other => other,
-                    };
-                    close_session(running, side, self.grace()).await;
-                    return Outcome::Failed {
-                        failure: error.into(),
-                    };
-                }
-            };
+        // Entered for the listing only: its requests carry the start's trace context.
+        let listing = handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout)
+            .instrument(start.clone())
+            .await;
+        let tools = match listing {
+            Ok(tools) => tools,
+            Err(error) => {
+                lifecycle::failed(&start, &error.to_string());
+                let error = match error {
+                    Error::Connect {
+                        server,
+                        message,
+                        stderr_tail,
+                    } if stderr_tail.is_empty() => Error::Connect {
+                        server,
+                        message,
+                        stderr_tail: side.drained_tail().await,
+                    },
+                    other => other,
+                };
+                close_session(running, side, self.grace()).await;
+                return Outcome::Failed {
+                    failure: error.into(),
+                };
+            }
+        };
         let make_live = |tools: Arc<Vec<ServerTool>>| {
             Arc::new(Live {
                 peer: peer.clone(),
@@ -342,7 +369,9 @@ impl Supervisor {
         // An open breaker (the last session crashed under calls) was held through its
         // cool-down before this reconnect: the handshake was its probe, so calls go out again,
         // on trial. A signal left from the last session's failures is stale.
-        self.breaker.half_open();
+        if self.breaker.half_open() {
+            lifecycle::mark(&self.spec.name, Moment::BreakerClose, None);
+        }
         {
             use futures::FutureExt;
             let _ = self.breaker.opened.notified().now_or_never();
@@ -355,6 +384,8 @@ impl Supervisor {
             .flatten();
         self.set_live(Some(make_live(tools.clone())));
         *ever_connected = true;
+        lifecycle::started(&start, tools.len());
+        drop(start);
         tracing::info!(server = %self.spec.name, %era, %version, tools = tools.len(), "connected");
         let connected = |tools: usize, tools_version: u64| ServerState::Connected {
             era,
@@ -369,6 +400,7 @@ impl Supervisor {
             && *cached != *tools
         {
             tracing::info!(server = %self.spec.name, tools = tools.len(), "tool list differs from the cached one");
+            lifecycle::mark(&self.spec.name, Moment::ToolsChanged, None);
             self.shared.events.send(HubEvent::ToolsChanged {
                 server: self.spec.name.clone(),
             });
@@ -419,7 +451,9 @@ impl Supervisor {
                     tokio::time::sleep(LIST_CHANGED_DEBOUNCE).await;
                     use futures::FutureExt;
                     let _ = tools_changed.notified().now_or_never();
-                    match handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout).await {
+                    let changed = lifecycle::mark(&self.spec.name, Moment::ToolsChanged, None);
+                    let listing = handshake::list_tools(&peer, &self.spec.name, self.spec.startup_timeout);
+                    match listing.instrument(changed).await {
                         Ok(new_tools) => {
                             self.remember(&peer, &new_tools);
                             tools = Arc::new(new_tools);
@@ -437,6 +471,7 @@ impl Supervisor {
                     }
                 }
                 () = self.breaker.opened.notified() => {
+                    // Its span was marked where it opened (a call's failure).
                     if self.breaker.is_open() {
                         self.publish(ServerState::Disabled { reason: self.breaker.describe() });
                         probe_at = self.breaker.probe_due();
@@ -448,14 +483,17 @@ impl Supervisor {
                         None => std::future::pending().await,
                     }
                 } => {
+                    let probing = lifecycle::mark(&self.spec.name, Moment::BreakerProbe, None);
                     let probe = tokio::time::timeout(
                         PROBE_TIMEOUT.min(self.spec.call_timeout),
                         handshake::list_tools(&peer, &self.spec.name, PROBE_TIMEOUT),
                     )
+                    .instrument(probing)
                     .await;
                     match probe {
                         Ok(Ok(new_tools)) => {
                             self.breaker.half_open();
+                            lifecycle::mark(&self.spec.name, Moment::BreakerClose, None);
                             probe_at = None;
                             if *tools != new_tools {
                                 tools = Arc::new(new_tools);
@@ -466,12 +504,15 @@ impl Supervisor {
                             self.publish(connected(tools.len(), tools_version));
                         }
                         Ok(Err(e)) => {
-                            self.breaker.reopen(&e.to_string());
+                            let error = e.to_string();
+                            self.breaker.reopen(&error);
+                            lifecycle::mark(&self.spec.name, Moment::BreakerOpen, Some(&error));
                             probe_at = self.breaker.probe_due();
                             self.publish(ServerState::Disabled { reason: self.breaker.describe() });
                         }
                         Err(_) => {
                             self.breaker.reopen("the probe timed out");
+                            lifecycle::mark(&self.spec.name, Moment::BreakerOpen, Some("the probe timed out"));
                             probe_at = self.breaker.probe_due();
                             self.publish(ServerState::Disabled { reason: self.breaker.describe() });
                         }
@@ -578,11 +619,13 @@ async fn listen_for_list_changes(
                 tools_changed.notify_one();
             }
             Ok(Some(rmcp::model::ServerNotification::PromptListChangedNotification(_))) => {
+                lifecycle::mark(&server, Moment::PromptsChanged, None);
                 host.publish(crate::host::ResourceEvent::PromptsChanged {
                     server: server.clone(),
                 });
             }
             Ok(Some(rmcp::model::ServerNotification::ResourceListChangedNotification(_))) => {
+                lifecycle::mark(&server, Moment::ResourcesChanged, None);
                 host.publish(crate::host::ResourceEvent::ResourcesChanged {
                     server: server.clone(),
                 });

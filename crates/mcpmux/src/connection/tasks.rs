@@ -343,7 +343,13 @@ impl Connection {
             Error::Timeout { .. } | Error::ConnectionLost { .. } | Error::Protocol { .. }
         );
         if unwell && self.breaker.record_failure(&error.to_string()) {
-            tracing::warn!(server = %self.spec.name, "circuit breaker opened: {}", self.breaker.describe());
+            let described = self.breaker.describe();
+            tracing::warn!(server = %self.spec.name, "circuit breaker opened: {described}");
+            crate::telemetry::lifecycle::mark(
+                &self.spec.name,
+                crate::telemetry::lifecycle::Moment::BreakerOpen,
+                Some(&described),
+            );
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
     }

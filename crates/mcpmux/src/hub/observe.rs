@@ -13,4 +13,11 @@ impl Hub {
     pub fn observe(&self, observer: Arc<dyn CallObserver>) {
         self.inner.observers.add(observer);
     }
+
+    /// The wire log this hub writes every message to and from its servers to
+    /// ([`HubOptions::with_wire_log`](crate::HubOptions::with_wire_log)), for a server built on
+    /// the hub to log its own clients' messages beside them (`mcpmux serve`).
+    pub fn wire_log(&self) -> Option<&crate::telemetry::wire::WireLog> {
+        self.inner.shared.ctx.wire_log()
+    }
 }

@@ -2,9 +2,11 @@
 //! get, completion) starts and ends at in the hub (`probe`), as a `tracing` span under the
 //! OpenTelemetry conventions for MCP, and as a [`CallRecord`] handed to each [`CallObserver`]
 //! (a harness without OpenTelemetry, the gateway's `/metrics`); trace context put into what is
-//! sent to servers (`propagate`); the wire log of every JSON-RPC message (`wire`). Knows
+//! sent to servers (`propagate`); a server's start, restart, handshake, breaker and list
+//! changes as spans (`lifecycle`); the wire log of every JSON-RPC message (`wire`). Knows
 //! nothing of servers, transports or exporters: the CLI installs the exporter.
 
+pub(crate) mod lifecycle;
 pub(crate) mod probe;
 pub mod propagate;
 pub mod wire;

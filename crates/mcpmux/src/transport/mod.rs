@@ -73,6 +73,11 @@ impl TransportContext {
         self
     }
 
+    /// The wire log, if there is one.
+    pub(crate) fn wire_log(&self) -> Option<&crate::telemetry::wire::WireLog> {
+        self.wire_log.as_ref()
+    }
+
     /// Where `server`'s messages are logged, if anywhere.
     pub(crate) fn wire_target(&self, server: &str) -> Option<wire_tap::WireTarget> {
         wire_tap::WireTarget::of(self.wire_log.as_ref(), server)

@@ -42,6 +42,31 @@ impl WireTarget {
     }
 }
 
+impl WireLog {
+    /// A client's line-delimited JSON-RPC pipes (`mcpmux serve`'s stdin and stdout), each
+    /// line logged to `log` (when there is one) under `peer`: what is read as received, what
+    /// is written as sent. Without a log they pass everything through untouched.
+    pub fn tap_lines<R, W>(
+        log: Option<&WireLog>,
+        peer: &str,
+        reader: R,
+        writer: W,
+    ) -> (
+        impl AsyncRead + Send + Unpin + 'static,
+        impl AsyncWrite + Send + Unpin + 'static,
+    )
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let target = WireTarget::of(log, peer);
+        (
+            Tap::new(reader, target.clone(), Direction::Receive),
+            Tap::new(writer, target, Direction::Send),
+        )
+    }
+}
+
 /// A byte stream whose lines are logged as they pass, `direction` of the server.
 pub(crate) struct Tap<T> {
     inner: T,
