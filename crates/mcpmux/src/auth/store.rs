@@ -552,7 +552,9 @@ mod tests {
             panic!("a folder was read as a token file");
         };
         let cause = std::error::Error::source(&error).expect("a cause");
-        let io = cause.downcast_ref::<std::io::Error>().expect("an io::Error");
+        let io = cause
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
         assert!(error.to_string().ends_with(&io.to_string()), "{error}");
         let path = dir.join("tokens.json");
         std::fs::write(&path, "{").unwrap();
@@ -561,7 +563,10 @@ mod tests {
             panic!("a file of bad JSON was read");
         };
         let cause = std::error::Error::source(&error).expect("a cause");
-        assert!(cause.downcast_ref::<serde_json::Error>().is_some(), "{cause}");
+        assert!(
+            cause.downcast_ref::<serde_json::Error>().is_some(),
+            "{cause}"
+        );
         assert!(error.to_string().contains("not a token file"), "{error}");
         let _ = std::fs::remove_dir_all(&dir);
     }
