@@ -54,8 +54,58 @@ pub fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
         Err(Failure::ToolError) => ExitCode::from(1),
         Err(Failure::Interrupted) => ExitCode::from(130),
         Err(Failure::Other(e)) => {
-            output::say!("mcpmux: {e:#}");
+            output::say!("mcpmux: {}", story(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+/// The error and each cause under it, `: `-joined as anyhow's `{:#}` does, leaving out a cause
+/// whose words are already said: the library's messages carry their cause's text and keep the
+/// cause as `source()` too (for a harness walking the chain), which would print it twice.
+pub fn story(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let words = cause.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that says its cause and keeps it, as the library's do.
+    #[derive(Debug)]
+    struct Says {
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Says {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read it: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for Says {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_printed_once_and_a_new_one_is_added() {
+        let error = anyhow::Error::new(Says {
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+        });
+        assert_eq!(story(&error), "cannot read it: gone");
+        let error = error.context("loading the approvals");
+        assert_eq!(story(&error), "loading the approvals: cannot read it: gone");
+        let error = anyhow::anyhow!("outer").context("top");
+        assert_eq!(story(&error), "top: outer");
     }
 }

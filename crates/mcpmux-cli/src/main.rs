@@ -332,7 +332,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => match agent::provider(args) {
             Ok(provider) => Some(provider),
             Err(e) => {
-                output::say!("mcpmux: {e:#}");
+                output::say!("mcpmux: {}", failure::story(&e));
                 return ExitCode::from(2);
             }
         },

@@ -88,7 +88,9 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             )?;
             "ServerUnavailable"
         }
-        Error::Auth { server, message } => {
+        Error::Auth {
+            server, message, ..
+        } => {
             set("kind", "auth".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
             set("reason", clean(message).into_pyobject(py)?.into_any())?;

@@ -44,6 +44,9 @@ pub enum Error {
         server: String,
         /// What went wrong and what to do.
         message: String,
+        /// The cause, when it is a Rust error (an HTTP client's, with its URL redacted).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// Something did not answer in time.

@@ -189,9 +189,9 @@ impl Error {
                 server,
                 with_tail(message, stderr_tail),
             ),
-            Error::Auth { server, message } => {
-                ("authorization failed".to_string(), server, message.clone())
-            }
+            Error::Auth {
+                server, message, ..
+            } => ("authorization failed".to_string(), server, message.clone()),
             Error::Timeout {
                 server,
                 what,

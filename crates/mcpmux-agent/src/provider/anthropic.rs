@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 use mcpmux::schema::ExportFormat;
 use serde_json::{Map, Value, json};
 
-use super::http::{self, Endpoint, Failure};
+use super::exchange::{Exchange, Step, Streamed, Turn, Wire};
+use super::http::{self, Event, Failure};
 use super::openai::MAX_TOOL_CALLS;
 use super::{
     EventSink, ModelRequest, ModelStop, ModelTurn, Provider, ProviderConfig, ProviderError,
@@ -22,7 +23,6 @@ use crate::transcript::{Block, Message, Role, Usage};
 /// The public API's base URL.
 pub(super) const PUBLIC_BASE_URL: &str = "https://api.anthropic.com";
 const VARIABLE: &str = "ANTHROPIC_BASE_URL";
-const WIRE: &str = "Anthropic messages";
 /// The API version this format is.
 const VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the API; this is enough for a tool-using turn.
@@ -31,9 +31,7 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// A model behind the Anthropic Messages API (or a server speaking it).
 #[derive(Debug)]
 pub struct Anthropic {
-    config: ProviderConfig,
-    url: String,
-    client: reqwest::Client,
+    exchange: Exchange,
 }
 
 impl Anthropic {
@@ -48,18 +46,21 @@ impl Anthropic {
             });
         }
         Ok(Anthropic {
-            url: format!("{base}/v1/messages"),
-            config,
-            client: http::client(),
+            exchange: Exchange::new(config, format!("{base}/v1/messages"), VARIABLE),
         })
     }
+}
 
-    fn body(&self, request: &ModelRequest<'_>) -> Value {
+impl Wire for Anthropic {
+    const NAME: &'static str = "Anthropic messages";
+    type Stream = MessageStream;
+
+    fn body(&self, config: &ProviderConfig, request: &ModelRequest<'_>) -> Value {
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert("model".into(), json!(config.model));
         body.insert(
             "max_tokens".into(),
-            json!(self.config.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+            json!(config.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
         );
         if let Some(system) = request.system.filter(|s| !s.is_empty()) {
             body.insert("system".into(), json!(system));
@@ -71,31 +72,22 @@ impl Anthropic {
         if !request.tools.is_empty() {
             body.insert("tools".into(), Value::Array(request.tools.to_vec()));
         }
-        if self.config.stream {
+        if config.stream {
             body.insert("stream".into(), json!(true));
         }
         Value::Object(body)
     }
 
-    async fn attempt(
-        &self,
-        endpoint: &Endpoint<'_>,
-        body: &Value,
-        events: EventSink<'_>,
-        attempts: u32,
-    ) -> Result<ModelTurn, Failure> {
+    fn headers(&self, config: &ProviderConfig) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", VERSION.to_string())];
-        if let Some(key) = &self.config.api_key {
+        if let Some(key) = &config.api_key {
             headers.push(("x-api-key", key.clone()));
         }
-        let response = endpoint.post(&headers, body, attempts).await?;
-        if self.config.stream {
-            return read_stream(endpoint, response, events, attempts).await;
-        }
-        let value = endpoint.read_json(response, WIRE, attempts).await?;
-        let turn = read_message(&value).map_err(|m| Failure::fatal(malformed(endpoint, m)))?;
-        turn.announce(events);
-        Ok(turn)
+        headers
+    }
+
+    fn read_answer(value: &Value) -> Result<ModelTurn, String> {
+        read_message(value)
     }
 }
 
@@ -105,7 +97,7 @@ impl Provider for Anthropic {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        &self.exchange.config.model
     }
 
     fn tool_format(&self) -> ExportFormat {
@@ -117,27 +109,7 @@ impl Provider for Anthropic {
         request: ModelRequest<'a>,
         events: EventSink<'a>,
     ) -> BoxFuture<'a, Result<ModelTurn, ProviderError>> {
-        Box::pin(async move {
-            let body = self.body(&request);
-            let endpoint = Endpoint {
-                client: &self.client,
-                url: &self.url,
-                variable: VARIABLE,
-                idle: self.config.idle_timeout,
-            };
-            http::with_retries(&self.config.retry, events, |n| {
-                self.attempt(&endpoint, &body, events, n)
-            })
-            .await
-        })
-    }
-}
-
-fn malformed(endpoint: &Endpoint<'_>, message: String) -> ProviderError {
-    ProviderError::Malformed {
-        url: endpoint.url.to_string(),
-        provider: WIRE,
-        message,
+        Box::pin(self.exchange.complete(self, request, events))
     }
 }
 
@@ -282,41 +254,37 @@ enum Partial {
     Other,
 }
 
-/// The events of one streamed message.
-async fn read_stream(
-    endpoint: &Endpoint<'_>,
-    response: reqwest::Response,
-    events: EventSink<'_>,
-    attempts: u32,
-) -> Result<ModelTurn, Failure> {
-    let mut reader = endpoint.events(response, attempts);
-    let mut blocks: BTreeMap<u64, Partial> = BTreeMap::new();
-    let mut turn_usage = Usage::default();
-    let mut reason: Option<String> = None;
-    let mut stopped = false;
-    let mut calls = 0;
-    while let Some(event) = endpoint.next_event(&mut reader).await? {
+/// The events of one streamed message, gathered.
+#[derive(Default)]
+pub(super) struct MessageStream {
+    blocks: BTreeMap<u64, Partial>,
+    usage: Usage,
+    reason: Option<String>,
+    stopped: bool,
+    calls: usize,
+}
+
+impl Streamed for MessageStream {
+    fn event(&mut self, event: &Event, turn: &Turn<'_>) -> Result<Step, Failure> {
         if event.data.trim().is_empty() {
-            continue;
+            return Ok(Step::More);
         }
-        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
-            Failure::fatal(malformed(endpoint, format!("an event is not JSON: {e}")))
-        })?;
+        let data = turn.json(&event.data, "an event")?;
         let kind = data["type"].as_str().unwrap_or(event.event.as_str());
         match kind {
             "message_start" => {
-                turn_usage = usage(&data["message"]["usage"]);
+                self.usage = usage(&data["message"]["usage"]);
             }
             "content_block_start" => {
-                let index = data["index"].as_u64().unwrap_or(blocks.len() as u64);
+                let index = data["index"].as_u64().unwrap_or(self.blocks.len() as u64);
                 let block = &data["content_block"];
                 let partial = match block["type"].as_str() {
                     Some("text") => Partial::Text(block["text"].as_str().unwrap_or("").into()),
-                    Some("tool_use") if calls < MAX_TOOL_CALLS => {
-                        calls += 1;
+                    Some("tool_use") if self.calls < MAX_TOOL_CALLS => {
+                        self.calls += 1;
                         let id = block["id"].as_str().unwrap_or_default().to_string();
                         let name = block["name"].as_str().unwrap_or_default().to_string();
-                        events(StreamEvent::ToolCallStarted {
+                        (turn.events)(StreamEvent::ToolCallStarted {
                             id: id.clone(),
                             name: name.clone(),
                         });
@@ -329,17 +297,17 @@ async fn read_stream(
                     }
                     _ => Partial::Other,
                 };
-                blocks.insert(index, partial);
+                self.blocks.insert(index, partial);
             }
             "content_block_delta" => {
                 let index = data["index"].as_u64().unwrap_or(0);
                 let delta = &data["delta"];
-                match (blocks.get_mut(&index), delta["type"].as_str()) {
+                match (self.blocks.get_mut(&index), delta["type"].as_str()) {
                     (Some(Partial::Text(text)), Some("text_delta")) => {
                         let piece = delta["text"].as_str().unwrap_or_default();
                         text.push_str(piece);
                         if !piece.is_empty() {
-                            events(StreamEvent::TextDelta(piece.to_string()));
+                            (turn.events)(StreamEvent::TextDelta(piece.to_string()));
                         }
                     }
                     (Some(Partial::ToolUse { input, .. }), Some("input_json_delta")) => {
@@ -350,27 +318,23 @@ async fn read_stream(
             }
             "message_delta" => {
                 if let Some(r) = data["delta"]["stop_reason"].as_str() {
-                    reason = Some(r.to_string());
+                    self.reason = Some(r.to_string());
                 }
                 if let Some(out) = data["usage"]["output_tokens"].as_u64() {
-                    turn_usage.output_tokens = out;
+                    self.usage.output_tokens = out;
                 }
                 if let Some(input) = data["usage"]["input_tokens"].as_u64() {
-                    turn_usage.input_tokens = turn_usage.input_tokens.max(input);
+                    self.usage.input_tokens = self.usage.input_tokens.max(input);
                 }
             }
             "message_stop" => {
-                stopped = true;
-                break;
+                self.stopped = true;
+                return Ok(Step::Done);
             }
             "error" => {
                 let kind = data["error"]["type"].as_str().unwrap_or("error");
                 let message = data["error"]["message"].as_str().unwrap_or_default();
-                let error = ProviderError::Stream {
-                    url: endpoint.url.to_string(),
-                    message: http::short(&format!("{kind}: {message}")),
-                    attempts,
-                };
+                let error = turn.stream_error(http::short(&format!("{kind}: {message}")));
                 let retryable =
                     matches!(kind, "overloaded_error" | "api_error" | "rate_limit_error");
                 return Err(if retryable {
@@ -382,57 +346,56 @@ async fn read_stream(
             // `ping`, `content_block_stop` and events added later.
             _ => {}
         }
+        Ok(Step::More)
     }
-    if !stopped {
-        return Err(Failure::transient(ProviderError::Stream {
-            url: endpoint.url.to_string(),
-            message: "the stream ended before `message_stop`".into(),
-            attempts,
-        }));
-    }
-    let mut content = Vec::new();
-    let mut all_text = String::new();
-    for partial in blocks.into_values() {
-        match partial {
-            Partial::Text(text) if !text.is_empty() => {
-                all_text.push_str(&text);
-                content.push(Block::Text { text });
-            }
-            Partial::ToolUse {
-                id,
-                name,
-                input,
-                start,
-            } => {
-                if id.is_empty() || name.is_empty() {
-                    return Err(Failure::fatal(malformed(
-                        endpoint,
-                        "a tool_use block has no id or name".into(),
-                    )));
+
+    fn finish(self, turn: &Turn<'_>) -> Result<ModelTurn, Failure> {
+        if !self.stopped {
+            return Err(Failure::transient(
+                turn.stream_error("the stream ended before `message_stop`".into()),
+            ));
+        }
+        let mut content = Vec::new();
+        let mut all_text = String::new();
+        for partial in self.blocks.into_values() {
+            match partial {
+                Partial::Text(text) if !text.is_empty() => {
+                    all_text.push_str(&text);
+                    content.push(Block::Text { text });
                 }
-                let arguments = if input.is_empty() {
-                    if start.is_object() {
-                        start.to_string()
-                    } else {
-                        "{}".into()
-                    }
-                } else {
-                    input
-                };
-                content.push(Block::ToolCall {
+                Partial::ToolUse {
                     id,
                     name,
-                    arguments,
-                });
+                    input,
+                    start,
+                } => {
+                    if id.is_empty() || name.is_empty() {
+                        return Err(turn.malformed("a tool_use block has no id or name".into()));
+                    }
+                    let arguments = if input.is_empty() {
+                        if start.is_object() {
+                            start.to_string()
+                        } else {
+                            "{}".into()
+                        }
+                    } else {
+                        input
+                    };
+                    content.push(Block::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    });
+                }
+                _ => {}
             }
-            _ => {}
         }
+        Ok(ModelTurn {
+            stop: stop_reason(self.reason.as_deref(), &all_text),
+            content,
+            usage: self.usage,
+        })
     }
-    Ok(ModelTurn {
-        stop: stop_reason(reason.as_deref(), &all_text),
-        content,
-        usage: turn_usage,
-    })
 }
 
 /// [`read_message`] for the property tests of `provider`.

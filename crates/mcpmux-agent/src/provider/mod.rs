@@ -1,11 +1,14 @@
 //! The model provider seam: one request of a conversation with tool definitions in, one model
 //! turn (text, tool calls, why it stopped, tokens used) out, text and tool-call events streamed
 //! as they arrive. Two wire formats stand behind it, each in its own file: OpenAI-compatible
-//! Chat Completions (`openai`) and Anthropic Messages (`anthropic`); `http` holds what they
-//! share (the client, retries on 429/5xx honouring `retry-after`, bounded SSE reading).
+//! Chat Completions (`openai`) and Anthropic Messages (`anthropic`), each supplying only what
+//! differs (request shape, headers, reading an answer or a stream) to the one request loop in
+//! `exchange`; `http` holds the plumbing under it (the client, retries on 429/5xx honouring
+//! `retry-after`, bounded SSE reading).
 //! Knows nothing of the hub or of the agent loop.
 
 mod anthropic;
+mod exchange;
 mod http;
 mod openai;
 

@@ -10,7 +10,8 @@ use futures::future::BoxFuture;
 use mcpmux::schema::ExportFormat;
 use serde_json::{Map, Value, json};
 
-use super::http::{self, Endpoint, Failure};
+use super::exchange::{Exchange, Step, Streamed, Turn, Wire};
+use super::http::{self, Event, Failure};
 use super::{
     EventSink, ModelRequest, ModelStop, ModelTurn, Provider, ProviderConfig, ProviderError,
     StreamEvent,
@@ -20,17 +21,14 @@ use crate::transcript::{Block, Message, Role, Usage};
 /// The public API's base URL.
 pub(super) const PUBLIC_BASE_URL: &str = "https://api.openai.com/v1";
 const VARIABLE: &str = "OPENAI_BASE_URL";
-const WIRE: &str = "OpenAI chat completions";
 /// Most tool calls read from one turn: a model asking for more is answered for these only.
 pub(super) const MAX_TOOL_CALLS: usize = 128;
 
 /// A model behind an OpenAI-compatible Chat Completions endpoint.
 #[derive(Debug)]
 pub struct OpenAi {
-    config: ProviderConfig,
-    url: String,
+    exchange: Exchange,
     strict: bool,
-    client: reqwest::Client,
 }
 
 impl OpenAi {
@@ -46,51 +44,43 @@ impl OpenAi {
             });
         }
         Ok(OpenAi {
-            url: format!("{base}/chat/completions"),
             strict: config.strict.unwrap_or(public),
-            config,
-            client: http::client(),
+            exchange: Exchange::new(config, format!("{base}/chat/completions"), VARIABLE),
         })
     }
+}
 
-    fn body(&self, request: &ModelRequest<'_>) -> Value {
+impl Wire for OpenAi {
+    const NAME: &'static str = "OpenAI chat completions";
+    type Stream = ChunkStream;
+
+    fn body(&self, config: &ProviderConfig, request: &ModelRequest<'_>) -> Value {
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert("model".into(), json!(config.model));
         body.insert("messages".into(), Value::Array(messages(request)));
         if !request.tools.is_empty() {
             body.insert("tools".into(), Value::Array(request.tools.to_vec()));
         }
-        if let Some(max) = self.config.max_output_tokens {
+        if let Some(max) = config.max_output_tokens {
             body.insert("max_completion_tokens".into(), json!(max));
         }
-        if self.config.stream {
+        if config.stream {
             body.insert("stream".into(), json!(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         Value::Object(body)
     }
 
-    async fn attempt(
-        &self,
-        endpoint: &Endpoint<'_>,
-        body: &Value,
-        events: EventSink<'_>,
-        attempts: u32,
-    ) -> Result<ModelTurn, Failure> {
+    fn headers(&self, config: &ProviderConfig) -> Vec<(&'static str, String)> {
         let mut headers = Vec::new();
-        if let Some(key) = &self.config.api_key {
+        if let Some(key) = &config.api_key {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let response = endpoint.post(&headers, body, attempts).await?;
-        if self.config.stream {
-            read_stream(endpoint, response, events, attempts).await
-        } else {
-            let value = endpoint.read_json(response, WIRE, attempts).await?;
-            let turn =
-                read_completion(&value).map_err(|m| Failure::fatal(malformed(endpoint, m)))?;
-            turn.announce(events);
-            Ok(turn)
-        }
+        headers
+    }
+
+    fn read_answer(value: &Value) -> Result<ModelTurn, String> {
+        read_completion(value)
     }
 }
 
@@ -100,7 +90,7 @@ impl Provider for OpenAi {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        &self.exchange.config.model
     }
 
     fn tool_format(&self) -> ExportFormat {
@@ -116,27 +106,7 @@ impl Provider for OpenAi {
         request: ModelRequest<'a>,
         events: EventSink<'a>,
     ) -> BoxFuture<'a, Result<ModelTurn, ProviderError>> {
-        Box::pin(async move {
-            let body = self.body(&request);
-            let endpoint = Endpoint {
-                client: &self.client,
-                url: &self.url,
-                variable: VARIABLE,
-                idle: self.config.idle_timeout,
-            };
-            http::with_retries(&self.config.retry, events, |n| {
-                self.attempt(&endpoint, &body, events, n)
-            })
-            .await
-        })
-    }
-}
-
-fn malformed(endpoint: &Endpoint<'_>, message: String) -> ProviderError {
-    ProviderError::Malformed {
-        url: endpoint.url.to_string(),
-        provider: WIRE,
-        message,
+        Box::pin(self.exchange.complete(self, request, events))
     }
 }
 
@@ -266,63 +236,55 @@ struct PartialCall {
     arguments: String,
 }
 
-/// `chat.completion.chunk` events until `[DONE]`.
-async fn read_stream(
-    endpoint: &Endpoint<'_>,
-    response: reqwest::Response,
-    events: EventSink<'_>,
-    attempts: u32,
-) -> Result<ModelTurn, Failure> {
-    let mut reader = endpoint.events(response, attempts);
-    let mut text = String::new();
-    let mut refusal = String::new();
-    let mut calls: BTreeMap<u64, PartialCall> = BTreeMap::new();
-    let mut finish: Option<String> = None;
-    let mut turn_usage = Usage::default();
-    let mut done = false;
-    while let Some(event) = endpoint.next_event(&mut reader).await? {
+/// `chat.completion.chunk` events until `[DONE]`, gathered.
+#[derive(Default)]
+pub(super) struct ChunkStream {
+    text: String,
+    refusal: String,
+    calls: BTreeMap<u64, PartialCall>,
+    finish: Option<String>,
+    usage: Usage,
+    done: bool,
+}
+
+impl Streamed for ChunkStream {
+    fn event(&mut self, event: &Event, turn: &Turn<'_>) -> Result<Step, Failure> {
         let data = event.data.trim();
         if data == "[DONE]" {
-            done = true;
-            break;
+            self.done = true;
+            return Ok(Step::Done);
         }
         if data.is_empty() {
-            continue;
+            return Ok(Step::More);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            Failure::fatal(malformed(endpoint, format!("a chunk is not JSON: {e}")))
-        })?;
+        let chunk = turn.json(data, "a chunk")?;
         if let Some(error) = chunk.get("error") {
             let message = error["message"]
                 .as_str()
                 .map_or_else(|| error.to_string(), str::to_string);
-            return Err(Failure::transient(ProviderError::Stream {
-                url: endpoint.url.to_string(),
-                message: http::short(&message),
-                attempts,
-            }));
+            return Err(Failure::transient(turn.stream_error(http::short(&message))));
         }
         if chunk["usage"].is_object() {
-            turn_usage = usage(&chunk["usage"]);
+            self.usage = usage(&chunk["usage"]);
         }
         let Some(choice) = chunk["choices"].get(0) else {
-            continue;
+            return Ok(Step::More);
         };
         let delta = &choice["delta"];
         if let Some(piece) = delta["content"].as_str().filter(|p| !p.is_empty()) {
-            text.push_str(piece);
-            events(StreamEvent::TextDelta(piece.to_string()));
+            self.text.push_str(piece);
+            (turn.events)(StreamEvent::TextDelta(piece.to_string()));
         }
         if let Some(piece) = delta["refusal"].as_str() {
-            refusal.push_str(piece);
+            self.refusal.push_str(piece);
         }
         if let Some(deltas) = delta["tool_calls"].as_array() {
             for call in deltas {
-                let index = call["index"].as_u64().unwrap_or(calls.len() as u64);
-                if !calls.contains_key(&index) && calls.len() >= MAX_TOOL_CALLS {
+                let index = call["index"].as_u64().unwrap_or(self.calls.len() as u64);
+                if !self.calls.contains_key(&index) && self.calls.len() >= MAX_TOOL_CALLS {
                     continue;
                 }
-                let partial = calls.entry(index).or_default();
+                let partial = self.calls.entry(index).or_default();
                 if let Some(id) = call["id"].as_str().filter(|id| !id.is_empty()) {
                     partial.id = id.to_string();
                 }
@@ -330,7 +292,7 @@ async fn read_stream(
                     let announce = partial.name.is_empty() && !name.is_empty();
                     partial.name.push_str(name);
                     if announce {
-                        events(StreamEvent::ToolCallStarted {
+                        (turn.events)(StreamEvent::ToolCallStarted {
                             id: partial.id.clone(),
                             name: partial.name.clone(),
                         });
@@ -342,46 +304,46 @@ async fn read_stream(
             }
         }
         if let Some(reason) = choice["finish_reason"].as_str() {
-            finish = Some(reason.to_string());
+            self.finish = Some(reason.to_string());
         }
+        Ok(Step::More)
     }
-    if !done && finish.is_none() {
-        return Err(Failure::transient(ProviderError::Stream {
-            url: endpoint.url.to_string(),
-            message: "the stream ended before the answer did (no finish_reason, no [DONE])".into(),
-            attempts,
-        }));
-    }
-    let mut content = Vec::new();
-    if !text.is_empty() {
-        content.push(Block::Text { text });
-    }
-    for (n, (_, call)) in calls.into_iter().enumerate() {
-        if call.name.is_empty() {
-            return Err(Failure::fatal(malformed(
-                endpoint,
-                format!("tool call {n} has no name"),
+
+    fn finish(self, turn: &Turn<'_>) -> Result<ModelTurn, Failure> {
+        if !self.done && self.finish.is_none() {
+            return Err(Failure::transient(turn.stream_error(
+                "the stream ended before the answer did (no finish_reason, no [DONE])".into(),
             )));
         }
-        content.push(Block::ToolCall {
-            id: if call.id.is_empty() {
-                format!("call_{n}")
-            } else {
-                call.id
-            },
-            name: call.name,
-            arguments: call.arguments,
-        });
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(Block::Text { text: self.text });
+        }
+        for (n, (_, call)) in self.calls.into_iter().enumerate() {
+            if call.name.is_empty() {
+                return Err(turn.malformed(format!("tool call {n} has no name")));
+            }
+            content.push(Block::ToolCall {
+                id: if call.id.is_empty() {
+                    format!("call_{n}")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: call.arguments,
+            });
+        }
+        let mut stop = stop_reason(self.finish.as_deref(), &self.refusal);
+        if stop == ModelStop::EndTurn && content.iter().any(|b| matches!(b, Block::ToolCall { .. }))
+        {
+            stop = ModelStop::ToolUse;
+        }
+        Ok(ModelTurn {
+            content,
+            stop,
+            usage: self.usage,
+        })
     }
-    let mut stop = stop_reason(finish.as_deref(), &refusal);
-    if stop == ModelStop::EndTurn && content.iter().any(|b| matches!(b, Block::ToolCall { .. })) {
-        stop = ModelStop::ToolUse;
-    }
-    Ok(ModelTurn {
-        content,
-        stop,
-        usage: turn_usage,
-    })
 }
 
 /// [`read_completion`] for the property tests of `provider`.

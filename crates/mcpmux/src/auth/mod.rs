@@ -27,6 +27,7 @@ pub use store::{StoreError, TokenStore};
 
 use crate::config::{ServerSpec, TransportSpec};
 use crate::error::Error;
+use crate::redact::{redact_reqwest, redact_text};
 use crate::sync::lock;
 use session::ServerAuth;
 
@@ -106,6 +107,7 @@ pub async fn login(
     let failed = |message: String| Error::Auth {
         server: spec.name.clone(),
         message,
+        source: None,
     };
     let TransportSpec::Http { url, headers } = &spec.transport else {
         return Err(failed(format!(
@@ -113,9 +115,12 @@ pub async fn login(
             spec.transport.kind()
         )));
     };
-    let challenge = challenge(url, headers)
-        .await
-        .map_err(|e| failed(format!("cannot reach {url}: {e}")))?;
+    let challenge = challenge(url, headers).await.map_err(|e| Error::Auth {
+        server: spec.name.clone(),
+        // Kept redacted too: the error's `Debug` prints the field as it is.
+        message: redact_text(&format!("cannot reach {url}: {e}")).into_owned(),
+        source: Some(Box::new(redact_reqwest(e))),
+    })?;
     let auth = Arc::new(ServerAuth::new(
         &spec.name,
         url,
@@ -133,12 +138,11 @@ pub async fn login(
 async fn challenge(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, reqwest::Error> {
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
         .redirect(redirect::same_origin())
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     let mut request = client
         .post(url)
         .header("accept", "application/json, text/event-stream")
@@ -159,7 +163,7 @@ async fn challenge(
             request = request.header(name, value);
         }
     }
-    let response = request.send().await.map_err(|e| e.to_string())?;
+    let response = request.send().await?;
     if response.status() != reqwest::StatusCode::UNAUTHORIZED {
         return Ok(None);
     }
@@ -195,4 +199,45 @@ pub(crate) fn has_authorization_header(
     headers
         .keys()
         .any(|name| name.eq_ignore_ascii_case("authorization"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_server_keeps_the_http_error_under_auth_without_its_secrets() {
+        // A port nobody listens on: bound, then released.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|addr| addr.port())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let spec = ServerSpec::http("r", format!("http://u:S2@127.0.0.1:{port}/mcp?api_key=S1"));
+        let error = login(
+            &spec,
+            &TokenStore::memory(),
+            Arc::new(LoopbackAuthorizer::new().without_browser()),
+        )
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("logged in to a closed port"));
+        let source = std::error::Error::source(&error).unwrap_or_else(|| panic!("{error}"));
+        assert!(
+            source.downcast_ref::<reqwest::Error>().is_some(),
+            "{source}"
+        );
+        let mut story = error.to_string();
+        let mut debug = format!("{error:?}");
+        let mut cause = Some(source);
+        while let Some(next) = cause {
+            story.push_str(&format!(": {next}"));
+            debug.push_str(&format!("{next:?}"));
+            cause = next.source();
+        }
+        assert!(story.contains("cannot reach"), "{story}");
+        for secret in ["S1", "S2", "api_key"] {
+            assert!(!story.contains(secret), "{story}");
+            assert!(!debug.contains(secret), "{debug}");
+        }
+    }
 }

@@ -90,8 +90,11 @@ pub enum StoreError {
     Io {
         /// The file.
         path: PathBuf,
-        /// What went wrong and what to do.
+        /// What went wrong and what to do (the cause's words included).
         message: String,
+        /// The I/O or JSON error, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }
 
@@ -397,6 +400,7 @@ fn read(path: &Path) -> Result<FileBody, StoreError> {
         message: format!(
             "it is not a token file mcpmux can read ({e}); move it away and log in again"
         ),
+        source: Some(Box::new(e)),
     })?;
     if body.version > VERSION {
         return Err(StoreError::Io {
@@ -405,6 +409,7 @@ fn read(path: &Path) -> Result<FileBody, StoreError> {
                 "it was written by a newer mcpmux (format {}); upgrade mcpmux",
                 body.version
             ),
+            source: None,
         });
     }
     Ok(body)
@@ -451,17 +456,21 @@ fn create_temporary(path: &Path) -> Result<(PathBuf, File), StoreError> {
             Err(e) => return Err(io_error(&temporary, e)),
         }
     }
-    let error = last_error.map_or_else(|| "no free name".to_owned(), |e| e.to_string());
-    Err(io_error(
-        path,
-        format!("cannot create a temporary file: {error}"),
-    ))
+    let words = last_error
+        .as_ref()
+        .map_or_else(|| "no free name".to_owned(), ToString::to_string);
+    Err(StoreError::Io {
+        path: path.to_path_buf(),
+        message: format!("cannot create a temporary file: {words}"),
+        source: last_error.map(|e| Box::new(e) as _),
+    })
 }
 
-fn io_error(path: &Path, error: impl std::fmt::Display) -> StoreError {
+fn io_error(path: &Path, error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Io {
         path: path.to_path_buf(),
         message: error.to_string(),
+        source: Some(Box::new(error)),
     }
 }
 
@@ -527,6 +536,38 @@ mod tests {
         };
         assert!(matches!(error, StoreError::Exposed { mode: 0o644, .. }));
         assert!(error.to_string().contains("chmod 600"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_unreadable_or_foreign_token_file_keeps_its_cause_under_the_same_words() {
+        let dir = temp_dir("causes");
+        std::fs::create_dir_all(&dir).unwrap();
+        // A private folder where the file should be: reading it is an I/O error.
+        let folder = dir.join("folder.json");
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let Err(error) = TokenStore::file(&folder).get("s", "u") else {
+            panic!("a folder was read as a token file");
+        };
+        let cause = std::error::Error::source(&error).expect("a cause");
+        let io = cause
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert!(error.to_string().ends_with(&io.to_string()), "{error}");
+        let path = dir.join("tokens.json");
+        std::fs::write(&path, "{").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let Err(error) = TokenStore::file(&path).get("s", "u") else {
+            panic!("a file of bad JSON was read");
+        };
+        let cause = std::error::Error::source(&error).expect("a cause");
+        assert!(
+            cause.downcast_ref::<serde_json::Error>().is_some(),
+            "{cause}"
+        );
+        assert!(error.to_string().contains("not a token file"), "{error}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -68,8 +68,12 @@ pub enum SecretsError {
     File {
         /// The secrets file.
         file: PathBuf,
-        /// What is wrong and what to do.
+        /// What is wrong and what to do (an I/O cause's words included).
         message: String,
+        /// The I/O error, when there is one. A TOML parser's error is never kept: its
+        /// message quotes the offending line, which may hold a secret.
+        #[source]
+        source: Option<std::io::Error>,
     },
     /// The name cannot name a secret.
     #[error("\"{name}\" is not a valid secret name: use letters, digits, -, _ and . (1 to 128)")]
@@ -119,6 +123,7 @@ pub fn read_secrets(file: &Path) -> Result<BTreeMap<String, SecretValue>, Secret
                 .map(|span| format!(" at byte {}", span.start))
                 .unwrap_or_default()
         ),
+        source: None,
     })?;
     let mut secrets = BTreeMap::new();
     for (name, value) in table {
@@ -134,6 +139,7 @@ pub fn read_secrets(file: &Path) -> Result<BTreeMap<String, SecretValue>, Secret
                         name.escape_default(),
                         other.type_str()
                     ),
+                    source: None,
                 });
             }
         }
@@ -154,6 +160,7 @@ pub fn set_secret(file: &Path, name: &str, value: &str) -> Result<(), SecretsErr
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|_| SecretsError::File {
         file: file.to_path_buf(),
         message: "not valid TOML, so nothing was changed: fix it or remove it".to_owned(),
+        source: None,
     })?;
     doc.insert(name, toml_edit::value(value));
     write_private(file, doc.to_string().as_bytes())
@@ -165,6 +172,7 @@ pub fn remove_secret(file: &Path, name: &str) -> Result<(), SecretsError> {
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|_| SecretsError::File {
         file: file.to_path_buf(),
         message: "not valid TOML, so nothing was changed: fix it or remove it".to_owned(),
+        source: None,
     })?;
     if doc.remove(name).is_none() {
         return Err(SecretsError::NotFound {
@@ -183,6 +191,7 @@ fn write_private(file: &Path, bytes: &[u8]) -> Result<(), SecretsError> {
     write::write_atomic(file, bytes, 0o600, 0o700).map_err(|e| SecretsError::File {
         file: file.to_path_buf(),
         message: format!("cannot write it: {e}"),
+        source: Some(e),
     })?;
     // An existing file keeps its mode through the write; it was checked to be private.
     Ok(())
@@ -207,6 +216,7 @@ fn read_checked(file: &Path) -> Result<Option<String>, SecretsError> {
         let link_dir_meta = std::fs::metadata(link_dir).map_err(|e| SecretsError::File {
             file: file.to_path_buf(),
             message: format!("cannot read its folder: {e}"),
+            source: Some(e),
         })?;
         check_private(file, link_dir, None, &link_dir_meta)?;
     }
@@ -225,17 +235,20 @@ fn read_checked(file: &Path) -> Result<Option<String>, SecretsError> {
             return Err(SecretsError::File {
                 file: file.to_path_buf(),
                 message: format!("cannot read it: {e}"),
+                source: Some(e),
             });
         }
     };
     let dir_meta = std::fs::metadata(dir).map_err(|e| SecretsError::File {
         file: file.to_path_buf(),
         message: format!("cannot read its folder: {e}"),
+        source: Some(e),
     })?;
     check_private(&target, dir, Some(&meta), &dir_meta)?;
     read_bounded(&target).map_err(|e| SecretsError::File {
         file: file.to_path_buf(),
         message: format!("cannot read it: {e}"),
+        source: Some(e),
     })
 }
 
@@ -368,6 +381,30 @@ mod tests {
         std::fs::create_dir(&inner).unwrap();
         std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o700)).unwrap();
         (dir, inner.join(SECRETS_FILE))
+    }
+
+    #[test]
+    fn an_unreadable_file_keeps_its_io_cause_and_bad_toml_keeps_none_that_could_quote_a_value() {
+        let (_dir, file) = private_dir();
+        // Not UTF-8: reading it is an I/O error (InvalidData).
+        std::fs::write(&file, b"\xff\xfe\xfd").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let error = read_secrets(&file).unwrap_err();
+        let cause = std::error::Error::source(&error).unwrap_or_else(|| panic!("{error:?}"));
+        let io = cause.downcast_ref::<std::io::Error>().unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::InvalidData);
+        assert!(
+            error
+                .to_string()
+                .ends_with(&format!("cannot read it: {io}")),
+            "{error}"
+        );
+        let (_dir, file) = private_dir();
+        std::fs::write(&file, "token = \"S3CRET\" oops\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let error = read_secrets(&file).unwrap_err();
+        assert!(std::error::Error::source(&error).is_none(), "{error:?}");
+        assert!(!format!("{error:?}").contains("S3CRET"), "{error:?}");
     }
 
     #[test]

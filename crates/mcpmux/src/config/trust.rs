@@ -77,8 +77,11 @@ const DEFINING_KEYS: &[&str] = &["type", "command", "url", "httpUrl", "serverUrl
 pub struct TrustFileError {
     /// The approvals file.
     pub path: PathBuf,
-    /// What went wrong and what to do.
+    /// What went wrong and what to do (the cause's words included).
     pub message: String,
+    /// The cause: the I/O or JSON error, when there is one.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 /// Claude Code's approval keys, read from user-level files.
@@ -334,6 +337,7 @@ fn read_store(path: &Path) -> Result<Approvals, TrustFileError> {
                 "refused: {}, so another user could approve servers: run `{}`",
                 exposed.problem, exposed.fix
             ),
+            source: None,
         });
     }
     let text = match std::fs::read_to_string(path) {
@@ -345,6 +349,7 @@ fn read_store(path: &Path) -> Result<Approvals, TrustFileError> {
             return Err(TrustFileError {
                 path: path.to_path_buf(),
                 message: format!("cannot read it: {error}"),
+                source: Some(Box::new(error)),
             });
         }
     };
@@ -353,6 +358,7 @@ fn read_store(path: &Path) -> Result<Approvals, TrustFileError> {
         message: format!(
             "not a valid approvals file ({error}): remove it and run `mcpmux trust` again"
         ),
+        source: Some(Box::new(error)),
     })?;
     Ok(body.projects)
 }
@@ -402,6 +408,7 @@ fn write_store(path: &Path, projects: Approvals) -> Result<(), TrustFileError> {
     let fail = |error: std::io::Error| TrustFileError {
         path: path.to_path_buf(),
         message: format!("cannot write it: {error}"),
+        source: Some(Box::new(error)),
     };
     let body = StoreBody {
         version: STORE_VERSION,
@@ -439,6 +446,37 @@ fn write_store(path: &Path, projects: Approvals) -> Result<(), TrustFileError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The chain under `error`, outermost first.
+    fn causes(error: &dyn std::error::Error) -> Vec<String> {
+        std::iter::successors(error.source(), |cause| cause.source())
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn an_unreadable_or_invalid_approvals_file_keeps_its_cause_under_the_same_words() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        // A folder where the file should be: reading it is an I/O error, not "absent".
+        let folder = dir.path().join("as-folder");
+        std::fs::create_dir(&folder).unwrap_or_else(|e| panic!("{e}"));
+        let error = read_store(&folder)
+            .err()
+            .unwrap_or_else(|| panic!("read a folder"));
+        let io = std::error::Error::source(&error)
+            .and_then(|cause| cause.downcast_ref::<std::io::Error>())
+            .unwrap_or_else(|| panic!("no io::Error under {error}"));
+        assert_eq!(error.message, format!("cannot read it: {io}"));
+        let file = dir.path().join("bad.json");
+        std::fs::write(&file, "{").unwrap_or_else(|e| panic!("{e}"));
+        let error = read_store(&file)
+            .err()
+            .unwrap_or_else(|| panic!("read bad JSON"));
+        let cause =
+            std::error::Error::source(&error).unwrap_or_else(|| panic!("no cause under {error}"));
+        assert!(cause.downcast_ref::<serde_json::Error>().is_some());
+        assert!(error.to_string().contains(&causes(&error)[0]), "{error}");
+    }
 
     fn object(value: Value) -> Map<String, Value> {
         match value {

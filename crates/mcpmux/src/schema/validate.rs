@@ -58,13 +58,16 @@ pub fn describe(problems: &[ArgumentProblem]) -> String {
 /// A schema that could not be compiled (the tool stays exposed and goes unvalidated), or one
 /// beyond the bounds `budget.rs` keeps (the tool is listed as unusable and calls to it are
 /// refused: validating it would never end or overflow the stack).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("{}{message}", if *unusable { "" } else { "invalid JSON schema: " })]
 pub struct SchemaError {
     /// What the compiler (or the bound) said.
     pub message: String,
     /// True when the schema cannot be used at all: calls must be refused, not sent unchecked.
     pub unusable: bool,
+    /// The compiler's error, when it refused the schema (a bound's refusal has none).
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 /// Deepest call arguments (or structured content) validated: a model never needs more, and
@@ -100,6 +103,7 @@ impl Validator {
         super::budget::check(schema).map_err(|message| SchemaError {
             message,
             unusable: true,
+            source: None,
         })?;
         let compiled = jsonschema::options()
             .with_draft(draft_of(schema))
@@ -108,6 +112,7 @@ impl Validator {
             .map_err(|e| SchemaError {
                 message: e.to_string(),
                 unusable: false,
+                source: Some(Box::new(e)),
             })?;
         Ok(Validator {
             schema: schema.clone(),
@@ -496,6 +501,21 @@ impl ValidatorCache {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_schema_that_does_not_compile_keeps_the_compilers_error_as_its_cause() {
+        let Err(error) = Validator::compile(&json!({"type": 3})) else {
+            panic!("a schema of type 3 compiled");
+        };
+        let cause = std::error::Error::source(&error).unwrap_or_else(|| panic!("{error}"));
+        assert!(
+            cause
+                .downcast_ref::<jsonschema::ValidationError<'static>>()
+                .is_some(),
+            "{cause}"
+        );
+        assert_eq!(error.to_string(), format!("invalid JSON schema: {cause}"));
+    }
 
     fn problems(schema: Value, args: Value) -> Vec<String> {
         Validator::compile(&schema)

@@ -398,6 +398,21 @@ fn missing_config_file_is_a_problem() {
 }
 
 #[test]
+fn a_missing_config_files_not_found_is_the_cause_under_the_librarys_error() {
+    let mut fx = Fixture::new();
+    fx.extra = vec![fx.project.path().join("nope.toml")];
+    let set = fx.load();
+    let Some(problem) = set.problems.into_iter().next() else {
+        panic!("no problem for a missing file");
+    };
+    let error = crate::Error::from(problem.error);
+    let io = std::iter::successors(std::error::Error::source(&error), |cause| cause.source())
+        .find_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .unwrap_or_else(|| panic!("no io::Error under {error}"));
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
 fn missing_optional_files_are_skipped_silently() {
     let fx = Fixture::new();
     let set = fx.load();
