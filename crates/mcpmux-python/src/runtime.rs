@@ -62,5 +62,51 @@ where
              approver: make the handler async and use the async Hub",
         ));
     }
-    Ok(py.detach(|| runtime().block_on(fut)))
+    Ok(py.detach(|| {
+        let output = runtime().block_on(fut);
+        park_if_finalizing();
+        output
+    }))
+}
+
+/// Python before 3.14 ends a thread that asks for the GIL once the interpreter is finalizing
+/// with `pthread_exit`, whose forced unwind through Rust frames is undefined behaviour: a
+/// daemon thread whose blocking call ended after the main thread did crashed the process at
+/// exit. Such a thread is parked instead, as Python 3.14 itself does; the process is ending.
+fn park_if_finalizing() {
+    if interpreter_finalizing() {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// Whether the interpreter is finalizing, asked without the GIL (which is what the call is
+/// for). `Py_IsFinalizing` is in the limited API only from 3.13, `_Py_IsFinalizing` before:
+/// found by name in the running interpreter, whose symbols every extension module sees.
+#[cfg(unix)]
+fn interpreter_finalizing() -> bool {
+    type IsFinalizing = unsafe extern "C" fn() -> std::ffi::c_int;
+    static CHECK: OnceLock<Option<IsFinalizing>> = OnceLock::new();
+    let check = CHECK.get_or_init(|| {
+        [c"Py_IsFinalizing", c"_Py_IsFinalizing"]
+            .into_iter()
+            .find_map(|name| {
+                // SAFETY: dlsym with RTLD_DEFAULT only looks a name up.
+                let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+                // SAFETY: both names are CPython's `int (void)` functions, safe to call
+                // without the GIL (they read one atomic of the runtime).
+                (!found.is_null()).then(|| unsafe {
+                    std::mem::transmute::<*mut libc::c_void, IsFinalizing>(found)
+                })
+            })
+    });
+    // SAFETY: see above.
+    check.is_some_and(|is_finalizing| unsafe { is_finalizing() } != 0)
+}
+
+/// Elsewhere the check is not made (no `dlsym`); Windows has no `pthread_exit`.
+#[cfg(not(unix))]
+fn interpreter_finalizing() -> bool {
+    false
 }
