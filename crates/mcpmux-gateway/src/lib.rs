@@ -23,6 +23,7 @@
 
 mod access;
 mod access_log;
+mod client_rounds;
 mod connections;
 mod deadlines;
 mod door;
@@ -44,7 +45,6 @@ mod rate_limit;
 mod relay;
 mod reload;
 mod resources_prompts;
-mod rounds;
 mod search;
 mod session;
 mod sessions;
@@ -64,8 +64,8 @@ pub use search::{CALL_TOOL, MAX_FOUND, MAX_QUERY_BYTES, SearchOptions, meta_tool
 pub use stdio::{StdioError, serve_stdio};
 
 // The limits a served gateway keeps (each `Default` is the documented default).
+pub use client_rounds::WaitingLimits;
 pub use connections::{ConnectionLimits, raise_open_file_limit};
-pub use rounds::WaitingLimits;
 pub use sessions::SessionLimits;
 pub use sse::SseOptions;
 

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use crate::access::AskRoute;
+use crate::client_rounds::WaitingLimits;
 use crate::paging::DEFAULT_PAGE_SIZE;
-use crate::rounds::WaitingLimits;
 use crate::search::SearchOptions;
 
 /// How long the first `tools/list` waits for the hub's servers to settle (their first

@@ -25,11 +25,11 @@ use rmcp::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::rounds::{Asked, Asks};
+use crate::client_rounds::{Asked, Asks};
 
 /// How long a client's user has to answer the approval of a call (what a person takes to read
 /// a call and decide, with room to spare); past it the call is refused.
-pub const APPROVAL_WAIT: Duration = crate::rounds::ROUND_WAIT;
+pub const APPROVAL_WAIT: Duration = crate::client_rounds::ROUND_WAIT;
 
 /// Longest rendering of a call's arguments shown in an approval (the rest is cut, and said).
 const MAX_SHOWN_ARGUMENTS: usize = 2000;

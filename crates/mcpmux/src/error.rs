@@ -299,7 +299,7 @@ fn required_suffix(required: &Option<serde_json::Value>) -> String {
     let tasks = required
         .pointer("/extensions")
         .and_then(serde_json::Value::as_object)
-        .is_some_and(|extensions| extensions.contains_key(crate::call::TASKS_EXTENSION));
+        .is_some_and(|extensions| extensions.contains_key(crate::call_options::TASKS_EXTENSION));
     if tasks {
         return " (the Tasks extension: call the tool as a task)".to_string();
     }

@@ -43,7 +43,7 @@ mod rmcp_model;
 
 // Everything else is reached through the re-exports below (see ARCHITECTURE.md).
 mod broadcast;
-mod call;
+mod call_options;
 mod catalog;
 mod connection;
 mod content;
@@ -51,10 +51,10 @@ mod defaults;
 mod error;
 mod http_body;
 mod hub;
+mod listings;
 mod local_tools;
 mod platform;
 mod redact;
-mod resources;
 mod result;
 mod spill;
 mod state;
@@ -69,7 +69,7 @@ pub use hub::{Hub, HubOptions, ServerStatus};
 pub use state::{Era, HubEvent, Reload, ServerState};
 
 // A call and its result.
-pub use call::{CallOptions, Progress, TASKS_EXTENSION};
+pub use call_options::{CallOptions, Progress, TASKS_EXTENSION};
 pub use content::{Content, EmbeddedResource};
 pub use error::{Error, Result};
 pub use result::{IntoToolResult, Json, ToolResult, error_result};
@@ -90,7 +90,7 @@ pub use local_tools::{
 };
 
 // Resources, prompts and completions.
-pub use resources::{
+pub use listings::{
     Completion, CompletionRef, Listing, Page, Prompt, PromptArgument, PromptMessage,
     PromptMessages, Resource, ResourceContents, ResourceTemplate,
 };

@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::catalog::merge::{Dropped, Merged, SourceKind, SourcedTool, ToolOrigin, merge};
 use crate::catalog::{BUILTIN_SOURCE, Tool, ToolAnnotations};
 use crate::error::{Error, Result};

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::catalog::Tool;
 use crate::content::{Content, EmbeddedResource};
 use crate::host::LogLevel;
-use crate::resources::{
+use crate::listings::{
     Prompt, PromptArgument, PromptMessage, PromptMessages, Resource, ResourceContents,
     ResourceTemplate,
 };

@@ -27,9 +27,9 @@ use tokio_util::sync::CancellationToken;
 use super::{Gateway, Inner};
 use crate::progress::forward_progress;
 use crate::{
+    client_rounds::{Call, Rounds},
     failures,
     relay::{ClientApproval, ClientRelay, DownstreamClient},
-    rounds::{Call, Rounds},
 };
 
 /// Whether a call is made as a task, and for whom: taken from the request that makes the call

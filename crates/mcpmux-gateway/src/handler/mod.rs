@@ -44,6 +44,7 @@ mod search;
 pub use reconfigure::ReconfigureError;
 
 use crate::{
+    client_rounds::Rounds,
     identity::Identity,
     levels::Levels,
     metrics::Metrics,
@@ -51,7 +52,6 @@ use crate::{
     paging::Pager,
     passthrough::{Naming, Refusals},
     resources_prompts::ResourcesAndPrompts,
-    rounds::Rounds,
     search::{Catalog, Found},
     session::Session,
     subscriptions::{Subscriptions, Target},

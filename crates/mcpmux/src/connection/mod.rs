@@ -8,24 +8,24 @@
 //! path has no extra hop.
 
 mod breaker;
-mod call;
+mod call_path;
 mod callers;
 mod client;
 pub mod era;
+mod exchange;
 mod flights;
 mod handshake;
-mod mrtr;
 mod outgoing;
 mod probe;
 mod progress_routes;
 mod progress_tap;
 mod requests;
-mod rounds;
+mod round_answers;
 mod session_repair;
 mod subscriptions;
 mod supervisor;
+mod task_requests;
 mod task_wire;
-mod tasks;
 pub(crate) mod tool_cache;
 mod trace_meta;
 
@@ -45,11 +45,11 @@ use crate::state::{Era, HubEvent, ServerState};
 use crate::sync;
 use crate::transport::{ExitInfo, TransportContext};
 use breaker::CircuitBreaker;
-pub(crate) use call::Trip;
+pub(crate) use call_path::Trip;
 use era::EraCache;
+pub(crate) use exchange::CallKind;
 use progress_routes::ProgressRoutes;
 pub(crate) use requests::ListKind;
-pub(crate) use rounds::CallKind;
 
 /// A live session: what calls need, shared with every caller.
 struct Live {
@@ -121,7 +121,7 @@ pub(crate) struct Connection {
     /// Where this server's cached list is read from.
     tool_cache: tool_cache::ToolCache,
     /// The tasks the server made for this hub, and the session each lives in.
-    tasks: tasks::Book,
+    tasks: task_requests::Book,
 }
 
 /// What the supervisor needs from the hub.
@@ -216,7 +216,7 @@ impl Connection {
             cached,
             cached_at,
             tool_cache,
-            tasks: tasks::Book::default(),
+            tasks: task_requests::Book::default(),
         }
     }
 

@@ -7,12 +7,12 @@
 //!   transport's own outbox by its caller (`transport/lines/direct.rs`), numbered from 2³²,
 //!   and answered in the order the transport reads: no channel to rmcp's session task, no
 //!   task spawned to write it, no hop back with its answer: the tool calls, prompts and
-//!   reads (`rounds.rs`), completions and the log level (`requests.rs`). rmcp keeps the
+//!   reads (`exchange.rs`), completions and the log level (`requests.rs`). rmcp keeps the
 //!   handshake (its ids below 2³², all before our first), the types, the server's requests
 //!   to us, the notifications, and the requests not moved here yet: the paged lists (they
 //!   lean on rmcp's 2026-07-28 list cache: time to live, scope, stale answers on error), a
 //!   stateless server's `subscriptions/listen` (its notices routed by the listen's id), the
-//!   subscriptions and the Tasks extension's requests (`tasks.rs`, which keeps the session a
+//!   subscriptions and the Tasks extension's requests (`task_requests.rs`, which keeps the session a
 //!   task lives in, not its `Live`).
 //! - **HTTP, legacy SSE, WebSocket**: through rmcp's peer. Those transports are rmcp workers
 //!   (streamable HTTP's session header, a POST and its SSE stream per request, resumption):
@@ -45,7 +45,7 @@ pub(super) struct Sent<'a> {
 }
 
 impl Live {
-    /// Sends `request`, with its own `_meta` (`meta`, from `rounds::request_meta`) over the
+    /// Sends `request`, with its own `_meta` (`meta`, from `exchange::request_meta`) over the
     /// session's, its progress to `route` (if it has one), `caller` (a call made for a party)
     /// told its id before the server can ask anything for it.
     pub(super) async fn send(

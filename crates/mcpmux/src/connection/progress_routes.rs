@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use tokio::sync::{Notify, mpsc};
 
-use crate::call::Progress;
+use crate::call_options::Progress;
 
 /// At most this many steps wait for one call's route; later ones are dropped, and logged.
 const EARLY_STEPS: usize = 64;

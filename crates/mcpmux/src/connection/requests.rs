@@ -3,7 +3,7 @@
 //! a completion of an argument, the level of the logs it sends. Each goes to the live session
 //! (waiting for the first connection attempt to settle) within the server's call deadline, and
 //! its failure is said as an [`Error`] naming the server. A read and a prompt may take rounds
-//! of a 2026-07-28 server's `input_required`, as a tool call does (`rounds.rs`); a completion
+//! of a 2026-07-28 server's `input_required`, as a tool call does (`exchange.rs`); a completion
 //! and the log level leave the session the same one way (`outgoing.rs`); the lists still
 //! through rmcp's peer (its list cache). Knows nothing of other servers: the hub fans out.
 
@@ -24,13 +24,13 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use super::Connection;
-use super::call::Trip;
-use super::rounds::{CallKind, CancelOnDrop, Roundtrip, request_meta, service_error};
-use crate::call::CallOptions;
+use super::call_path::Trip;
+use super::exchange::{CallKind, CancelOnDrop, Roundtrip, request_meta, service_error};
+use crate::call_options::CallOptions;
 use crate::defaults;
 use crate::error::{Error, Result};
 use crate::host::LogLevel;
-use crate::resources::{Completion, CompletionRef, Named, Page, PromptMessages, ResourceContents};
+use crate::listings::{Completion, CompletionRef, Named, Page, PromptMessages, ResourceContents};
 
 /// Which list a request walks.
 #[derive(Clone, Copy)]
@@ -271,7 +271,7 @@ impl Connection {
             server: self.spec.name.clone(),
             message: format!(
                 "{method} answered something that is not a {expected} ({})",
-                super::rounds::result_kind(answer)
+                super::exchange::result_kind(answer)
             ),
         }
     }
@@ -431,7 +431,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::resources::Prompt;
+    use crate::listings::Prompt;
 
     #[test]
     fn items_that_do_not_parse_are_skipped() {

@@ -3,7 +3,7 @@
 //! the session's own), whether a session's server offers the extension, and a server's
 //! `CreateTaskResult` and `tasks/get` answer read as [`Task`] and [`TaskState`] — every field
 //! from the server checked on the way in. Knows nothing of which session made a task
-//! (`tasks.rs`) nor of the call path (`call.rs`).
+//! (`task_requests.rs`) nor of the call path (`call_path.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Hub;
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::catalog::Tool;
 use crate::catalog::merge::ToolOrigin;
 use crate::config::ServerSpec;
@@ -515,19 +515,19 @@ impl Answer for TaskCall {
     }
 }
 
-impl Answer for Vec<crate::resources::ResourceContents> {
+impl Answer for Vec<crate::listings::ResourceContents> {
     fn finish(probe: CallProbe<'_>, result: &Result<Self>) {
         probe.finish(result);
     }
 }
 
-impl Answer for crate::resources::PromptMessages {
+impl Answer for crate::listings::PromptMessages {
     fn finish(probe: CallProbe<'_>, result: &Result<Self>) {
         probe.finish(result);
     }
 }
 
-impl Answer for crate::resources::Completion {
+impl Answer for crate::listings::Completion {
     fn finish(probe: CallProbe<'_>, result: &Result<Self>) {
         probe.finish(result);
     }

@@ -14,13 +14,13 @@ use serde_json::{Map, Value};
 
 use super::Hub;
 use super::call::Work;
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::catalog::naming;
 use crate::catalog::scope::Scope;
 use crate::connection::{Connection, ListKind};
 use crate::error::{Error, Result};
 use crate::host::LogLevel;
-use crate::resources::{
+use crate::listings::{
     Completion, CompletionRef, Listing, Named, Page, Prompt, PromptMessages, Resource,
     ResourceContents, ResourceTemplate,
 };

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::Hub;
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::connection::CallKind;
 use crate::error::Result;
 use crate::result;

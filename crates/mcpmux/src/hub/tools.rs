@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{Hub, Server, Table};
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::catalog::merge::{Dropped, SourceKind};
 use crate::catalog::naming;
 use crate::catalog::scope::Scope;

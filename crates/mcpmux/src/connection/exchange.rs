@@ -1,7 +1,7 @@
 //! One request to a live session that a 2026-07-28 server may answer in rounds (MRTR,
 //! SEP-2322): a tool call, a prompt filled in, a resource read ([`Roundtrip`]). Sent under our
 //! own deadline (progress extends it, up to an absolute cap), the server told when the caller
-//! gives up; an `input_required` answer has its requests answered (`mrtr.rs`: the call's
+//! gives up; an `input_required` answer has its requests answered (`round_answers.rs`: the call's
 //! relay, else the host) and the request is sent again with the answers and the server's
 //! `requestState`, round after round, all under the one deadline. To a 2026-07-28 server each
 //! request declares the capabilities of whoever answers (the relay's, else the hub's own).
@@ -24,11 +24,11 @@ use tokio::time::{Instant, Sleep};
 
 use super::callers::Caller;
 use super::handshake::{STDERR_DRAIN, wait_exit};
-use super::mrtr;
 use super::outgoing::Sent;
 use super::progress_routes::Route;
+use super::round_answers;
 use super::{Connection, Live};
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::defaults;
 use crate::error::Error;
 use crate::transport::ExitInfo;
@@ -116,7 +116,7 @@ impl Connection {
         let what = roundtrip.what();
         // Only a session that may answer `input_required` keeps the request to send again,
         // and is sent the answers the caller already holds.
-        let stateless = mrtr::possible(&live.peer);
+        let stateless = round_answers::possible(&live.peer);
         let kept = stateless.then(|| roundtrip.clone());
         let first = options
             .input_responses
@@ -147,14 +147,14 @@ impl Connection {
                 (other, _) => return Ok(other),
             };
             rounds += 1;
-            if rounds > mrtr::MAX_INPUT_ROUNDS {
+            if rounds > round_answers::MAX_INPUT_ROUNDS {
                 return Err(Error::Protocol {
                     server: server.clone(),
                     message: format!(
                         "{what} still asked for input after {} rounds; a request is answered \
                          at most {} (the server keeps asking: check its logs)",
-                        mrtr::MAX_INPUT_ROUNDS,
-                        mrtr::MAX_INPUT_ROUNDS
+                        round_answers::MAX_INPUT_ROUNDS,
+                        round_answers::MAX_INPUT_ROUNDS
                     ),
                 });
             }
@@ -168,7 +168,7 @@ impl Connection {
             tracing::debug!(server = %server, what, round = rounds, requests = requests.len(), "the server asks for input (input_required)");
             let responses = if requests.is_empty() {
                 // Only a state to echo: the server asks for time (load shedding); back off.
-                let pause = mrtr::state_only_pause(idle_rounds);
+                let pause = round_answers::state_only_pause(idle_rounds);
                 idle_rounds += 1;
                 if let Err(stopped) = self
                     .within(live, &what, options, &mut clock, tokio::time::sleep(pause))
@@ -179,7 +179,7 @@ impl Connection {
                 None
             } else {
                 idle_rounds = 0;
-                let answers = mrtr::answer(live, server, &what, options, requests);
+                let answers = round_answers::answer(live, server, &what, options, requests);
                 match self.within(live, &what, options, &mut clock, answers).await {
                     Ok(answers) => Some(answers?),
                     Err(stopped) => return Err(self.stopped(live, &what, stopped).await),
@@ -431,7 +431,7 @@ pub(super) fn request_meta(
 /// What a request declares in its `_meta` (see [`request_meta`]).
 fn declared_meta(live: &Live, options: &CallOptions, kind: CallKind) -> Option<RequestMetaObject> {
     let as_task = kind == CallKind::Task;
-    let relayed = mrtr::possible(&live.peer)
+    let relayed = round_answers::possible(&live.peer)
         .then(|| {
             options
                 .relay

@@ -1,6 +1,6 @@
 //! The call path of one server: breaker admission, waiting for a reconnecting server, safe
 //! retries, and the breaker's count of what failed. Each attempt is one exchange on the live
-//! session (`rounds.rs`: our own progress-extended deadline, cancellation on drop, the rounds
+//! session (`exchange.rs`: our own progress-extended deadline, cancellation on drop, the rounds
 //! of a 2026-07-28 server's `input_required`, errors that say what happened). A
 //! task-augmented call (SEP-2663) takes the same path, declaring the Tasks extension on each
 //! round, and may end in the task the server made instead of a result (`task_wire.rs`):
@@ -14,10 +14,10 @@ use rmcp::model::{JsonObject, ServerResult};
 use tokio::time::Instant;
 
 use super::breaker::Admission;
-use super::rounds::{CallKind, Roundtrip};
+use super::exchange::{CallKind, Roundtrip};
 use super::task_wire::{self, Answer};
 use super::{Connection, Live, ServerState};
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::error::Error;
 use crate::state::Era;
 use crate::task::TaskCall;
@@ -188,7 +188,7 @@ impl Connection {
     }
 
     /// One attempt on the live session: the call, in as many rounds as a 2026-07-28 server
-    /// asks for (`rounds.rs`), read as a tool result (or, a [`CallKind::Task`], the task it
+    /// asks for (`exchange.rs`), read as a tool result (or, a [`CallKind::Task`], the task it
     /// made; a plain call answered with a task fails).
     async fn call_once(
         &self,
@@ -219,7 +219,7 @@ impl Connection {
                 server: self.spec.name.clone(),
                 message: format!(
                     "answered tools/call `{tool}` with something that is not a tool result ({})",
-                    super::rounds::result_kind(&other)
+                    super::exchange::result_kind(&other)
                 ),
             }),
         }

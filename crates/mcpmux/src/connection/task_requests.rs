@@ -1,4 +1,4 @@
-//! Tasks (SEP-2663) on one server: a task-augmented call (the call path of `call.rs`,
+//! Tasks (SEP-2663) on one server: a task-augmented call (the call path of `call_path.rs`,
 //! declaring the Tasks extension), and the requests about a task — `tasks/get`,
 //! `tasks/update`, `tasks/cancel` — each sent to the session the task was made in, under the
 //! server's call deadline and circuit breaker, its failure said as a call's is. A task lives in
@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::breaker::Admission;
-use super::rounds::{self, CancelOnDrop};
+use super::exchange::{self, CancelOnDrop};
 use super::task_wire;
 use super::{Connection, Live};
 use crate::defaults;
@@ -309,7 +309,7 @@ impl Connection {
             ServiceError::TransportSend(error) => Error::ConnectionLost {
                 server: self.spec.name.clone(),
                 what: what.to_string(),
-                reason: rounds::innermost_message(&error),
+                reason: exchange::innermost_message(&error),
                 stderr_tail: Vec::new(),
             },
             e => {
@@ -318,7 +318,7 @@ impl Connection {
                 {
                     self.tasks.forget(id);
                 }
-                super::rounds::service_error(&self.spec.name, what, e)
+                super::exchange::service_error(&self.spec.name, what, e)
             }
         }
     }
@@ -326,7 +326,7 @@ impl Connection {
     async fn lost(&self, id: &str, session: &Session) -> Error {
         self.tasks.forget(id);
         let (reason, stderr_tail) =
-            rounds::ended(session.exit.as_ref(), session.stderr.as_ref()).await;
+            exchange::ended(session.exit.as_ref(), session.stderr.as_ref()).await;
         Error::TaskLost {
             server: self.spec.name.clone(),
             task: task_wire::cut(id),

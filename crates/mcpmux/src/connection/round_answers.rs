@@ -8,7 +8,7 @@
 //! server→client requests.
 //!
 //! The rounds themselves (re-sending the request with the answers and the echoed
-//! `requestState`, under the call's one deadline) belong to `rounds.rs`. `requestState` is
+//! `requestState`, under the call's one deadline) belong to `exchange.rs`. `requestState` is
 //! never read here: it is the server's, passed back byte for byte.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 use super::Live;
 use super::callers::{Caller, Callers};
 use super::client::HubClient;
-use crate::call::CallOptions;
+use crate::call_options::CallOptions;
 use crate::error::Error;
 use crate::host::{HostError, Relay, Relayed, RelayedRound};
 
