@@ -8,6 +8,7 @@
 //! rules, which add up across files in merge order (a project file may add only `ask` and `deny`).
 
 mod auth;
+mod auth_spec;
 mod claude;
 mod dedup;
 mod dialect;
