@@ -1,5 +1,6 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
-//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests; an answer to a POST
+//! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests; a plain request on an
+//! established session answered inline, without it, by `inline`; an SSE answer to a POST
 //! sent in one write, `one_write`), legacy SSE at `/sse` and `/message` (`sse`) and
 //! `/metrics`, behind the door (`door`: `Origin`, authentication, rate limits), with
 //! `/healthz`, `/readyz` (behind the same `Host` allowlist) and, under OAuth, the protected resource metadata beside it, and the access log around it all.
@@ -33,6 +34,7 @@ use crate::{
     guard::{self, GuardError, Token},
     handler::Gateway,
     identity::{Identity, ServedRequest},
+    inline::{self, Inline},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
     one_write,
     rate_limit::{Limiter, RateLimit},
@@ -207,11 +209,16 @@ impl HttpServer {
         let allowed_hosts = config.allowed_hosts.clone();
         let factory = gateway.clone();
         let session_manager = Arc::new(Sessions::new(options.sessions.clone()));
+
         let service = StreamableHttpService::new(
             // One handler per session: what a session asks and holds is its own, and it is
             // the identity's that made it (the door's, as rmcp makes it inside the request).
             move || {
-                Ok(factory.session_for(ServedRequest::current().unwrap_or_else(Identity::local)))
+                let handler =
+                    factory.session_for(ServedRequest::current().unwrap_or_else(Identity::local));
+                // Kept with the session it opens: what a request answered inline runs on.
+                ServedRequest::made(Arc::new(handler.clone()));
+                Ok(handler)
             },
             session_manager.clone(),
             config,
@@ -235,11 +242,19 @@ impl HttpServer {
         );
         let scraped = Router::new().route("/metrics", get(metrics)).with_state((
             gateway.clone(),
-            session_manager,
+            session_manager.clone(),
             legacy.clone(),
         ));
+        let inline = Arc::new(Inline {
+            sessions: session_manager,
+            max_body_bytes: options.max_body_bytes,
+        });
         let mcp = Router::new()
             .route_service("/mcp", service)
+            .layer(middleware::from_fn_with_state(
+                inline,
+                inline::answer_inline,
+            ))
             // `/mcp` only: a legacy SSE answer goes out on its session's stream.
             .layer(middleware::from_fn_with_state(
                 options.one_write_window,

@@ -70,7 +70,13 @@ pub(crate) struct ServedRequest {
     /// Who.
     pub identity: Identity,
     refused: Mutex<Option<Refused>>,
+    /// The handler made for the session this request opens, for the session manager to keep
+    /// (what it is, the session manager need not know).
+    made: Mutex<Option<Made>>,
 }
+
+/// A session's handler, as the session manager keeps it.
+pub(crate) type Made = Arc<dyn std::any::Any + Send + Sync>;
 
 tokio::task_local! {
     static CALLER: Arc<ServedRequest>;
@@ -82,6 +88,7 @@ impl ServedRequest {
         let caller = Arc::new(ServedRequest {
             identity,
             refused: Mutex::new(None),
+            made: Mutex::new(None),
         });
         let output = CALLER.scope(caller.clone(), serve).await;
         let refused = *mcpmux::cli_support::sync::lock(&caller.refused);
@@ -92,6 +99,21 @@ impl ServedRequest {
     /// closing by itself, or stdio).
     pub fn current() -> Option<Identity> {
         CALLER.try_with(|caller| caller.identity.clone()).ok()
+    }
+
+    /// Keeps `handler`, made for the session this request opens, for the session manager.
+    pub fn made(handler: Made) {
+        let _ = CALLER.try_with(|caller| {
+            *mcpmux::cli_support::sync::lock(&caller.made) = Some(handler);
+        });
+    }
+
+    /// The handler made for the session this request opens, if one was.
+    pub fn take_made() -> Option<Made> {
+        CALLER
+            .try_with(|caller| mcpmux::cli_support::sync::lock(&caller.made).take())
+            .ok()
+            .flatten()
     }
 
     /// Notes why the request being served was refused (nothing outside a request).

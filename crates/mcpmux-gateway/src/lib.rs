@@ -32,6 +32,7 @@ mod guard;
 mod handler;
 mod http;
 mod identity;
+mod inline;
 mod levels;
 mod metrics;
 mod notices;

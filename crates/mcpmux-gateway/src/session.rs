@@ -32,6 +32,9 @@ pub struct Session {
     /// Where it is told of list changes, and its place there once it finished its handshake.
     watchers: Arc<Watchers>,
     watching: std::sync::Mutex<Option<u64>>,
+    /// Its peer once it asked `initialize`: what a request answered inline (`inline`) is
+    /// made with.
+    peer: std::sync::OnceLock<rmcp::service::Peer<rmcp::RoleServer>>,
 }
 
 impl Session {
@@ -50,6 +53,7 @@ impl Session {
             levels,
             watchers,
             watching: std::sync::Mutex::new(None),
+            peer: std::sync::OnceLock::new(),
         })
     }
 
@@ -66,6 +70,28 @@ impl Session {
         if let Some(before) = watching.replace(id) {
             self.watchers.remove(before);
         }
+    }
+}
+
+impl Session {
+    /// Keeps its peer, known once it asked `initialize`.
+    pub fn keep_peer(&self, peer: rmcp::service::Peer<rmcp::RoleServer>) {
+        let _ = self.peer.set(peer);
+    }
+
+    /// Its peer, when a plain request of it may be answered without rmcp's serve loop: its
+    /// handshake begun (the session manager knows when it is done), in the handshake era, and the client declared nothing the gateway
+    /// could ask of it mid-call (roots, sampling, elicitation), so no answer of such a
+    /// request needs a stream beside its own.
+    pub fn inline_peer(&self) -> Option<rmcp::service::Peer<rmcp::RoleServer>> {
+        let peer = self.peer.get()?;
+        let info = peer.peer_info()?;
+        let handshake_era =
+            info.protocol_version.as_str() < rmcp::model::ProtocolVersion::V_2026_07_28.as_str();
+        let caps = &info.capabilities;
+        let asks_nothing =
+            caps.roots.is_none() && caps.sampling.is_none() && caps.elicitation.is_none();
+        (handshake_era && asks_nothing).then(|| peer.clone())
     }
 }
 

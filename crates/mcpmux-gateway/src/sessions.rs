@@ -10,11 +10,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::Stream;
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientNotification, ServerJsonRpcMessage},
+    model::{ClientJsonRpcMessage, ClientNotification, RequestId, ServerJsonRpcMessage},
     transport::{
         WorkerTransport,
         streamable_http_server::session::{
@@ -24,8 +24,10 @@ use rmcp::{
     },
 };
 
+use tokio_util::sync::CancellationToken;
+
 use crate::guard::Client;
-use crate::identity::{Refused, ServedRequest};
+use crate::identity::{Made, Refused, ServedRequest};
 
 /// Sessions open at once, at most: at about 63 kB an idle session (measured with
 /// `scripts/session-flood.py`, see the README), some 63 MB.
@@ -78,10 +80,17 @@ pub(crate) enum SessionsError {
     NotFound,
 }
 
-/// One session: who made it, and whether it finished its handshake.
+/// One session: who made it, whether it finished its handshake, its handler (what a request
+/// answered inline is answered by: `inline`), when rmcp's worker last heard of it, and the
+/// requests answered inline still running.
 struct Entry {
     owner: Option<Client>,
     initialized: bool,
+    handler: Option<Made>,
+    /// A request answered inline does not reach rmcp's worker, whose idle clock would run out
+    /// under a session busy with them: one goes through it whenever this is old.
+    heard: Instant,
+    running: Vec<(RequestId, CancellationToken)>,
 }
 
 #[derive(Default)]
@@ -225,8 +234,75 @@ impl Sessions {
         });
     }
 
+    /// Notes that rmcp's worker of session `id` heard from its client now.
+    fn heard(&self, id: &SessionId) {
+        if let Some(entry) = lock(&self.table).entries.get_mut(id) {
+            entry.heard = Instant::now();
+        }
+    }
+
+    /// The handler of session `id` when a request of the caller's on it may be answered
+    /// inline: the caller's, its handshake done, and its worker heard from within half the
+    /// idle limit. None sends the request through rmcp, which answers the rest (404 among it).
+    pub(crate) fn inline_handler(&self, id: &str) -> Option<Made> {
+        let table = lock(&self.table);
+        let entry = table.entries.get(id)?;
+        let mine = owned_by_caller(entry);
+        let fresh = entry.heard.elapsed() < self.limits.idle / 2;
+        if !(mine && entry.initialized && fresh) {
+            return None;
+        }
+        entry.handler.clone()
+    }
+
+    /// Notes a request of session `id` answered inline, cancelled by `cancel`.
+    pub(crate) fn started(&self, id: &str, request: RequestId, cancel: CancellationToken) {
+        if let Some(entry) = lock(&self.table).entries.get_mut(id) {
+            entry.running.push((request, cancel));
+        }
+    }
+
+    /// Forgets a request of session `id` answered inline.
+    pub(crate) fn ended(&self, id: &str, request: &RequestId) {
+        if let Some(entry) = lock(&self.table).entries.get_mut(id) {
+            entry.running.retain(|(running, _)| running != request);
+        }
+    }
+
+    /// Cancels a request of the caller's session `id` answered inline and still running (the
+    /// client's `notifications/cancelled`); whether one was.
+    pub(crate) fn cancel_inline(&self, id: &str, request: &RequestId) -> bool {
+        if !self.is_mine(id) {
+            return false;
+        }
+        let table = lock(&self.table);
+        let Some(entry) = table.entries.get(id) else {
+            return false;
+        };
+        let found = entry.running.iter().find(|(running, _)| running == request);
+        if let Some((_, cancel)) = found {
+            cancel.cancel();
+            return true;
+        }
+        false
+    }
+
+    fn is_mine(&self, id: &str) -> bool {
+        let table = lock(&self.table);
+        table.entries.get(id).is_some_and(owned_by_caller)
+    }
+
     fn retry_after(&self) -> Duration {
         self.limits.handshake.max(Duration::from_secs(1))
+    }
+}
+
+/// Whether the request being served may use `entry` (as `Sessions::whose` says it).
+fn owned_by_caller(entry: &Entry) -> bool {
+    let caller = ServedRequest::current().map(|identity| identity.client);
+    match (&entry.owner, &caller) {
+        (Some(owner), Some(caller)) => owner == caller,
+        _ => true,
     }
 }
 
@@ -321,6 +397,9 @@ impl SessionManager for Sessions {
             Entry {
                 owner,
                 initialized: false,
+                handler: ServedRequest::take_made(),
+                heard: Instant::now(),
+                running: Vec::new(),
             },
         );
         Ok((id, transport))
@@ -365,6 +444,7 @@ impl SessionManager for Sessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
+        self.heard(id);
         Ok(stream_of(&*self.inner, id, message).await?)
     }
 
@@ -374,6 +454,7 @@ impl SessionManager for Sessions {
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
         self.mine(id)?;
+        self.heard(id);
         if let ClientJsonRpcMessage::Notification(notification) = &message
             && matches!(
                 notification.notification,
@@ -391,6 +472,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
+        self.heard(id);
         Ok(standalone_of(&*self.inner, id).await?)
     }
 
@@ -400,6 +482,7 @@ impl SessionManager for Sessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
+        self.heard(id);
         Ok(resumed_of(&*self.inner, id, last_event_id).await?)
     }
 }

@@ -260,6 +260,11 @@ impl Gateway {
         }
     }
 
+    /// This session's own state.
+    pub(crate) fn own_session(&self) -> &Session {
+        &self.session
+    }
+
     /// The hub served.
     pub fn hub(&self) -> &mcpmux::Hub {
         &self.inner.hub
@@ -440,6 +445,7 @@ impl ServerHandler for Gateway {
     ) -> Result<InitializeResult, ErrorData> {
         self.wait_for_startup().await;
         context.peer.set_peer_info(request.clone());
+        self.session.keep_peer(context.peer);
         self.negotiate_initialize(&request)
     }
 

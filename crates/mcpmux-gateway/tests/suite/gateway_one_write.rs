@@ -28,8 +28,11 @@ async fn a_call_answered_at_once_comes_back_as_one_body_of_known_length() {
     .await;
     let client = reqwest::Client::new();
     let id = open_session(&client, &served.url, &[]).await;
+    // A progress token: an answer that may carry progress is rmcp's SSE (a plain call is
+    // answered as JSON, `gateway_inline`).
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": "mcp__t__echo", "arguments": {"text": "whole"}}});
+        "params": {"name": "mcp__t__echo", "arguments": {"text": "whole"},
+                   "_meta": {"progressToken": "w"}}});
     let answer = post_by(&client, &served.url, &call, &in_session(&id)).await;
     assert_eq!(answer.status(), 200);
     let headers = answer.headers().clone();

@@ -13,6 +13,7 @@ mod deploy_haproxy;
 mod gateway_access;
 mod gateway_connections;
 mod gateway_http;
+mod gateway_inline;
 mod gateway_isolation;
 mod gateway_limits;
 mod gateway_oauth;

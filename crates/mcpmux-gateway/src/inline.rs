@@ -1,0 +1,346 @@
+//! A plain request on an established `/mcp` session answered from its POST's own task, as
+//! `application/json`, without rmcp's session worker and serve loop (issue 39): the body is
+//! parsed once, the session's handler is called in place and its answer written with the
+//! head. rmcp serves such a request through three tasks and four channels (the POST to the
+//! worker, the worker to the serve loop, the serve loop to a handler task, the answer back the
+//! same way), then as an SSE stream. Only what cannot need another stream is answered here:
+//! `tools/call`, `prompts/get`, `resources/read`, the lists and `ping`, without a progress
+//! token, a per-request protocol version or SEP-2243 headers, on a handshake-era session of
+//! the caller's (`Sessions::inline_handler`) whose client declared nothing the gateway could
+//! ask of it mid-call (`Session::inline_peer`). Everything else — the handshake, other
+//! methods, notifications, answers, GET and DELETE, a body that does not parse — goes to rmcp
+//! as it came, which keeps one owner per request: a request is answered here or there, never
+//! both. A `notifications/cancelled` naming a request answered here cancels it (and still
+//! reaches rmcp, which ignores what it does not know).
+
+use std::sync::Arc;
+
+use axum::{
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use http_body::Body as _;
+use rmcp::{
+    RoleServer, Service,
+    model::{
+        ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, GetMeta,
+        JsonRpcRequest, RequestId, ServerJsonRpcMessage,
+    },
+    service::{Peer, RequestContext},
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::Gateway;
+use crate::sessions::Sessions;
+
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+
+/// What the middleware needs: the sessions, and the largest body read.
+pub(crate) struct Inline {
+    pub sessions: Arc<Sessions>,
+    pub max_body_bytes: usize,
+}
+
+/// The middleware in front of rmcp's `/mcp` service.
+pub(crate) async fn answer_inline(
+    State(inline): State<Arc<Inline>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let Some(session) = plain_post(request.headers()) else {
+        return next.run(request).await;
+    };
+    let handler = inline.sessions.inline_handler(&session);
+    let Some(handler) = handler.and_then(|made| made.downcast_ref::<Gateway>().cloned()) else {
+        return next.run(request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|n| n.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > inline.max_body_bytes as u64) {
+        return too_large(inline.max_body_bytes);
+    }
+    let bytes = match read(body, inline.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
+    };
+    let passed_on = |parts: Parts, bytes: Bytes| Request::from_parts(parts, Body::from(bytes));
+    match sort(&bytes) {
+        Sorted::Plain(request) => match handler.own_session().inline_peer() {
+            Some(peer) => answer(&inline.sessions, &session, handler, peer, *request, parts).await,
+            None => next.run(passed_on(parts, bytes)).await,
+        },
+        Sorted::Cancelled(id) => {
+            inline.sessions.cancel_inline(&session, &id);
+            next.run(passed_on(parts, bytes)).await
+        }
+        Sorted::Other => next.run(passed_on(parts, bytes)).await,
+    }
+}
+
+/// The session a POST names, when nothing in its head asks more than a plain answer: JSON
+/// in, both JSON and SSE accepted (rmcp answers 406 otherwise), no protocol version past the
+/// handshake era nor an unknown one (rmcp checks those), no SEP-2243 header.
+fn plain_post(headers: &HeaderMap) -> Option<String> {
+    let session = headers.get(SESSION_ID)?.to_str().ok()?;
+    let json_in = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| essence(v).eq_ignore_ascii_case(JSON));
+    let (mut json, mut sse) = (false, false);
+    for accept in headers.get_all(header::ACCEPT) {
+        for media in accept.to_str().unwrap_or_default().split(',') {
+            json |= essence(media).eq_ignore_ascii_case(JSON);
+            sse |= essence(media).eq_ignore_ascii_case(EVENT_STREAM);
+        }
+    }
+    let version_ok = headers.get_all(PROTOCOL_VERSION).iter().all(|v| {
+        v.to_str().is_ok_and(|v| {
+            v < rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+                && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .any(|known| known.as_str() == v)
+        })
+    });
+    let other_mcp = headers.keys().any(|name| {
+        let name = name.as_str();
+        name.starts_with("mcp-") && name != SESSION_ID && name != PROTOCOL_VERSION
+    });
+    (json_in && json && sse && version_ok && !other_mcp).then(|| session.to_owned())
+}
+
+fn essence(media: &str) -> &str {
+    media.split(';').next().unwrap_or_default().trim()
+}
+
+/// What a POST's body is, to this path.
+enum Sorted {
+    /// A request answered here.
+    Plain(Box<JsonRpcRequest<ClientRequest>>),
+    /// `notifications/cancelled` naming a request.
+    Cancelled(RequestId),
+    /// Anything else: rmcp's.
+    Other,
+}
+
+fn sort(bytes: &[u8]) -> Sorted {
+    // serde_json's own depth limit bounds a deep body; what does not parse is rmcp's to answer.
+    let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(bytes) else {
+        return Sorted::Other;
+    };
+    match message {
+        ClientJsonRpcMessage::Request(request) if is_plain(&request.request) => {
+            Sorted::Plain(Box::new(request))
+        }
+        ClientJsonRpcMessage::Notification(notification) => match notification.notification {
+            ClientNotification::CancelledNotification(cancelled) => cancelled
+                .params
+                .request_id
+                .map_or(Sorted::Other, Sorted::Cancelled),
+            _ => Sorted::Other,
+        },
+        _ => Sorted::Other,
+    }
+}
+
+/// A method answered here, asked in a way that needs no stream beside its answer's.
+fn is_plain(request: &ClientRequest) -> bool {
+    let method = matches!(
+        request,
+        ClientRequest::CallToolRequest(_)
+            | ClientRequest::GetPromptRequest(_)
+            | ClientRequest::ReadResourceRequest(_)
+            | ClientRequest::ListToolsRequest(_)
+            | ClientRequest::ListPromptsRequest(_)
+            | ClientRequest::ListResourcesRequest(_)
+            | ClientRequest::ListResourceTemplatesRequest(_)
+            | ClientRequest::PingRequest(_)
+    );
+    let meta = request.get_meta();
+    method && meta.get_progress_token().is_none() && meta.protocol_version().is_none()
+}
+
+/// Runs `request` on the session's handler in this task and answers it as JSON.
+async fn answer(
+    sessions: &Sessions,
+    session: &str,
+    handler: Gateway,
+    peer: Peer<RoleServer>,
+    request: JsonRpcRequest<ClientRequest>,
+    parts: Parts,
+) -> Response {
+    let JsonRpcRequest {
+        id, mut request, ..
+    } = request;
+    let mut context = RequestContext::new(id.clone(), peer);
+    context.meta = std::mem::take(request.get_meta_mut());
+    context.extensions = std::mem::take(request.extensions_mut());
+    // What rmcp puts there, and what the handler reads (trace context, task holder).
+    context.extensions.insert(parts);
+    let cancel = CancellationToken::new();
+    context.ct = cancel.clone();
+    sessions.started(session, id.clone(), cancel.clone());
+    // The client gone (this future dropped) cancels the call upstream, as rmcp would.
+    let running = Running {
+        sessions,
+        session,
+        id: &id,
+        _cancel: cancel.drop_guard(),
+    };
+    let result = handler.handle_request(request, context).await;
+    drop(running);
+    let message: ServerJsonRpcMessage = match result {
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    };
+    match serde_json::to_vec(&message) {
+        Ok(body) => {
+            let mut response = Response::new(Body::from(body));
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+            response
+        }
+        Err(error) => {
+            tracing::warn!(%error, "an answer could not be written as JSON");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// A request answered inline, known to its session until it ends.
+struct Running<'a> {
+    sessions: &'a Sessions,
+    session: &'a str,
+    id: &'a RequestId,
+    _cancel: tokio_util::sync::DropGuard,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.sessions.ended(self.session, self.id);
+    }
+}
+
+/// The body, up to `max` bytes (413 past it, as rmcp answers).
+async fn read(mut body: Body, max: usize) -> Result<Bytes, Response> {
+    let mut read = Vec::new();
+    loop {
+        let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await;
+        match frame {
+            None => break,
+            Some(Err(_)) => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: the body could not be read",
+                )
+                    .into_response());
+            }
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    if data.len() > max.saturating_sub(read.len()) {
+                        return Err(too_large(max));
+                    }
+                    if read.is_empty() && body.is_end_stream() {
+                        return Ok(data);
+                    }
+                    read.extend_from_slice(&data);
+                }
+            }
+        }
+    }
+    Ok(Bytes::from(read))
+}
+
+fn too_large(max: usize) -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Payload Too Large: request body exceeds {max} bytes"),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        headers
+    }
+
+    const PLAIN: [(&str, &str); 3] = [
+        ("mcp-session-id", "abc"),
+        ("content-type", "application/json; charset=utf-8"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+
+    #[test]
+    fn a_plain_post_names_its_session_and_anything_more_goes_to_rmcp() {
+        assert_eq!(plain_post(&headers(&PLAIN)).as_deref(), Some("abc"));
+        let with = |extra: (&str, &str)| {
+            let mut pairs = PLAIN.to_vec();
+            pairs.push(extra);
+            plain_post(&headers(&pairs))
+        };
+        assert!(with(("mcp-protocol-version", "2025-06-18")).is_some());
+        assert!(with(("mcp-protocol-version", "2026-07-28")).is_none());
+        assert!(with(("mcp-protocol-version", "1999-01-01")).is_none());
+        assert!(with(("mcp-method", "tools/call")).is_none());
+        assert!(plain_post(&headers(&PLAIN[1..])).is_none());
+        assert!(
+            plain_post(&headers(&[
+                PLAIN[0],
+                PLAIN[1],
+                ("accept", "application/json")
+            ]))
+            .is_none()
+        );
+        assert!(
+            plain_post(&headers(&[
+                PLAIN[0],
+                ("content-type", "text/plain"),
+                PLAIN[2]
+            ]))
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn only_plain_requests_are_answered_here() {
+        let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
+        assert!(matches!(sort(call), Sorted::Plain(_)));
+        let progress = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1}}}"#;
+        assert!(matches!(sort(progress), Sorted::Other));
+        let level =
+            br#"{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"info"}}"#;
+        assert!(matches!(sort(level), Sorted::Other));
+        let cancelled =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#;
+        assert!(matches!(
+            sort(cancelled),
+            Sorted::Cancelled(RequestId::Number(7))
+        ));
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(matches!(sort(deep.as_bytes()), Sorted::Other));
+        assert!(matches!(sort(b"{not json"), Sorted::Other));
+    }
+}
