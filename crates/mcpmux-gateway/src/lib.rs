@@ -19,7 +19,9 @@
 //! `access` what an identity may use (the tokens file), `sessions` the `/mcp` sessions bounded
 //! and bound to identities; `connections` the accept loop and the caps and deadlines
 //! (`deadlines`) every connection is under before the door; `http` and `stdio` the two ways
-//! in (`sse`, legacy HTTP+SSE, mounted by `http`). This file only re-exports.
+//! in (`sse`, legacy HTTP+SSE, and `inline`, plain requests on an established `/mcp`
+//! session answered without rmcp's session worker, mounted by `http`). This file only
+//! re-exports.
 
 mod access;
 mod access_log;
