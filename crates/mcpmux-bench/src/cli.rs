@@ -2,7 +2,8 @@
 //! one-shot program making the same call to the Node echo server (the CLI's own cost); the wall
 //! time and peak memory of a call with many servers configured (100 test servers of 53 tools
 //! each, warm tool caches) against one with only its own server, and of a warm
-//! `mcpmux tools --json` over all of them against one over that one server; the wall time of a
+//! `mcpmux tools --json` over all of them against one over that one server (and `tools -s` of
+//! that server among all of them); the wall time of a
 //! call with 10 servers configured (one of them taking 3 s to start), and of a warm
 //! `mcpmux tools` over those 10 against the cold one that must start them all.
 //!
@@ -369,6 +370,8 @@ struct Many {
     call_many: (Duration, f64),
     list_one: (Duration, f64),
     list_many: (Duration, f64),
+    /// `tools -s target --json` with every server configured: one server's listing.
+    list_own: (Duration, f64),
 }
 
 impl Many {
@@ -391,6 +394,10 @@ impl Many {
         row(
             format!("`mcpmux tools --json`, {servers} servers"),
             self.list_many,
+        );
+        row(
+            format!("`mcpmux tools -s target --json`, {servers} servers configured"),
+            self.list_own,
         );
         println!();
         println!(
@@ -415,17 +422,22 @@ fn many(args: &Args, mcpmux: &Path, server: &Path, dir: &Path) -> anyhow::Result
     }
     let call = ["call", "mcp__target__echo", r#"{"text":"bench"}"#];
     let list = ["tools", "--json"];
-    let mut runs: [Vec<(Duration, u64)>; 4] = Default::default();
+    let list_own = ["tools", "-s", "target", "--json"];
+    let mut runs: [Vec<(Duration, u64)>; 5] = Default::default();
     for _ in 0..args.runs {
         runs[0].push(measured(mcpmux_command(mcpmux, &home_one, &one, &call))?);
         runs[1].push(measured(mcpmux_command(mcpmux, &home_all, &all, &call))?);
         runs[2].push(measured(mcpmux_command(mcpmux, &home_one, &one, &list))?);
         runs[3].push(measured(mcpmux_command(mcpmux, &home_all, &all, &list))?);
+        runs[4].push(measured(mcpmux_command(
+            mcpmux, &home_all, &all, &list_own,
+        ))?);
     }
     Ok(Many {
         call_one: medians(&runs[0]),
         call_many: medians(&runs[1]),
         list_one: medians(&runs[2]),
         list_many: medians(&runs[3]),
+        list_own: medians(&runs[4]),
     })
 }

@@ -339,6 +339,14 @@ async fn run(cli: Cli) -> ExitCode {
         _ => None,
     };
     let (mut config, used_demo) = with_demo(config);
+    // `tools -s NAME` lists one server: the others' cached lists are not read, nor an
+    // uncached one started. Its tools are named as in a call, from that server alone.
+    if let Command::Tools {
+        server: Some(name), ..
+    } = &cli.command
+    {
+        config.servers.retain(|spec| &spec.name == name);
+    }
     // `get` shows the entry as resolved: kept before the hub takes the config.
     let entries = get::Entries {
         servers: match cli.command {

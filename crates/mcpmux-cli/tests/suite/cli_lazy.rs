@@ -130,3 +130,122 @@ fn servers_shows_a_lazy_server_idle_with_its_cached_tools() {
         .unwrap();
     assert!(line.contains("idle") && line.contains("(cached)"), "{line}");
 }
+
+/// The tool cache's files, one per server.
+fn cache_files(sandbox: &Sandbox) -> Vec<PathBuf> {
+    let dir = sandbox.home.join(".cache/mcpmux/tools");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Writes bytes that are not JSON over every cached list; their number.
+fn spoil_caches(sandbox: &Sandbox) -> usize {
+    let files = cache_files(sandbox);
+    for file in &files {
+        std::fs::write(file, "{not json").unwrap();
+    }
+    files.len()
+}
+
+/// The debug log's lines about a cached list that was read and found bad, for `server`.
+fn spoiled_reads<'a>(stderr: &'a str, server: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|l| {
+            l.contains("corrupt tool cache entry") && l.contains(&format!("server={server}"))
+        })
+        .collect()
+}
+
+#[test]
+fn tools_of_one_server_reads_and_starts_only_that_server() {
+    let s = two_servers("0");
+    assert_eq!(s.sandbox.run(&["tools"]).code, Some(0));
+    assert_eq!(spoil_caches(&s.sandbox), 2);
+    std::fs::remove_file(&s.fast).unwrap();
+    std::fs::remove_file(&s.slow).unwrap();
+
+    let run = s
+        .sandbox
+        .run(&["--log", "mcpmux=debug", "tools", "-s", "fast", "--json"]);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let tools: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    assert!(
+        tools.iter().any(|t| t["name"] == "mcp__fast__echo"),
+        "{tools:#?}"
+    );
+    assert!(tools.iter().all(|t| t["server"] == "fast"), "{tools:#?}");
+    assert!(s.fast.exists(), "its own list is bad: the server is asked");
+    assert!(!s.slow.exists(), "the other server was started: {run:#?}");
+    assert!(
+        spoiled_reads(&run.stderr, "slow").is_empty(),
+        "{}",
+        run.stderr
+    );
+
+    // The same log does say when a listing reads that server's bad list.
+    let all = s.sandbox.run(&["--log", "mcpmux=debug", "tools", "--json"]);
+    assert_eq!(all.code, Some(0), "{all:#?}");
+    assert!(
+        !spoiled_reads(&all.stderr, "slow").is_empty(),
+        "{}",
+        all.stderr
+    );
+
+    let unknown = s.sandbox.run(&["tools", "-s", "nope"]);
+    assert_eq!(unknown.code, Some(2), "{unknown:#?}");
+    assert!(unknown.stderr.contains("nope"), "{unknown:#?}");
+}
+
+#[test]
+fn a_call_among_many_servers_reads_none_of_their_cached_lists() {
+    let sandbox = Sandbox::new();
+    let marks = sandbox.project.join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let mut servers = serde_json::Map::new();
+    for i in 0..12 {
+        let name = format!("s{i}");
+        let marker = marks.join(&name);
+        servers.insert(name, marking_server(&marker, &[]));
+    }
+    sandbox.project_servers(Value::Object(servers));
+    assert_eq!(sandbox.run(&["tools"]).code, Some(0));
+    assert_eq!(spoil_caches(&sandbox), 12);
+    // One cannot be read at all: a folder where its file was.
+    let unreadable = cache_files(&sandbox).remove(0);
+    std::fs::remove_file(&unreadable).unwrap();
+    std::fs::create_dir(&unreadable).unwrap();
+    for mark in std::fs::read_dir(&marks).unwrap() {
+        std::fs::remove_file(mark.unwrap().path()).unwrap();
+    }
+
+    let run = sandbox.run(&[
+        "--log",
+        "mcpmux=debug",
+        "call",
+        "mcp__s7__echo",
+        r#"{"text":"among many"}"#,
+    ]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "among many\n"),
+        "{run:#?}"
+    );
+    let started: Vec<_> = std::fs::read_dir(&marks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(started, ["s7"], "{run:#?}");
+    let read: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.contains("corrupt tool cache entry") || l.contains("cannot read the tool cache entry")
+        })
+        .collect();
+    assert!(read.is_empty(), "a cached list was read: {read:#?}");
+}

@@ -54,7 +54,7 @@ pub(crate) use auth::secure_endpoint;
 pub(crate) use dedup::deduplicate;
 #[cfg(target_os = "linux")]
 pub(crate) use sandbox::Grants;
-pub(crate) use write::write_atomic;
+pub(crate) use write::write_cache;
 
 use std::collections::BTreeMap;
 use std::io;

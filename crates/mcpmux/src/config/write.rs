@@ -58,13 +58,36 @@ pub(crate) fn resolved(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Replaces `path` with `bytes` atomically. An existing file keeps its permissions; a new one
-/// gets `new_mode`, and missing folders are created with `dir_mode`.
+/// Replaces `path` with `bytes` atomically, on the disk when this returns. An existing file
+/// keeps its permissions; a new one gets `new_mode`, and missing folders are created with
+/// `dir_mode`.
 pub(crate) fn write_atomic(
     path: &Path,
     bytes: &[u8],
     new_mode: u32,
     dir_mode: u32,
+) -> io::Result<()> {
+    replace(path, bytes, new_mode, dir_mode, true)
+}
+
+/// [`write_atomic`] for a cache: readers still never see a torn file, but the disk is not
+/// waited for. A cache lost in a crash costs one refill (a bad entry is ignored), while the
+/// fsync cost every `mcpmux call` its tool-list write.
+pub(crate) fn write_cache(
+    path: &Path,
+    bytes: &[u8],
+    new_mode: u32,
+    dir_mode: u32,
+) -> io::Result<()> {
+    replace(path, bytes, new_mode, dir_mode, false)
+}
+
+fn replace(
+    path: &Path,
+    bytes: &[u8],
+    new_mode: u32,
+    dir_mode: u32,
+    durable: bool,
 ) -> io::Result<()> {
     let path = resolved(path);
     let dir = match path.parent() {
@@ -88,7 +111,9 @@ pub(crate) fn write_atomic(
         .tempfile_in(&dir)?;
     temporary.write_all(bytes)?;
     fs::set_file_mode(temporary.as_file(), mode)?;
-    temporary.as_file().sync_all()?;
+    if durable {
+        temporary.as_file().sync_all()?;
+    }
     temporary.persist(&path).map_err(|error| error.error)?;
     Ok(())
 }

@@ -144,7 +144,7 @@ impl ToolCache {
         // Write-then-rename in a folder only the user can enter: two processes never see a
         // torn file, and tool descriptions (which may say what a private server does) stay
         // private.
-        if let Err(e) = crate::config::write_atomic(&path, &bytes, 0o600, 0o700) {
+        if let Err(e) = crate::config::write_cache(&path, &bytes, 0o600, 0o700) {
             tracing::debug!(server = %spec.name, path = %path.display(), "cannot write the tool cache: {e}");
         }
     }

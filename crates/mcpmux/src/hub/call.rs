@@ -167,7 +167,17 @@ impl Hub {
         // Validation: the server never sees arguments its own schema rejects.
         let arguments = inner
             .validators
-            .prepare(tool, catalog.attached(&tool.name), arguments)
+            .prepare(
+                tool,
+                catalog.attached(&tool.name).map(|compiled| {
+                    compiled.get_or_init(|| {
+                        inner
+                            .validators
+                            .input(&tool.server, &tool.raw_name, &tool.input_schema)
+                    })
+                }),
+                arguments,
+            )
             .map_err(|refusal| match refusal {
                 schema::CallRefusal::Arguments(problems) => Error::InvalidArguments {
                     tool: tool.name.clone(),

@@ -1,9 +1,10 @@
 //! The hub's tool set: one catalog assembled from every server's tools and the harness's
 //! local tools (naming, filters and merge are the catalog's; this file decides when to
-//! rebuild and attaches compiled schemas), what is listed now, and the hub as a tool source.
+//! rebuild and attaches each tool's input validator, compiled on its first call), what is
+//! listed now, and the hub as a tool source.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -21,8 +22,9 @@ use crate::schema::validate::Compiled;
 use crate::state::ServerState;
 use crate::sync;
 
-/// A shared, immutable catalog with each tool's compiled input schema.
-pub(super) type Snapshot = Arc<Catalog<Compiled>>;
+/// A shared, immutable catalog with each tool's input validator, compiled when a call first
+/// needs it: a listing compiles nothing, a call compiles the one schema it validates against.
+pub(super) type Snapshot = Arc<Catalog<OnceLock<Compiled>>>;
 
 impl Hub {
     /// The catalog of the lists read so far: rebuilt only when a server's tools, state or
@@ -65,21 +67,17 @@ impl Hub {
             inner.registry.entries(),
         );
         *sync::write(&inner.shadowed) = dropped;
-        // Compiled once per schema version: an invalid schema is logged now, and the tool
-        // stays listed (its calls go unvalidated); one beyond the hub's bounds is unusable.
+        // A listing needs only to know which tools cannot be called: the bounds' walk, not
+        // a compile (with 100 servers of 53 tools, compiling every schema cost a listing
+        // most of its time and memory). A call compiles its tool's schema on first use.
         let catalog = Arc::new(catalog.attach(|tool| {
             tool.cached = table
                 .server(&tool.server)
                 .is_some_and(|s| s.connection.is_cached());
-            let compiled = inner
-                .validators
-                .input(&tool.server, &tool.raw_name, &tool.input_schema);
-            if let Err(e) = compiled.as_ref()
-                && e.unusable
-            {
-                tool.unusable = Some(format!("its input schema cannot be used: {}", e.message));
+            if let Err(reason) = crate::schema::budget::check(&tool.input_schema) {
+                tool.unusable = Some(format!("its input schema cannot be used: {reason}"));
             }
-            compiled
+            OnceLock::new()
         }));
         let listed: HashSet<(&str, &str)> = catalog
             .tools()
