@@ -54,6 +54,8 @@ const HASHED_KEYS: &[&str] = &[
     "bearer_token_env_var",
     "http_headers",
     "env_http_headers",
+    // Cursor's OAuth client (`auth`: client id, secret, scopes), read as `oauth` is.
+    "auth",
     // What a server may do once it runs: which tools are exposed, in which stages and for which
     // agents, and the side-effect classes the policy sees (relabelling a tool `read` lets a call
     // pass an `ask = ["effect:mutate"]` rule), with the other tools' names for tool filters.

@@ -6,13 +6,20 @@
 //! (streamable HTTP) with `headers` for a remote one; `timeout` (milliseconds, per request),
 //! `trust`, `includeTools`, `excludeTools`, `description`; `$NAME` / `${NAME}` in values, an
 //! unset variable kept as written (geminicli.com/docs/cli/configuration).
+//!
+//! `oauth` (Gemini CLI's `MCPOAuthConfig`): `clientId`, `clientSecret` and `scopes` are the same
+//! keys of mcpmux's `oauth`; a `redirectUri` that is mcpmux's own loopback URI gives its
+//! `callbackPort`; `enabled: true` is what mcpmux does anyway. The fixed endpoints
+//! (`authorizationUrl`, `tokenUrl`, `registrationUrl`), `audiences` and `tokenParamName` are
+//! reported: mcpmux discovers the endpoints and sends the token in a header.
 
 use serde_json::{Map, Value};
 
+use super::oauth::{self, Key};
 use super::{Keys, Reader, duration, string_list, take};
 use crate::config::entry::{Entry, FileEntries};
 use crate::config::fields::{Fields, RawTransport};
-use crate::config::{ConfigError, ServerSpec};
+use crate::config::{AuthSpec, ConfigError, ServerSpec, TransportSpec};
 
 /// How mcpmux reads one Gemini CLI `settings.json`: its `mcpServers`, enabled as its `mcp` lists say.
 pub(crate) const READER: Reader = Reader {
@@ -21,12 +28,8 @@ pub(crate) const READER: Reader = Reader {
         silent: &["description", "extensionName"],
         unhonoured: &[
             (
-                "oauth",
-                "set the OAuth client in mcpmux.toml: [servers.NAME.oauth], then run `mcpmux auth login NAME`",
-            ),
-            (
                 "authProviderType",
-                "mcpmux authenticates with OAuth discovery or headers; see [servers.NAME.oauth] in mcpmux.toml",
+                "mcpmux authenticates with OAuth discovery (\"dynamic_discovery\") or headers; see [servers.NAME.oauth] in mcpmux.toml",
             ),
             (
                 "targetAudience",
@@ -40,6 +43,77 @@ pub(crate) const READER: Reader = Reader {
     },
     read: server,
 };
+
+/// Why a fixed endpoint is not honoured.
+const ENDPOINT: &str = "mcpmux finds the authorization server's endpoints by discovery (RFC 9728, RFC 8414); to pin the authorization server, set [servers.NAME.oauth] issuer = \"...\" in mcpmux.toml";
+
+/// The keys of Gemini CLI's `oauth` object, as mcpmux's `oauth` names them (`enabled` and
+/// `redirectUri` are read first, in [`auth`]).
+const OAUTH_KEYS: &[(&str, Key)] = &[
+    ("clientId", Key::Ours("clientId")),
+    ("clientSecret", Key::Ours("clientSecret")),
+    ("scopes", Key::Ours("scopes")),
+    ("redirectUri", Key::Ours("callbackPort")),
+    ("authorizationUrl", Key::Unhonoured(ENDPOINT)),
+    ("tokenUrl", Key::Unhonoured(ENDPOINT)),
+    ("registrationUrl", Key::Unhonoured(ENDPOINT)),
+    (
+        "audiences",
+        Key::Unhonoured(
+            "mcpmux sends no audience parameter; its tokens are for the server's own URL (RFC 8707 resource)",
+        ),
+    ),
+    (
+        "tokenParamName",
+        Key::Unhonoured("mcpmux sends the token in the Authorization header, never in the URL"),
+    ),
+];
+
+/// mcpmux's redirect URI is `http://127.0.0.1:PORT/callback`.
+const REDIRECT: &str = "mcpmux's redirect URI is http://127.0.0.1:PORT/callback: register that with the authorization server and set [servers.NAME.oauth] callback_port = PORT in mcpmux.toml";
+
+/// The entry's `oauth` object read into mcpmux's OAuth settings.
+fn auth(
+    fields: &Fields<'_>,
+    mut value: Value,
+    transport: &TransportSpec,
+    warnings: &mut Vec<ConfigError>,
+) -> Result<AuthSpec, ConfigError> {
+    if let Value::Object(map) = &mut value {
+        if let Some(enabled) = take(map, "enabled")
+            && !fields.boolean("oauth.enabled", enabled)?
+        {
+            warnings.push(fields.unhonoured(
+                "oauth.enabled",
+                "mcpmux answers a server's 401 with OAuth whatever this says; to send a token instead, set it in \"headers\"",
+            ));
+        }
+        if let Some(uri) = take(map, "redirectUri") {
+            // Only mcpmux's own redirect URI maps: another one registered with the
+            // authorization server would not match the one mcpmux sends.
+            match uri.as_str().and_then(loopback_port) {
+                Some(port) => {
+                    map.insert("redirectUri".to_owned(), Value::from(port));
+                }
+                None => warnings.push(fields.unhonoured("oauth.redirectUri", REDIRECT)),
+            }
+        }
+    }
+    oauth::read(fields, "oauth", value, OAUTH_KEYS, transport, warnings)
+}
+
+/// The port of `http://127.0.0.1:PORT/callback`, mcpmux's loopback redirect URI.
+pub(crate) fn loopback_port(uri: &str) -> Option<u16> {
+    let url = url::Url::parse(uri).ok()?;
+    let plain = url.scheme() == "http"
+        && url.host_str() == Some("127.0.0.1")
+        && url.path() == "/callback"
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none();
+    url.port().filter(|port| plain && *port != 0)
+}
 
 /// Disables the servers Gemini CLI's `mcp.allowed` / `mcp.excluded` lists leave out.
 pub(crate) fn apply_lists(root: &Map<String, Value>, file: &mut FileEntries) {
@@ -91,7 +165,17 @@ fn server(
         (None, None) => {}
     }
     let transport = fields.transport(raw)?;
-    let mut spec = ServerSpec::new(fields.server(), transport);
+    let auth = match take(map, "oauth") {
+        Some(value) => auth(fields, value, &transport, warnings)?,
+        None => AuthSpec::default(),
+    };
+    // The default provider type is what mcpmux does; the Google ones are reported.
+    if let Some(kind) = map.remove("authProviderType")
+        && kind.as_str() != Some("dynamic_discovery")
+    {
+        map.insert("authProviderType".to_owned(), kind);
+    }
+    let mut spec = ServerSpec::new(fields.server(), transport).with_auth(auth);
     if let Some(ms) = take(map, "timeout") {
         spec.call_timeout = duration(fields, "timeout", &ms, 1000.0)?;
     }

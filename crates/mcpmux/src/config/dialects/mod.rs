@@ -12,6 +12,7 @@ pub(crate) mod codex;
 pub(crate) mod cursor;
 pub(crate) mod env_file;
 pub(crate) mod gemini;
+pub(crate) mod oauth;
 pub(crate) mod vars;
 pub(crate) mod vscode;
 pub(crate) mod windsurf;

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approvals;
+mod dialect_oauth;
 mod entries;
 // File modes and owners: Unix only (`platform::fs`).
 #[cfg(unix)]
