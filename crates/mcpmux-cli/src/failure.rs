@@ -62,17 +62,29 @@ pub fn exit_code(outcome: Result<(), Failure>) -> ExitCode {
 
 /// The error and each cause under it, `: `-joined as anyhow's `{:#}` does, leaving out a cause
 /// whose words are already said: the library's messages carry their cause's text and keep the
-/// cause as `source()` too (for a harness walking the chain), which would print it twice.
+/// cause as `source()` too (for a harness walking the chain), which would print it twice. Under
+/// a library error nothing more is said: its message has its cause's words already, cut to what
+/// a person needs (no parser position suffix, no transport type names).
 pub fn story(error: &anyhow::Error) -> String {
     let mut text = error.to_string();
+    let mut above: &(dyn std::error::Error + 'static) = error.as_ref();
     for cause in error.chain().skip(1) {
+        if says_its_cause(above) {
+            break;
+        }
         let words = cause.to_string();
         if !text.contains(&words) {
             text.push_str(": ");
             text.push_str(&words);
         }
+        above = cause;
     }
     text
+}
+
+/// Whether `error` is the library's, whose message says its cause in its own words.
+fn says_its_cause(error: &(dyn std::error::Error + 'static)) -> bool {
+    error.is::<mcpmux::Error>() || error.is::<mcpmux::config::ConfigError>()
 }
 
 #[cfg(test)]
@@ -107,5 +119,21 @@ mod tests {
         assert_eq!(story(&error), "loading the approvals: cannot read it: gone");
         let error = anyhow::anyhow!("outer").context("top");
         assert_eq!(story(&error), "top: outer");
+    }
+
+    #[test]
+    fn a_library_error_says_its_cause_in_its_own_words_once() {
+        // rmcp's wrapping of a transport's error: the library says only the innermost words.
+        let io = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "pipe closed");
+        let error = mcpmux::Error::Protocol {
+            server: "s".into(),
+            message: "tools/list: pipe closed".into(),
+            source: Some(Box::new(Says { source: io })),
+        };
+        let error = anyhow::Error::new(error).context("listing the tools");
+        assert_eq!(
+            story(&error),
+            "listing the tools: server `s` violated the protocol: tools/list: pipe closed"
+        );
     }
 }

@@ -90,6 +90,7 @@ mod tests {
             server: "files".into(),
             state: mcpmux::ServerState::Stopped,
             reason: "shut down".into(),
+            source: None,
         };
         let result = error(&down).unwrap();
         assert_eq!(result.is_error, Some(true));
@@ -133,6 +134,7 @@ mod tests {
             server: "files".into(),
             state: mcpmux::ServerState::Stopped,
             reason: "shut down".into(),
+            source: None,
         };
         let told = failure(&down);
         assert_eq!(told.code, rmcp::model::ErrorCode::INTERNAL_ERROR);

@@ -78,6 +78,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             server,
             message,
             stderr_tail,
+            ..
         } => {
             set("kind", "connect".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
@@ -111,6 +112,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             server,
             state,
             reason,
+            ..
         } => {
             set("kind", "unavailable".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
@@ -138,6 +140,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             what,
             reason,
             stderr_tail,
+            ..
         } => {
             set("kind", "connection_lost".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
@@ -172,7 +175,9 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             set("reason", clean(message).into_pyobject(py)?.into_any())?;
             "ServerError"
         }
-        Error::Protocol { server, message } => {
+        Error::Protocol {
+            server, message, ..
+        } => {
             set("kind", "protocol".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
             set("reason", clean(message).into_pyobject(py)?.into_any())?;

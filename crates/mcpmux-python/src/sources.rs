@@ -61,6 +61,7 @@ impl ToolSource for PySource {
                 server: source.clone(),
                 message,
                 stderr_tail: Vec::new(),
+                source: None,
             };
             let Value::Array(entries) =
                 listed.map_err(|e| fail(format!("list_tools failed: {e}")))?

@@ -34,6 +34,10 @@ pub enum Error {
         message: String,
         /// The last lines the server wrote to stderr, if any.
         stderr_tail: Vec<String>,
+        /// The cause, when it is a Rust error (only its words, redacted, when they hold a
+        /// URL's secret).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// OAuth failed for a server: discovery, registration, the authorization, the token
@@ -69,6 +73,10 @@ pub enum Error {
         state: ServerState,
         /// Why, and what to do.
         reason: String,
+        /// The cause, when it is a Rust error (only its words, redacted, when they hold a
+        /// URL's secret).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// No server of that name is configured.
@@ -111,6 +119,10 @@ pub enum Error {
         reason: String,
         /// The last lines the server wrote to stderr, if any.
         stderr_tail: Vec<String>,
+        /// The cause, when it is a Rust error (only its words, redacted, when they hold a
+        /// URL's secret).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// No tool has that name.
@@ -169,6 +181,10 @@ pub enum Error {
         reason: String,
         /// The last lines the server wrote to stderr, if any.
         stderr_tail: Vec<String>,
+        /// The cause, when it is a Rust error (only its words, redacted, when they hold a
+        /// URL's secret).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// The server answered something that is not valid MCP.
@@ -178,6 +194,10 @@ pub enum Error {
         server: String,
         /// What was wrong.
         message: String,
+        /// The cause, when it is a Rust error (only its words, redacted, when they hold a
+        /// URL's secret).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// The caller cancelled, or the hub is shutting down.
@@ -265,6 +285,26 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error with `error` kept as its cause (see [`cause`]), for a variant that keeps one
+    /// as a `String`'s worth of words and the error beside them; any other is returned as is.
+    pub(crate) fn caused_by(
+        mut self,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        if let Error::Connect { source, .. }
+        | Error::ConnectionLost { source, .. }
+        | Error::Unavailable { source, .. }
+        | Error::Protocol { source, .. }
+        | Error::TaskLost { source, .. }
+        | Error::Auth { source, .. } = &mut self
+        {
+            *source = cause(error);
+        }
+        self
+    }
+}
+
 /// JSON-RPC error codes that say the request was wrong, not the server: parse error, invalid
 /// request, method not found, invalid params (JSON-RPC 2.0), resource not found (-32002),
 /// a client capability missing (-32021) and URL elicitation required (-32042) (MCP).
@@ -277,6 +317,38 @@ fn refuses_the_request(code: i32) -> bool {
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The cause an error keeps as its `source`, for a harness walking the chain; its words are
+/// in the error's own message already.
+pub(crate) type Cause = Option<Box<dyn std::error::Error + Send + Sync>>;
+
+/// `error` as an error keeps it as its cause: itself when none of its words (its `Display`
+/// down its chain, its `Debug`) hold anything [`redact_text`] would take out, else only its
+/// words, redacted: whoever walks the chain prints them, and the secret must not ride along.
+pub(crate) fn cause(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+    let clean = |text: String| redact_text(&text) == text;
+    let words = std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source())
+        .all(|e| clean(e.to_string()));
+    if words && clean(format!("{error:?}")) {
+        Some(Box::new(error))
+    } else {
+        Some(Box::new(Redacted(
+            redact_text(&error.to_string()).into_owned(),
+        )))
+    }
+}
+
+/// A cause's words with its URLs redacted, standing in for a cause that held a secret.
+#[derive(Debug)]
+struct Redacted(String);
+
+impl std::fmt::Display for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Redacted {}
 
 fn tail_suffix(tail: &[String]) -> String {
     if tail.is_empty() {
@@ -357,17 +429,20 @@ mod tests {
                 server: "s".into(),
                 message: format!("error sending request for url ({url})"),
                 stderr_tail: vec![format!("GET {url}")],
+                source: None,
             },
             Error::ConnectionLost {
                 server: "s".into(),
                 what: "tools/call".into(),
                 reason: format!("POST {url} failed"),
                 stderr_tail: Vec::new(),
+                source: None,
             },
             Error::Unavailable {
                 server: "s".into(),
                 state: ServerState::Stopped,
                 reason: url.into(),
+                source: None,
             },
             Error::Server {
                 server: "s".into(),
@@ -391,10 +466,122 @@ mod tests {
             server: "broken".into(),
             message: "process exited with status 3".into(),
             stderr_tail: vec!["Error: missing API key".into()],
+            source: None,
         };
         let text = err.to_string();
         assert!(text.contains("server `broken`"), "{text}");
         assert!(text.contains("Error: missing API key"), "{text}");
+    }
+
+    /// The error `error` keeps as its cause, as `E`.
+    fn kept<E: std::error::Error + 'static>(error: &Error) -> &E {
+        std::error::Error::source(error)
+            .and_then(|cause| cause.downcast_ref::<E>())
+            .unwrap_or_else(|| panic!("no {} under {error}", std::any::type_name::<E>()))
+    }
+
+    fn io(words: &str) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::BrokenPipe, words.to_owned())
+    }
+
+    #[test]
+    fn each_cause_kept_is_the_original_error_and_the_message_is_unchanged() {
+        let bad_json = || serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        let connect = Error::Connect {
+            server: "s".into(),
+            message: "cannot start `x`: pipe closed".into(),
+            stderr_tail: vec!["boom".into()],
+            source: None,
+        };
+        assert_eq!(
+            connect.to_string(),
+            "server `s`: could not connect: cannot start `x`: pipe closed\n  \
+             server stderr (last lines):\n    boom"
+        );
+        let shown = connect.to_string();
+        let connect = connect.caused_by(io("pipe closed"));
+        assert_eq!(connect.to_string(), shown);
+        assert_eq!(kept::<std::io::Error>(&connect).to_string(), "pipe closed");
+
+        let lost = Error::ConnectionLost {
+            server: "s".into(),
+            what: "tools/call echo".into(),
+            reason: "pipe closed".into(),
+            stderr_tail: Vec::new(),
+            source: cause(io("pipe closed")),
+        };
+        assert_eq!(
+            lost.to_string(),
+            "server `s`: connection lost during tools/call echo: pipe closed"
+        );
+        assert_eq!(
+            kept::<std::io::Error>(&lost).kind(),
+            std::io::ErrorKind::BrokenPipe
+        );
+
+        let unavailable = Error::Unavailable {
+            server: "s".into(),
+            state: ServerState::Stopped,
+            reason: "removed by a reload while the call was in flight (pipe closed)".into(),
+            source: cause(io("pipe closed")),
+        };
+        assert_eq!(
+            unavailable.to_string(),
+            "server `s` is stopped: removed by a reload while the call was in flight (pipe closed)"
+        );
+        kept::<std::io::Error>(&unavailable);
+
+        let protocol = Error::Protocol {
+            server: "s".into(),
+            message: format!("cannot read the answer: {}", bad_json()),
+            source: cause(bad_json()),
+        };
+        assert_eq!(
+            protocol.to_string(),
+            "server `s` violated the protocol: cannot read the answer: \
+             EOF while parsing an object at line 1 column 1"
+        );
+        assert_eq!(kept::<serde_json::Error>(&protocol).line(), 1);
+
+        let lost_task = Error::TaskLost {
+            server: "s".into(),
+            task: "t1".into(),
+            reason: "pipe closed".into(),
+            stderr_tail: Vec::new(),
+            source: None,
+        }
+        .caused_by(io("pipe closed"));
+        assert_eq!(
+            lost_task.to_string(),
+            "server `s`: task `t1` is lost: pipe closed"
+        );
+        kept::<std::io::Error>(&lost_task);
+    }
+
+    #[test]
+    fn a_cause_whose_words_hold_a_url_secret_is_kept_as_its_words_redacted() {
+        let url = "http://u:S2@127.0.0.1:9/mcp?api_key=S1#S3";
+        let error = Error::ConnectionLost {
+            server: "s".into(),
+            what: "tools/call".into(),
+            reason: format!("POST {url} failed"),
+            stderr_tail: Vec::new(),
+            source: None,
+        }
+        .caused_by(io(&format!("POST {url} failed")));
+        let said = std::error::Error::source(&error).unwrap_or_else(|| panic!("no cause"));
+        // Not the original (its words hold the secret), and nothing under it.
+        assert!(said.downcast_ref::<std::io::Error>().is_none());
+        assert!(said.source().is_none());
+        assert_eq!(said.to_string(), "POST http://127.0.0.1:9/mcp?… failed");
+        for shown in [said.to_string(), format!("{said:?}"), error.to_string()] {
+            for secret in ["S1", "S2", "S3"] {
+                assert!(!shown.contains(secret), "{shown}");
+            }
+        }
+        // A URL with nothing to hide leaves the error as it was.
+        let plain = cause(io("POST http://127.0.0.1:9/mcp failed"));
+        assert!(plain.is_some_and(|kept| kept.downcast_ref::<std::io::Error>().is_some()));
     }
 
     #[test]

@@ -184,6 +184,7 @@ impl Error {
                 server,
                 message,
                 stderr_tail,
+                ..
             } => (
                 "could not connect".to_string(),
                 server,
@@ -213,6 +214,7 @@ impl Error {
                 server,
                 state,
                 reason,
+                ..
             } => (format!("is {}", state.label()), server, reason.clone()),
             Error::CircuitOpen { server, message } => (
                 "its circuit breaker is open".to_string(),
@@ -224,6 +226,7 @@ impl Error {
                 what,
                 reason,
                 stderr_tail,
+                ..
             } => {
                 let during = if plain(what) {
                     what.as_str()
@@ -242,9 +245,9 @@ impl Error {
                 message,
                 ..
             } => (format!("returned error {code}"), server, message.clone()),
-            Error::Protocol { server, message } => {
-                ("violated the protocol".to_string(), server, message.clone())
-            }
+            Error::Protocol {
+                server, message, ..
+            } => ("violated the protocol".to_string(), server, message.clone()),
             Error::RequiredServerFailed { server, message } => (
                 "(required) failed to start".to_string(),
                 server,

@@ -30,7 +30,7 @@ pub(crate) fn parse(
     cx: &Context<'_>,
     shape: &Shape,
 ) -> Result<FileEntries, ConfigError> {
-    let root: Value = serde_json::from_str(text).map_err(|error| parse_error(cx.file, &error))?;
+    let root: Value = serde_json::from_str(text).map_err(|error| parse_error(cx.file, error))?;
     let Value::Object(mut root) = root else {
         return Err(ConfigError::Parse {
             file: cx.file.to_path_buf(),
@@ -41,6 +41,7 @@ pub(crate) fn parse(
                 "the top level is {}, not an object: write {{\"mcpServers\": {{...}}}}",
                 super::value::kind_name(&root, Dialect::Claude)
             ),
+            source: None,
         });
     };
 
@@ -68,7 +69,7 @@ pub(crate) fn parse(
 }
 
 /// A parse error at the parser's position, with serde_json's own position suffix removed.
-pub(crate) fn parse_error(file: &Path, error: &serde_json::Error) -> ConfigError {
+pub(crate) fn parse_error(file: &Path, error: serde_json::Error) -> ConfigError {
     let text = error.to_string();
     let suffix = format!(" at line {} column {}", error.line(), error.column());
     let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
@@ -79,6 +80,7 @@ pub(crate) fn parse_error(file: &Path, error: &serde_json::Error) -> ConfigError
         line: Some(error.line()).filter(|line| *line > 0),
         column: Some(error.column().max(1)),
         message,
+        source: Some(Box::new(error)),
     }
 }
 

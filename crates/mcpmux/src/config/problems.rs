@@ -64,6 +64,10 @@ pub enum ConfigError {
         column: Option<usize>,
         /// What the parser said.
         message: String,
+        /// The parser's error, when it is a Rust error whose words quote nothing of the file
+        /// (TOML's quote the offending line, which may hold a secret, and are not kept).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// A field the entry needs is absent.

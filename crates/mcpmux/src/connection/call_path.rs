@@ -221,6 +221,7 @@ impl Connection {
                     "answered tools/call `{tool}` with something that is not a tool result ({})",
                     super::exchange::result_kind(&other)
                 ),
+                source: None,
             }),
         }
     }

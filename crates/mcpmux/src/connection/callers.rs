@@ -30,17 +30,18 @@ const ID_WAIT: Duration = Duration::from_secs(2);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LogParty(pub(crate) Option<u64>);
 
-/// One call in flight: for whom, and who passes its requests on (none: the hub's host).
+/// Whose one call in flight is: the party it is made for, and who passes its server→client
+/// requests on (none: the hub's host).
 #[derive(Clone)]
-pub(crate) struct Caller {
+pub(crate) struct CallParty {
     pub(crate) party: Option<u64>,
     pub(crate) relay: Option<Arc<dyn Relay>>,
 }
 
-impl Caller {
-    /// The caller of a call made with `relay` (none: the harness itself).
+impl CallParty {
+    /// The party of a call made with `relay` (none: the harness itself).
     pub(crate) fn of(relay: Option<&Arc<dyn Relay>>) -> Self {
-        Caller {
+        CallParty {
             party: relay.map(|r| r.party()),
             relay: relay.cloned(),
         }
@@ -51,7 +52,7 @@ struct Entry {
     key: u64,
     /// The call's request id, once rmcp has sent it.
     id: Option<RequestId>,
-    caller: Caller,
+    caller: CallParty,
 }
 
 #[derive(Default)]
@@ -70,8 +71,8 @@ pub(crate) struct Callers {
 
 /// Who a request is for.
 pub(crate) enum Attribution {
-    /// One call's caller.
-    Call(Caller),
+    /// One call's party.
+    Call(CallParty),
     /// No call: the request came outside any.
     Outside,
     /// Calls of this many parties are in flight and nothing says which one asks.
@@ -85,7 +86,7 @@ impl Callers {
 
     /// A book holding only `caller`'s call: for the requests a 2026-07-28 server makes inside
     /// that call's result, which can only be that call's.
-    pub(crate) fn only(caller: Caller) -> Self {
+    pub(crate) fn only(caller: CallParty) -> Self {
         let callers = Callers::default();
         *callers.lock() = Book {
             next: 1,
@@ -100,7 +101,7 @@ impl Callers {
 
     /// A call is about to be sent: it is in flight (for requests no transport ties to a call)
     /// until the returned guard is dropped.
-    pub(crate) fn enter(&self, caller: Caller) -> InFlight {
+    pub(crate) fn enter(&self, caller: CallParty) -> InFlight {
         let mut book = self.lock();
         let key = book.next;
         book.next += 1;
@@ -225,9 +226,9 @@ mod tests {
         }
     }
 
-    fn caller(party: u64) -> Caller {
+    fn caller(party: u64) -> CallParty {
         let relay: Arc<dyn Relay> = Arc::new(Party(party));
-        Caller::of(Some(&relay))
+        CallParty::of(Some(&relay))
     }
 
     fn party_of(attribution: Attribution) -> Option<Option<u64>> {
@@ -256,7 +257,7 @@ mod tests {
         drop(first);
         drop(second);
         // The harness's own call is a party too.
-        let _own = callers.enter(Caller::of(None));
+        let _own = callers.enter(CallParty::of(None));
         assert_eq!(party_of(callers.attribute(None).await), Some(None));
     }
 
@@ -314,7 +315,7 @@ mod tests {
         drop(a);
         assert_eq!(callers.sole_party(), Some(2));
         drop(b);
-        let _own = callers.enter(Caller::of(None));
+        let _own = callers.enter(CallParty::of(None));
         assert_eq!(callers.sole_party(), None);
     }
 

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::callers::{Attribution, Caller, Callers, LogParty};
+use super::callers::{Attribution, CallParty, Callers, LogParty};
 use super::progress_routes::ProgressRoutes;
 use crate::host::{
     ElicitationKind, ElicitationReply, ElicitationRequest, Host, HostError, Relay, Relayed,
@@ -194,7 +194,7 @@ impl HubClient {
     ) -> Result<Answerer, ErrorData> {
         let origin = context.extensions.get::<InboundStreamOrigin>();
         match self.callers.attribute(origin).await {
-            Attribution::Call(Caller {
+            Attribution::Call(CallParty {
                 relay: Some(relay), ..
             }) => Ok(Answerer::Relay(relay)),
             Attribution::Call(_) | Attribution::Outside if self.host.answers(method) => {

@@ -22,7 +22,7 @@ use rmcp::service::{Peer, RoleClient, ServiceError};
 use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, Sleep};
 
-use super::callers::Caller;
+use super::callers::CallParty;
 use super::handshake::{STDERR_DRAIN, wait_exit};
 use super::outgoing::Sent;
 use super::progress_routes::Route;
@@ -156,6 +156,7 @@ impl Connection {
                         round_answers::MAX_INPUT_ROUNDS,
                         round_answers::MAX_INPUT_ROUNDS
                     ),
+                    source: None,
                 });
             }
             let requests = asked.input_requests.unwrap_or_default();
@@ -163,6 +164,7 @@ impl Connection {
                 return Err(Error::Protocol {
                     server: server.clone(),
                     message: format!("answered {what} with input_required but asked for nothing"),
+                    source: None,
                 });
             }
             tracing::debug!(server = %server, what, round = rounds, requests = requests.len(), "the server asks for input (input_required)");
@@ -203,7 +205,7 @@ impl Connection {
         clock: &mut Clock<'_>,
     ) -> Result<ServerResult, Error> {
         // In flight before it is sent: the server may ask its caller something at once.
-        let caller = live.callers.enter(Caller::of(options.relay.as_ref()));
+        let caller = live.callers.enter(CallParty::of(options.relay.as_ref()));
         let meta = request_meta(live, options, kind);
         // The call's progress route is in place before the server can answer: the reader may
         // hand on the first steps before this task runs again.
@@ -302,6 +304,7 @@ impl Connection {
                     what: what.to_string(),
                     reason: innermost_message(&error),
                     stderr_tail: Vec::new(),
+                    source: crate::error::cause(error),
                 };
             }
             _ => {}
@@ -322,6 +325,7 @@ impl Connection {
             what: what.to_string(),
             reason,
             stderr_tail,
+            source: None,
         }
     }
 }
@@ -493,10 +497,12 @@ pub(super) fn service_error(server: &str, what: &str, e: ServiceError) -> Error 
             what: what.to_string(),
             reason: e.to_string(),
             stderr_tail: Vec::new(),
+            source: crate::error::cause(e),
         },
         other => Error::Protocol {
             server: server.to_string(),
             message: format!("{what}: {other}"),
+            source: crate::error::cause(other),
         },
     }
 }

@@ -101,6 +101,7 @@ pub(super) fn split_tail(error: Error) -> (String, Vec<String>) {
             server: _,
             message,
             stderr_tail,
+            ..
         } => (message, stderr_tail),
         other => (other.to_string(), Vec::new()),
     }
@@ -373,6 +374,7 @@ async fn attempt(
                         fmt_duration(spec.startup_timeout)
                     ),
                     stderr_tail,
+                    source: None,
                 },
                 (_, Some(exit)) => Error::Connect {
                     server: spec.name.clone(),
@@ -386,6 +388,7 @@ async fn attempt(
                         None => format!("{exit} before completing the MCP handshake"),
                     },
                     stderr_tail,
+                    source: None,
                 },
                 (HandshakeFailure::Init(e), None) => Error::Connect {
                     server: spec.name.clone(),
@@ -395,6 +398,7 @@ async fn attempt(
                         None => describe_init_error(&e),
                     },
                     stderr_tail,
+                    source: crate::error::cause(e),
                 },
             };
             Err(AttemptFailure {
@@ -512,6 +516,7 @@ pub(super) async fn list_tools(
                     server: server.to_string(),
                     message: format!("tools/list failed: {e}"),
                     stderr_tail: Vec::new(),
+                    source: crate::error::cause(e),
                 })?;
             for tool in &page.tools {
                 let parsed = serde_json::to_value(tool)
@@ -545,6 +550,7 @@ pub(super) async fn list_tools(
                 server: server.to_string(),
                 message: format!("tools/list did not answer within {}", fmt_duration(timeout)),
                 stderr_tail: Vec::new(),
+                source: None,
             })
         })
 }

@@ -313,6 +313,7 @@ impl Connection {
                 ServerState::Pending { .. } => "still connecting".into(),
                 _ => "not connected".into(),
             },
+            source: None,
         }
     }
 

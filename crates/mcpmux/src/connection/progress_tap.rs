@@ -257,7 +257,7 @@ mod tests {
         let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
             "params": {"level": "info", "data": "secret"}});
         let relay: std::sync::Arc<dyn crate::host::Relay> = std::sync::Arc::new(Party(7));
-        let call = callers.enter(crate::connection::callers::Caller::of(Some(&relay)));
+        let call = callers.enter(crate::connection::callers::CallParty::of(Some(&relay)));
         server_out
             .write_all(format!("{log}\n").as_bytes())
             .await

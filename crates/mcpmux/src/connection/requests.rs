@@ -244,6 +244,7 @@ impl Connection {
         serde_json::from_value(value).map_err(|e| Error::Protocol {
             server: server.to_string(),
             message: format!("prompts/get answered something that is not a prompt: {e}"),
+            source: crate::error::cause(e),
         })
     }
 
@@ -273,6 +274,7 @@ impl Connection {
                 "{method} answered something that is not a {expected} ({})",
                 super::exchange::result_kind(answer)
             ),
+            source: None,
         }
     }
 
@@ -308,6 +310,7 @@ impl Connection {
             .ok_or_else(|| Error::Protocol {
                 server: server.to_string(),
                 message: "completion/complete answered something that is not a completion".into(),
+                source: None,
             })
     }
 
@@ -401,6 +404,7 @@ fn to_json<T: Serialize>(server: &str, value: &T) -> Result<Value> {
     serde_json::to_value(value).map_err(|e| Error::Protocol {
         server: server.to_string(),
         message: format!("cannot read the answer: {e}"),
+        source: crate::error::cause(e),
     })
 }
 
@@ -410,6 +414,7 @@ fn from_field<T: DeserializeOwned>(server: &str, value: &Value, field: &str) -> 
         return Err(Error::Protocol {
             server: server.to_string(),
             message: format!("the answer has no `{field}` list"),
+            source: None,
         });
     };
     Ok(items

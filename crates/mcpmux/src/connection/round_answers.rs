@@ -25,7 +25,7 @@ use rmcp::service::{Peer, RequestContext, RoleClient};
 use tokio::sync::Notify;
 
 use super::Live;
-use super::callers::{Caller, Callers};
+use super::callers::{CallParty, Callers};
 use super::client::HubClient;
 use crate::call_options::CallOptions;
 use crate::error::Error;
@@ -75,7 +75,7 @@ pub(super) async fn answer(
         tools_changed: Arc::new(Notify::new()),
         host: live.host.clone(),
         // These requests came inside this call's result: they are its caller's.
-        callers: Callers::only(Caller::of(options.relay.as_ref())),
+        callers: Callers::only(CallParty::of(options.relay.as_ref())),
     };
     let answers = requests.into_iter().map(|(key, request)| {
         let handler = &handler;
@@ -109,6 +109,7 @@ async fn relay_round(
         let mut sent = serde_json::to_value(&request).map_err(|e| Error::Protocol {
             server: server.to_string(),
             message: format!("{what}: an input request could not be read: {e}"),
+            source: crate::error::cause(e),
         })?;
         let params = sent
             .get_mut("params")
@@ -229,6 +230,7 @@ fn refusal(server: &str, what: &str, method: &str, relayed: bool, error: ErrorDa
                 "{what} asked for input this client does not offer: {}",
                 error.message
             ),
+            source: None,
         }
     } else {
         Error::Cancelled(format!(

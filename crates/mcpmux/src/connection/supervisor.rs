@@ -335,10 +335,12 @@ impl Supervisor {
                         server,
                         message,
                         stderr_tail,
+                        source,
                     } if stderr_tail.is_empty() => Error::Connect {
                         server,
                         message,
                         stderr_tail: side.drained_tail().await,
+                        source,
                     },
                     other => other,
                 };

@@ -219,6 +219,7 @@ impl Connection {
         Error::Protocol {
             server: self.spec.name.clone(),
             message: format!("answered {what} with something else ({kind})"),
+            source: None,
         }
     }
 
@@ -311,6 +312,7 @@ impl Connection {
                 what: what.to_string(),
                 reason: exchange::innermost_message(&error),
                 stderr_tail: Vec::new(),
+                source: crate::error::cause(error),
             },
             e => {
                 if let ServiceError::McpError(data) = &e
@@ -332,6 +334,7 @@ impl Connection {
             task: task_wire::cut(id),
             reason,
             stderr_tail,
+            source: None,
         }
     }
 

@@ -64,6 +64,7 @@ pub(super) fn task_of(server: &str, task: rmcp::model::Task) -> Result<Task, Err
                 "answered with a task id of {id_bytes} bytes; task ids are 1 to {} bytes",
                 defaults::MAX_TASK_ID_BYTES
             ),
+            source: None,
         });
     }
     Ok(Task {
@@ -106,6 +107,7 @@ pub(super) fn state_of(
                 "asked about task `{}`, answered about another one",
                 cut(asked)
             ),
+            source: None,
         });
     }
     let task = task_of(server, task)?;

@@ -54,6 +54,7 @@ impl Hub {
             TaskCall::Started(task) => Err(Error::Protocol {
                 server: task.server,
                 message: format!("answered `{name}` with a task the call did not ask for"),
+                source: None,
             }),
         }
     }

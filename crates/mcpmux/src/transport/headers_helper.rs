@@ -136,6 +136,7 @@ pub(super) async fn run(
         server: server.to_owned(),
         message: format!("headersHelper `{command}` {message}"),
         stderr_tail: Vec::new(),
+        source: None,
     };
     let (shell, run_flag) = process::SHELL;
     let mut cmd = tokio::process::Command::new(shell);
@@ -152,7 +153,7 @@ pub(super) async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| failed(format!("could not start: {e}")))?;
+        .map_err(|e| failed(format!("could not start: {e}")).caused_by(e))?;
     let group = Group::of(&child);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(failed("could not be given pipes".into()));

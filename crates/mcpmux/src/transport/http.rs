@@ -27,6 +27,7 @@ pub(crate) fn pooled_client() -> Result<reqwest::Client, Error> {
             server: "*".into(),
             message: format!("cannot build the HTTP client: {e}"),
             stderr_tail: Vec::new(),
+            source: crate::error::cause(crate::redact::redact_reqwest(e)),
         })
 }
 

@@ -313,6 +313,7 @@ pub(crate) async fn open_legacy_sse(
                 other.kind()
             ),
             stderr_tail: Vec::new(),
+            source: None,
         }
         .into()),
     }
@@ -367,6 +368,7 @@ pub(crate) fn header_map(
         server: server.to_string(),
         message,
         stderr_tail: Vec::new(),
+        source: None,
     };
     let mut map = HeaderMap::new();
     for (name, value) in headers {

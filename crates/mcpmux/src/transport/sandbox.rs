@@ -56,6 +56,7 @@ pub(crate) fn prepare(
         server: server.to_owned(),
         message,
         stderr_tail: Vec::new(),
+        source: None,
     };
     let unsupported = |why: String| {
         if sandbox.required {
@@ -80,11 +81,14 @@ pub(crate) fn prepare(
         let tmp = tempfile::Builder::new()
             .prefix(&format!("mcpmux-{}-", safe_name(server)))
             .tempdir()
-            .map_err(|e| refused(format!("cannot create its private temp dir: {e}")))?;
+            .map_err(|e| {
+                refused(format!("cannot create its private temp dir: {e}")).caused_by(e)
+            })?;
         let project = match cwd {
             Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir()
-                .map_err(|e| refused(format!("cannot tell the project directory: {e}")))?,
+            None => std::env::current_dir().map_err(|e| {
+                refused(format!("cannot tell the project directory: {e}")).caused_by(e)
+            })?,
         };
         let Some(grants) = sandbox.server_grants(command, env, &project, tmp.path()) else {
             return Ok(None);

@@ -141,8 +141,10 @@ pub(crate) async fn connect(
         server: server.to_string(),
         message: redact_text(&message).into_owned(),
         stderr_tail: Vec::new(),
+        source: None,
     };
-    let sse_url = Url::parse(url).map_err(|e| fail(format!("`{url}` is not a valid URL: {e}")))?;
+    let sse_url = Url::parse(url)
+        .map_err(|e| fail(format!("`{url}` is not a valid URL: {e}")).caused_by(e))?;
     if !matches!(sse_url.scheme(), "http" | "https") {
         return Err(fail(format!(
             "`{url}` is not an http:// or https:// URL (an SSE server is reached over HTTP)"

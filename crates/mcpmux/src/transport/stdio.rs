@@ -188,7 +188,7 @@ pub(crate) fn spawn(
 
     let mut child = cmd
         .spawn()
-        .map_err(|e| spawn_error(server, command, cwd, &e))?;
+        .map_err(|e| spawn_error(server, command, cwd, e))?;
     let pid = child.id().unwrap_or(0);
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -197,6 +197,7 @@ pub(crate) fn spawn(
             server: server.to_string(),
             message: "the child process has no stdio pipes".into(),
             stderr_tail: Vec::new(),
+            source: None,
         });
     };
 
@@ -223,6 +224,7 @@ pub(crate) fn spawn(
             server: server.to_string(),
             message: format!("cannot read the server's output: {e}"),
             stderr_tail: Vec::new(),
+            source: crate::error::cause(e),
         })?;
     let wire = ctx.wire_target(server);
     let transport = super::lines::LineTransport::kicked(
@@ -244,7 +246,7 @@ pub(crate) fn spawn(
     ))
 }
 
-fn spawn_error(server: &str, command: &str, cwd: Option<&Path>, e: &std::io::Error) -> Error {
+fn spawn_error(server: &str, command: &str, cwd: Option<&Path>, e: std::io::Error) -> Error {
     let message = match e.kind() {
         std::io::ErrorKind::NotFound => match cwd {
             Some(dir) if !dir.is_dir() => {
@@ -271,6 +273,7 @@ fn spawn_error(server: &str, command: &str, cwd: Option<&Path>, e: &std::io::Err
         server: server.to_string(),
         message,
         stderr_tail: Vec::new(),
+        source: crate::error::cause(e),
     }
 }
 

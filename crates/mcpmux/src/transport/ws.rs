@@ -83,9 +83,10 @@ pub(crate) async fn connect(
         server: server.to_string(),
         message: redact_text(&message).into_owned(),
         stderr_tail: Vec::new(),
+        source: None,
     };
-    let parsed =
-        reqwest::Url::parse(url).map_err(|e| fail(format!("`{url}` is not a valid URL: {e}")))?;
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| fail(format!("`{url}` is not a valid URL: {e}")).caused_by(e))?;
     let connector = match parsed.scheme() {
         "ws" => Connector::Plain,
         "wss" => Connector::Rustls(tls_config().map_err(&fail)?),

@@ -125,7 +125,9 @@ async fn a_server_that_keeps_asking_is_stopped_after_sixteen_rounds() {
     let error = hub.call(ASK, json!({"rounds": 100})).await.unwrap_err();
 
     match &error {
-        Error::Protocol { server, message } => {
+        Error::Protocol {
+            server, message, ..
+        } => {
             assert_eq!(server, "t");
             assert!(
                 message.contains("`ask` still asked for input after 16 rounds"),

@@ -198,7 +198,7 @@ fn root(text: &str, cx: &Context<'_>) -> Result<Map<String, Value>, ConfigError>
         }
         Dialect::VsCode | Dialect::Cursor | Dialect::Windsurf => jsonc(text, cx.file)?,
         _ => serde_json::from_str(text)
-            .map_err(|error| super::claude::parse_error(cx.file, &error))?,
+            .map_err(|error| super::claude::parse_error(cx.file, error))?,
     };
     match root {
         Value::Object(root) => Ok(root),
@@ -211,6 +211,7 @@ fn root(text: &str, cx: &Context<'_>) -> Result<Map<String, Value>, ConfigError>
                 "the top level is {}, not an object",
                 kind_name(&other, cx.dialect)
             ),
+            source: None,
         }),
     }
 }
@@ -238,6 +239,7 @@ fn jsonc(text: &str, file: &Path) -> Result<Value, ConfigError> {
             line: Some(error.line_display()),
             column: Some(error.column_display()),
             message: error.kind().to_string(),
+            source: Some(Box::new(error)),
         }
     })
 }
