@@ -28,7 +28,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::{
     access::Access,
-    access_log,
+    access_log, client_wire,
     connections::{self, Admission, ConnectionLimits, Serving},
     door::{self, Door, Requests},
     guard::{self, GuardError, Token},
@@ -261,11 +261,11 @@ impl HttpServer {
                 one_write::answer_in_one_write,
             ))
             .merge(legacy.routes())
-            .merge(scraped)
-            .layer(middleware::from_fn_with_state(
-                door.clone(),
-                door::check_door,
-            ));
+            .merge(scraped);
+        // Inside the door: only what it let in is a client's message.
+        let mcp = client_wire::mount(mcp, gateway.hub().wire_log(), options.max_body_bytes).layer(
+            middleware::from_fn_with_state(door.clone(), door::check_door),
+        );
         let probes = Router::new()
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))

@@ -26,6 +26,7 @@
 mod access;
 mod access_log;
 mod client_rounds;
+mod client_wire;
 mod connections;
 mod deadlines;
 mod door;

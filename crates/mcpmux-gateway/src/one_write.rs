@@ -127,11 +127,14 @@ async fn join(mut body: Body, window: Duration, max: usize) -> Joined {
 }
 
 /// The body's next frame; none once it ended.
-async fn next_frame(body: &mut Body) -> Option<Result<http_body::Frame<Bytes>, axum::Error>> {
+pub(crate) async fn next_frame(
+    body: &mut Body,
+) -> Option<Result<http_body::Frame<Bytes>, axum::Error>> {
     std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
 }
 
-fn concat(mut read: Vec<Bytes>, held: usize) -> Bytes {
+/// The pieces `read`, `held` bytes in all, as one.
+pub(crate) fn concat(mut read: Vec<Bytes>, held: usize) -> Bytes {
     if read.len() == 1 {
         return read.pop().unwrap_or_default();
     }

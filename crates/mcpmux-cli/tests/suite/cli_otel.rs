@@ -107,6 +107,41 @@ fn served_with(sandbox: &Sandbox, config: &Path, receiver: &Receiver, extra: &[&
     Served::spawn(cmd)
 }
 
+/// `mcpmux serve --http` over one server, `t` (the test server with a call log and `args`),
+/// exporting to a receiver of its own; each ends (the gateway first) when dropped.
+struct Traced {
+    served: Served,
+    receiver: Receiver,
+    calls: PathBuf,
+    _sandbox: Sandbox,
+}
+
+impl Traced {
+    fn start(args: &[&str]) -> Traced {
+        let sandbox = Sandbox::new();
+        let calls = sandbox.project.join("calls.jsonl");
+        let config = sandbox.home.join("gateway.toml");
+        let mut argv = vec!["--call-log", calls.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        sandbox.write_file(
+            &config,
+            &format!(
+                "[servers.t]\ncommand = {:?}\nargs = {:?}\n",
+                testserver().to_str().unwrap(),
+                argv
+            ),
+        );
+        let receiver = Receiver::start(&sandbox.home);
+        let served = served(&sandbox, &config, &receiver);
+        Traced {
+            served,
+            receiver,
+            calls,
+            _sandbox: sandbox,
+        }
+    }
+}
+
 fn named<'a>(spans: &'a [Value], name: &str, kind: i64) -> Option<&'a Value> {
     spans
         .iter()
@@ -119,19 +154,8 @@ const CLIENT: i64 = 3;
 
 #[test]
 fn a_traced_call_through_serve_continues_the_client_s_trace_to_the_upstream_server() {
-    let sandbox = Sandbox::new();
-    let calls = sandbox.project.join("calls.jsonl");
-    let config = sandbox.home.join("gateway.toml");
-    sandbox.write_file(
-        &config,
-        &format!(
-            "[servers.t]\ncommand = {:?}\nargs = [\"--call-log\", {:?}]\n",
-            testserver().to_str().unwrap(),
-            calls.to_str().unwrap()
-        ),
-    );
-    let receiver = Receiver::start(&sandbox.home);
-    let served = served(&sandbox, &config, &receiver);
+    let traced = Traced::start(&[]);
+    let (served, receiver, calls) = (&traced.served, &traced.receiver, &traced.calls);
     let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
     let lines = ts_client(
         served.target(),
@@ -163,7 +187,7 @@ fn a_traced_call_through_serve_continues_the_client_s_trace_to_the_upstream_serv
     );
 
     // The upstream server was sent the same trace, the hub's call as its parent.
-    let logged = call_log(&calls);
+    let logged = call_log(calls);
     let sent = logged
         .iter()
         .find_map(|l| l["traceparent"].as_str())
@@ -424,19 +448,8 @@ fn a_server_s_start_handshake_list_changes_breaker_and_restart_are_spans() {
 
 #[test]
 fn a_list_request_sent_upstream_carries_the_client_s_trace() {
-    let sandbox = Sandbox::new();
-    let calls = sandbox.project.join("calls.jsonl");
-    let config = sandbox.home.join("gateway.toml");
-    sandbox.write_file(
-        &config,
-        &format!(
-            "[servers.t]\ncommand = {:?}\nargs = [\"--call-log\", {:?}, \"--prompts\"]\n",
-            testserver().to_str().unwrap(),
-            calls.to_str().unwrap()
-        ),
-    );
-    let receiver = Receiver::start(&sandbox.home);
-    let served = served(&sandbox, &config, &receiver);
+    let traced = Traced::start(&["--prompts"]);
+    let (served, receiver, calls) = (&traced.served, &traced.receiver, &traced.calls);
     let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
     let lines = ts_client(
         served.target(),
@@ -450,7 +463,7 @@ fn a_list_request_sent_upstream_carries_the_client_s_trace() {
         named(spans, "resources/list", CLIENT).is_some()
             && named(spans, "prompts/list", CLIENT).is_some()
     });
-    let logged = call_log(&calls);
+    let logged = call_log(calls);
     for method in ["resources/list", "prompts/list"] {
         let gateway = named(&spans, method, SERVER).unwrap();
         assert_eq!(gateway["parent"], CLIENT_SPAN, "{gateway}");
@@ -466,19 +479,8 @@ fn a_list_request_sent_upstream_carries_the_client_s_trace() {
 
 #[test]
 fn a_malformed_or_oversized_trace_context_from_a_client_is_ignored_safely() {
-    let sandbox = Sandbox::new();
-    let calls = sandbox.project.join("calls.jsonl");
-    let config = sandbox.home.join("gateway.toml");
-    sandbox.write_file(
-        &config,
-        &format!(
-            "[servers.t]\ncommand = {:?}\nargs = [\"--call-log\", {:?}]\n",
-            testserver().to_str().unwrap(),
-            calls.to_str().unwrap()
-        ),
-    );
-    let receiver = Receiver::start(&sandbox.home);
-    let served = served(&sandbox, &config, &receiver);
+    let traced = Traced::start(&[]);
+    let (served, receiver, calls) = (&traced.served, &traced.receiver, &traced.calls);
     let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
     let too_many = (0..65).map(|i| format!("k{i}=v")).collect::<Vec<_>>();
     let echo = |text: &str, meta: Value| json!({"do": "call", "name": "mcp__t__echo", "arguments": {"text": text}, "meta": meta});
@@ -534,7 +536,7 @@ fn a_malformed_or_oversized_trace_context_from_a_client_is_ignored_safely() {
     assert_eq!((roots, continued), (2, 3), "{spans:#?}");
 
     // The upstream server got a trace context with each call, and only the bounded baggage.
-    let logged = call_log(&calls);
+    let logged = call_log(calls);
     let sent_to_server = logged
         .iter()
         .filter(|l| l["traceparent"].is_string())

@@ -151,25 +151,186 @@ fn the_wire_log_of_serve_over_stdio_holds_both_sides_in_order_without_the_secret
     );
     // In the file's order: the client's call, then the call upstream, its answer, then the
     // client's answer.
-    let at = |server: &str, dir: &str, answer: bool| {
+    assert_call_in_order(&lines, "(client)", "t");
+}
+
+/// A sandbox whose server `t` gets `SECRET` from the secrets file (`${secret:gh}`) in its
+/// environment.
+fn with_planted_secret() -> Sandbox {
+    let sandbox = Sandbox::with_user_servers(json!({
+        "t": {"command": testserver(), "args": [], "env": {"API_TOKEN": "${secret:gh}"}},
+    }));
+    let run = sandbox.run_with_stdin(&["secret", "set", "gh"], Some(SECRET));
+    assert_code(&run, 0);
+    sandbox
+}
+
+/// `value` as the wire log shows it: the planted secret redacted.
+fn redacted(value: &Value) -> Value {
+    serde_json::from_str(&value.to_string().replace(SECRET, "[redacted]")).unwrap()
+}
+
+/// The names the log gives the gateway's clients over HTTP, in the order they first appear.
+fn clients(lines: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for line in lines {
+        let name = line["server"].as_str().unwrap();
+        if name.starts_with("client:") && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// In the file's order: `client`'s `tools/call` received, the call sent to `server`, its
+/// answer, then the answer sent to `client`.
+#[track_caller]
+fn assert_call_in_order(lines: &[Value], client: &str, server: &str) {
+    let at = |peer: &str, dir: &str, answer: bool| {
         lines
             .iter()
             .position(|l| {
-                l["server"] == server
+                l["server"] == peer
                     && l["dir"] == dir
                     && (l["message"]["method"] == "tools/call") != answer
                     && (!answer || l["message"]["result"]["content"].is_array())
             })
-            .unwrap_or_else(|| panic!("no {dir} of {server}: {lines:#?}"))
+            .unwrap_or_else(|| panic!("no {dir} of {peer}: {lines:#?}"))
     };
     let order = [
-        at("(client)", "recv", false),
-        at("t", "send", false),
-        at("t", "recv", true),
-        at("(client)", "send", true),
+        at(client, "recv", false),
+        at(server, "send", false),
+        at(server, "recv", true),
+        at(client, "send", true),
     ];
     assert!(
         order.windows(2).all(|w| w[0] < w[1]),
         "{order:?}: {lines:#?}"
     );
+}
+
+/// The TypeScript SDK client (handshake era) on `target`, calling `mcp__t__echo` with the
+/// planted secret: every message it sent and received, in order.
+fn ts_wire(mut target: Value) -> Vec<Value> {
+    target["wire"] = json!(true);
+    let said = format!("say {SECRET}");
+    let lines = ts_client(
+        target,
+        json!([{"do": "call", "name": "mcp__t__echo", "arguments": {"text": said}}]),
+    );
+    assert_eq!(text_of(&lines[0]["result"]), said, "{lines:?}");
+    lines[1]["wire"].as_array().unwrap().clone()
+}
+
+#[test]
+fn the_wire_log_of_serve_over_http_and_legacy_sse_holds_each_client_message_as_sent() {
+    let sandbox = with_planted_secret();
+    let log = sandbox.home.join("wire.jsonl");
+    let served = Served::start(&sandbox, &["--wire-log", log.to_str().unwrap()]);
+    let sse = served.url.replace("/mcp", "/sse");
+    let mut seen = 0;
+    for (transport, target) in [("/mcp", served.target()), ("/sse", json!({ "sse": sse }))] {
+        let sent = ts_wire(target);
+        let lines = wire(&log)[seen..].to_vec();
+        seen += lines.len();
+        // One session, one name, with no trace of its id.
+        let names = clients(&lines);
+        assert_eq!(names.len(), 1, "{transport}: {names:?}");
+        let client = &names[0];
+        assert_eq!(client.len(), "client:".len() + 16, "{client}");
+        assert_call_in_order(&lines, client, "t");
+        assert_replays(
+            &of(&lines, "t"),
+            "echo",
+            json!({"text": "say [redacted]"}),
+            "say [redacted]",
+        );
+        // What the client sent, received in the same order; what it received, sent.
+        let logged = of(&lines, client);
+        for (client_dir, log_dir) in [("send", "recv"), ("recv", "send")] {
+            let by_client: Vec<Value> = sent
+                .iter()
+                .filter(|m| m["dir"] == client_dir)
+                .map(|m| redacted(&m["message"]))
+                .collect();
+            let by_log: Vec<Value> = logged
+                .iter()
+                .filter(|(dir, _)| *dir == log_dir)
+                .map(|(_, m)| (*m).clone())
+                .collect();
+            assert!(!by_client.is_empty(), "{transport}: {sent:#?}");
+            assert_eq!(by_log, by_client, "{transport}: the client's {client_dir}");
+        }
+    }
+    drop(served);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("sessionId"), "a legacy session id: {text}");
+}
+
+#[test]
+fn the_wire_log_of_serve_over_http_in_the_2026_era_holds_the_client_s_side_without_the_token() {
+    let sandbox = with_planted_secret();
+    let log = sandbox.home.join("wire.jsonl");
+    let token = "gateway-Bearer-T0ken-5521";
+    let mut cmd = sandbox.command(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--wire-log",
+        log.to_str().unwrap(),
+    ]);
+    cmd.env("MCPMUX_GATEWAY_TOKEN", token);
+    let served = Served::spawn(cmd);
+    let mut target = served.target();
+    target["headers"] = json!({"Authorization": format!("Bearer {token}")});
+    let said = format!("say {SECRET}");
+    let lines = py_client(
+        target,
+        "auto",
+        json!([
+            {"do": "version"},
+            {"do": "call", "name": "mcp__t__echo", "arguments": {"text": said}},
+        ]),
+    );
+    assert_eq!(lines[0]["protocol"], "2026-07-28", "{lines:?}");
+    let received = &lines[1]["result"];
+    assert_eq!(text_of(received), said, "{lines:?}");
+    drop(served);
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains(token),
+        "the bearer token was written: {text}"
+    );
+    let lines = wire(&log);
+    assert_call_in_order(&lines, "client:stateless", "t");
+    let client = of(&lines, "client:stateless");
+    let call = client
+        .iter()
+        .find(|(dir, m)| *dir == "recv" && m["method"] == "tools/call")
+        .unwrap()
+        .1;
+    assert_eq!(call["params"]["name"], "mcp__t__echo");
+    assert_eq!(call["params"]["arguments"]["text"], "say [redacted]");
+    let answer = client
+        .iter()
+        .find(|(dir, m)| *dir == "send" && m["id"] == call["id"])
+        .unwrap()
+        .1;
+    // What the client got, as the log shows it (the SDK prints its model: every field it
+    // knows, absent ones as null).
+    let mut got = redacted(received);
+    drop_nulls(&mut got);
+    assert_eq!(answer["result"], got);
+}
+
+fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
 }

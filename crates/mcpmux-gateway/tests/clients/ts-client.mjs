@@ -36,6 +36,26 @@ const transport = scenario.url
   : scenario.sse
     ? new SSEClientTransport(new URL(scenario.sse))
     : new StdioClientTransport({ stderr: "ignore", ...scenario.stdio });
+// With "wire": true, every message the client sent and received, in order, is printed last:
+//   {"wire":[{"dir":"send"|"recv","message":{...}}]}
+const wire = [];
+if (scenario.wire) {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    wire.push({ dir: "send", message: structuredClone(message) });
+    return send(message, options);
+  };
+  let handler;
+  Object.defineProperty(transport, "onmessage", {
+    get: () => handler,
+    set: (next) => {
+      handler = next && ((message, extra) => {
+        wire.push({ dir: "recv", message: structuredClone(message) });
+        return next(message, extra);
+      });
+    },
+  });
+}
 const client = new Client({ name: "gateway-test-ts", version: "1.0.0" });
 let listChanged = 0;
 const listChangedWaiters = [];
@@ -129,3 +149,4 @@ for (const action of scenario.actions) {
   }
 }
 await client.close();
+if (scenario.wire) print({ wire });
