@@ -90,7 +90,6 @@ mod tests {
             server: "files".into(),
             state: mcpmux::ServerState::Stopped,
             reason: "shut down".into(),
-            source: None,
         };
         let result = error(&down).unwrap();
         assert_eq!(result.is_error, Some(true));
@@ -134,7 +133,6 @@ mod tests {
             server: "files".into(),
             state: mcpmux::ServerState::Stopped,
             reason: "shut down".into(),
-            source: None,
         };
         let told = failure(&down);
         assert_eq!(told.code, rmcp::model::ErrorCode::INTERNAL_ERROR);

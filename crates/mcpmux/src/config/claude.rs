@@ -41,7 +41,6 @@ pub(crate) fn parse(
                 "the top level is {}, not an object: write {{\"mcpServers\": {{...}}}}",
                 super::value::kind_name(&root, Dialect::Claude)
             ),
-            source: None,
         });
     };
 
@@ -80,7 +79,6 @@ pub(crate) fn parse_error(file: &Path, error: serde_json::Error) -> ConfigError 
         line: Some(error.line()).filter(|line| *line > 0),
         column: Some(error.column().max(1)),
         message,
-        source: Some(Box::new(error)),
     }
 }
 

@@ -492,7 +492,6 @@ fn decode(file: &Path, format: &'static str, bytes: &[u8]) -> Result<String, Con
                 line: Some(line),
                 column: Some(column),
                 message: "the file is not UTF-8 text".to_owned(),
-                source: Some(Box::new(error)),
             })
         }
     }

@@ -255,7 +255,6 @@ fn read_json(path: &Path, set: &mut ConfigSet, whose: &str) -> Option<Value> {
                 line: Some(error.line()).filter(|line| *line > 0),
                 column: Some(error.column().max(1)),
                 message: format!("not valid JSON: {whose} servers are used until it is fixed"),
-                source: Some(Box::new(error)),
             });
             None
         }

@@ -23,8 +23,6 @@ pub(crate) fn parse_error(file: &Path, text: &str, error: &toml::de::Error) -> C
         line,
         column,
         message: error.message().trim_end().to_owned(),
-        // Not kept: its words quote the offending line, which may hold a secret.
-        source: None,
     }
 }
 

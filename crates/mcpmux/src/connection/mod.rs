@@ -313,7 +313,6 @@ impl Connection {
                 ServerState::Pending { .. } => "still connecting".into(),
                 _ => "not connected".into(),
             },
-            source: None,
         }
     }
 

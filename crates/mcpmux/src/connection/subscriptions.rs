@@ -265,7 +265,6 @@ async fn listen(connection: &Connection, uri: &str, (peer, host, closed): Sessio
             reason: format!(
                 "it did not accept a subscription to `{uri}` (it offers none, or none for that resource)"
             ),
-            source: None,
         });
     }
     tracing::debug!(server, uri, "listening for resource updates");

@@ -89,7 +89,6 @@ impl Server {
                 server: self.spec.name.clone(),
                 state: ServerState::Stopped,
                 reason: format!("{why} while the call was in flight ({error})"),
-                source: crate::error::cause(error),
             },
             None => error,
         }

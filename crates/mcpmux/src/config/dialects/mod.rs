@@ -211,7 +211,6 @@ fn root(text: &str, cx: &Context<'_>) -> Result<Map<String, Value>, ConfigError>
                 "the top level is {}, not an object",
                 kind_name(&other, cx.dialect)
             ),
-            source: None,
         }),
     }
 }
@@ -239,7 +238,6 @@ fn jsonc(text: &str, file: &Path) -> Result<Value, ConfigError> {
             line: Some(error.line_display()),
             column: Some(error.column_display()),
             message: error.kind().to_string(),
-            source: Some(Box::new(error)),
         }
     })
 }

@@ -266,19 +266,6 @@ fn bad_json_names_the_position_and_other_files_still_load() {
         set.problems[0].error,
         ConfigError::Parse { line: Some(3), .. }
     ));
-    // The parser's own error is kept as the cause, its words (position cut) in the message.
-    let source = std::error::Error::source(&set.problems[0].error)
-        .and_then(|cause| cause.downcast_ref::<serde_json::Error>())
-        .unwrap_or_else(|| panic!("no serde_json cause under {message}"));
-    assert_eq!(source.line(), 3);
-    assert!(
-        message.contains(
-            &source
-                .to_string()
-                .replace(&format!(" at line 3 column {}", source.column()), "")
-        ),
-        "{message} / {source}"
-    );
 }
 
 #[test]
@@ -310,8 +297,6 @@ fn bad_toml_names_the_position() {
         matches!(set.problems[0].error, ConfigError::Parse { line: Some(l), column: Some(_), .. } if l >= 3),
         "{message}"
     );
-    // TOML's error quotes the offending line, which may hold a secret: not kept.
-    assert!(std::error::Error::source(&set.problems[0].error).is_none());
 }
 
 #[test]
