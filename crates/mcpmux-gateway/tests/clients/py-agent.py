@@ -7,7 +7,7 @@ session and sends their results back, until the model answers with text. Usage:
 With "relist": true the client lists the tools again before every model request (as agent
 frameworks that do not cache the list do), so it calls what it found by name; without, it lists
 once. Prints one JSON line per model request, {"turn":n,"bytes":B,"tool_bytes":T,"tools":[names]}
-(B the request body's bytes, T those of its `tools`), then {"answer":text,"calls":[names]}.
+(B the request body's bytes, T those of its `tools`), then {"answer":text,"calls":[names],"protocol":the version spoken}.
 """
 
 import asyncio
@@ -77,7 +77,7 @@ async def main() -> None:
             message = (await asyncio.to_thread(post, body))["choices"][0]["message"]
             messages.append(message)
             if not message.get("tool_calls"):
-                emit({"answer": message.get("content") or "", "calls": calls})
+                emit({"answer": message.get("content") or "", "calls": calls, "protocol": client.protocol_version})
                 return
             for call in message["tool_calls"]:
                 name = call["function"]["name"]

@@ -1,7 +1,8 @@
 //! `mcpmux serve --search` end to end: an agent loop on an official SDK client
 //! (`tests/clients/ts-agent.mjs`: TypeScript, handshake era, Anthropic Messages;
 //! `tests/clients/py-agent.py`: Python, 2026-07-28 or the handshake, OpenAI Chat Completions)
-//! driven by the scripted model endpoint (`mcpmux-testmodel`), over stdio and streamable HTTP.
+//! driven by the scripted model endpoint (`mcpmux-testmodel`), over stdio and streamable HTTP:
+//! TypeScript over both, Python in 2026-07-28 and the handshake over both.
 //! The model searches, calls what it found — by name for a client that lists again, through
 //! `call_tool` for one that does not — and answers; each step checks what it was sent: the
 //! listed tools, the search's answer, the test server's real output. The same task on plain
@@ -141,6 +142,21 @@ fn agent_client(script: &str, scenario: Value) -> Vec<Value> {
 /// `mode`), checks the model saw the whole sequence and got the real answer, and returns the
 /// bytes of each request the client sent.
 async fn task(script: &'static str, target: Value, wire: Wire, calls: Calls) -> Vec<u64> {
+    run(script, target, wire, calls).await.0
+}
+
+/// [`task`] by the Python agent in `mode`: the bytes, and the protocol version it spoke.
+async fn py_task(target: Value, mode: &str, calls: Calls) -> (Vec<u64>, String) {
+    let mut target = target;
+    target["mode"] = json!(mode);
+    let (bytes, end) = run("py-agent.py", target, Wire::OpenAi, calls).await;
+    (
+        bytes,
+        end["protocol"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+async fn run(script: &'static str, target: Value, wire: Wire, calls: Calls) -> (Vec<u64>, Value) {
     let model = ScriptedModel::start(wire, self::script(wire, calls))
         .await
         .unwrap();
@@ -161,7 +177,8 @@ async fn task(script: &'static str, target: Value, wire: Wire, calls: Calls) -> 
         Calls::Through => &["search_tools", "call_tool"],
     };
     assert_eq!(end["calls"], json!(expected), "{lines:?}");
-    lines.iter().filter_map(|l| l["bytes"].as_u64()).collect()
+    let bytes = lines.iter().filter_map(|l| l["bytes"].as_u64()).collect();
+    (bytes, end.clone())
 }
 
 /// Every request of the searching run is smaller than every request of the plain one.
@@ -180,14 +197,23 @@ fn catalog() -> Sandbox {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_typescript_agent_that_lists_again_solves_the_task_by_search_over_stdio() {
+async fn a_typescript_agent_solves_the_task_over_stdio_by_name_and_through_call_tool_with_fewer_bytes()
+ {
     let sandbox = catalog();
     let search = json!({"stdio": stdio_target(&sandbox, &["--search"])});
     let plain = json!({"stdio": stdio_target(&sandbox, &[])});
-    let search = task("ts-agent.mjs", search, Wire::Anthropic, Calls::ByName).await;
+    let by_name = task(
+        "ts-agent.mjs",
+        search.clone(),
+        Wire::Anthropic,
+        Calls::ByName,
+    )
+    .await;
+    let through = task("ts-agent.mjs", search, Wire::Anthropic, Calls::Through).await;
     let plain = task("ts-agent.mjs", plain, Wire::Anthropic, Calls::Listed).await;
-    assert_eq!((search.len(), plain.len()), (3, 2));
-    assert_smaller(&search, &plain);
+    assert_eq!((by_name.len(), through.len(), plain.len()), (3, 3, 2));
+    assert_smaller(&by_name, &plain);
+    assert_smaller(&through, &plain);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -216,14 +242,11 @@ async fn a_python_agent_of_2026_07_28_solves_the_task_over_http_by_name_and_thro
     // does not hold; one that lists once goes through `call_tool`.
     let sandbox = catalog();
     let served = Served::start(&sandbox, &["--search"]);
-    let mut target = served.target();
-    target["mode"] = json!("auto");
-    let by_name = task("py-agent.py", target.clone(), Wire::OpenAi, Calls::Unlisted).await;
-    let through = task("py-agent.py", target, Wire::OpenAi, Calls::Through).await;
+    let (by_name, era) = py_task(served.target(), "auto", Calls::Unlisted).await;
+    assert_eq!(era, "2026-07-28");
+    let (through, _) = py_task(served.target(), "auto", Calls::Through).await;
     let plain = Served::start(&sandbox, &[]);
-    let mut target = plain.target();
-    target["mode"] = json!("auto");
-    let plain = task("py-agent.py", target, Wire::OpenAi, Calls::Listed).await;
+    let (plain, _) = py_task(plain.target(), "auto", Calls::Listed).await;
     assert_smaller(&by_name, &plain);
     assert_smaller(&through, &plain);
 }
@@ -232,8 +255,19 @@ async fn a_python_agent_of_2026_07_28_solves_the_task_over_http_by_name_and_thro
 async fn a_python_agent_of_the_handshake_solves_the_task_over_stdio_by_name_and_through_call_tool()
 {
     let sandbox = catalog();
-    let mut target = json!({"stdio": stdio_target(&sandbox, &["--search"])});
-    target["mode"] = json!("legacy");
-    task("py-agent.py", target.clone(), Wire::OpenAi, Calls::ByName).await;
-    task("py-agent.py", target, Wire::OpenAi, Calls::Through).await;
+    let target = json!({"stdio": stdio_target(&sandbox, &["--search"])});
+    let (_, era) = py_task(target.clone(), "legacy", Calls::ByName).await;
+    assert_ne!(era, "2026-07-28");
+    py_task(target, "legacy", Calls::Through).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_agent_solves_the_task_over_http_in_the_handshake_and_over_stdio_in_2026_07_28() {
+    let sandbox = catalog();
+    let served = Served::start(&sandbox, &["--search"]);
+    let (_, era) = py_task(served.target(), "legacy", Calls::ByName).await;
+    assert_ne!(era, "2026-07-28");
+    let target = json!({"stdio": stdio_target(&sandbox, &["--search"])});
+    let (_, era) = py_task(target, "auto", Calls::Through).await;
+    assert_eq!(era, "2026-07-28");
 }
