@@ -82,7 +82,9 @@ async function agent(args, steps) {
   if (run.status !== 0) throw new Error(`the agent failed: ${run.stderr}`);
   const out = run.stdout.trim().split("\n").map((l) => JSON.parse(l));
   const end = out.at(-1);
-  if (report.violations.length || report.remaining || !end.calls.includes(FOUND)) {
+  // With --search, the found tool is listed from the second request on: the search found it.
+  const listedAfter = args.length === 0 || out.filter((l) => l.turn).at(-1).tools.includes(FOUND);
+  if (report.violations.length || report.remaining || !end.calls.includes(FOUND) || !listedAfter) {
     throw new Error(`the task was not done: ${JSON.stringify({ report, end })}`);
   }
   return out.filter((l) => l.turn).map((l) => ({ bytes: l.bytes, tool_bytes: l.tool_bytes, tools: l.tools.length }));
