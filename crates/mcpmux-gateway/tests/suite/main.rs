@@ -35,6 +35,7 @@ mod serve_passthrough;
 mod serve_reload;
 mod serve_resources;
 mod serve_search;
+mod serve_search_agent;
 mod serve_sse;
 mod serve_stdio;
 mod serve_tasks;
