@@ -55,7 +55,8 @@ CRATES = {
     # log subscriber (the serve command's access log among it); main.
     "mcpmux-cli": ("mcpmux-cli/src", "main.rs", {
         "output": 1, "arguments": 1, "runtime": 1, "telemetry": 1, "spinner": 1, "demo": 1,
-        "failure": 2, "completions": 2,
+        "console": 1, "progress": 1,
+        "failure": 2, "completions": 2, "form": 2, "sampling": 2,
         "agent": 3, "auth": 3, "edit": 3, "get": 3, "prompts": 3, "resources": 3, "secret": 3,
         "serve": 3, "trust": 3,
         "logging": 4,

@@ -5,15 +5,19 @@ mod agent;
 mod arguments;
 mod auth;
 mod completions;
+mod console;
 mod demo;
 mod edit;
 mod failure;
+mod form;
 mod get;
 mod logging;
 mod output;
+mod progress;
 mod prompts;
 mod resources;
 mod runtime;
+mod sampling;
 mod secret;
 mod serve;
 mod spinner;
@@ -407,6 +411,21 @@ async fn run(cli: Cli) -> ExitCode {
     if let Some(host) = &serving.host {
         options = options.with_host(host.clone());
     }
+    // A server's questions during `call` and `run` go to the person at the terminal; `run`'s
+    // model answers a server's sampling requests once allowed.
+    match (&cli.command, &model) {
+        (Command::Call { .. }, _) => {
+            options = options.with_host(mcpmux::Host::new().with_elicitor(form::elicitor()));
+        }
+        (Command::Run(_), Some(model)) => {
+            options = options.with_host(
+                mcpmux::Host::new()
+                    .with_elicitor(form::elicitor())
+                    .with_sampler(sampling::sampler(model.clone(), cli.yes)),
+            );
+        }
+        _ => {}
+    }
     let hub = match Hub::from_config(config, options) {
         Ok(hub) => hub,
         Err(e) => {
@@ -634,7 +653,16 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
                     .context("--timeout must be a positive number of seconds")?;
                 options = options.with_timeout(timeout);
             }
-            let result = match hub.call_with(name, arguments, options).await {
+            let mut line = None;
+            if let Some((send, started)) = progress::Line::start() {
+                options = options.with_progress(send);
+                line = Some(started);
+            }
+            let result = hub.call_with(name, arguments, options).await;
+            if let Some(line) = line {
+                line.finish();
+            }
+            let result = match result {
                 Ok(result) => result,
                 Err(e) => {
                     // The cause may be a server or a config file that could not be used.

@@ -18,25 +18,39 @@ pub fn build(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     builder.enable_all().build()
 }
 
-/// Resolves on Ctrl-C or (on Unix) SIGTERM.
+/// Resolves on Ctrl-C or (on Unix) SIGTERM. A Ctrl-C while a server's question is open at the
+/// terminal ends that question instead (`console`); the next one is ours.
 pub async fn interrupted() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        // Made once: a stream keeps every Ctrl-C, where a fresh `ctrl_c()` misses one that
+        // comes between two waits.
+        let (Ok(mut interrupt), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = interrupt.recv() => {
+                    if !crate::console::interrupt_question() {
+                        return;
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ = term.recv() => return,
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        loop {
+            let _ = tokio::signal::ctrl_c().await;
+            if !crate::console::interrupt_question() {
+                return;
+            }
+        }
     }
 }

@@ -86,9 +86,10 @@ impl Drop for Present {
     }
 }
 
-/// Asks the client of `context` for `what` (`elicitation`, `elicitation_url` — a URL-mode
-/// elicitation —, `sampling`, `roots`), after `together` calls are in flight. The answer as one
-/// line (`name: …`, `url: (ACTION)`, `reply: … (model …)`, `roots: …`), or why the client
+/// Asks the client of `context` for `what` (`elicitation`, `form` — a form of every field
+/// kind —, `elicitation_url` — a URL-mode elicitation —, `sampling`, `roots`), after
+/// `together` calls are in flight. The answer as one line (`name: …`, `form: {JSON}` (the secret
+/// `token` reversed) or `form: (ACTION)`, `url: (ACTION)`, `reply: … (model …)`, `roots: …`), or why the client
 /// refused (`Err`).
 pub async fn ask(
     what: &str,
@@ -123,6 +124,13 @@ pub async fn ask(
                 }
             }
         }),
+        "form" => json!({
+            "method": "elicitation/create",
+            "params": {
+                "message": message.unwrap_or_else(|| "Tell us about you".into()),
+                "requestedSchema": form_schema()
+            }
+        }),
         "elicitation_url" => json!({
             "method": "elicitation/create",
             "params": {
@@ -142,7 +150,7 @@ pub async fn ask(
         "roots" => json!({"method": "roots/list"}),
         other => {
             return Err(format!(
-                "`what` is elicitation, elicitation_url, sampling or roots, not `{other}`"
+                "`what` is elicitation, form, elicitation_url, sampling or roots, not `{other}`"
             ));
         }
     };
@@ -157,6 +165,21 @@ pub async fn ask(
                 answer["content"]["name"].as_str().unwrap_or_default()
             ),
             action => format!("name: ({})", action.unwrap_or("no action")),
+        },
+        "form" => match answer["action"].as_str() {
+            Some("accept") => {
+                // The secret is said back reversed: a test sees it arrived whole without
+                // the value itself reaching the terminal.
+                let mut content = answer["content"].clone();
+                if let Some(token) = content["token"].as_str() {
+                    content["token"] = Value::String(format!(
+                        "reversed:{}",
+                        token.chars().rev().collect::<String>()
+                    ));
+                }
+                format!("form: {content}")
+            }
+            action => format!("form: ({})", action.unwrap_or("no action")),
         },
         "elicitation_url" => format!(
             "url: ({})",
@@ -186,6 +209,32 @@ pub async fn ask(
                     .join(" "))
                 .unwrap_or_default()
         ),
+    })
+}
+
+/// The form `what: form` asks for: one field of each kind a form may hold (a string, an
+/// integer with bounds, a titled enum, a boolean with a default) and a secret `token`, marked
+/// `writeOnly` (rmcp's client drops that mark, and refuses `format: password` outright, so a
+/// client sees a secret by its name).
+fn form_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name", "description": "What to call you"},
+            "age": {"type": "integer", "title": "Age", "minimum": 0, "maximum": 150},
+            "color": {
+                "type": "string",
+                "title": "Colour",
+                "oneOf": [
+                    {"const": "red", "title": "Red"},
+                    {"const": "green", "title": "Green"},
+                    {"const": "blue", "title": "Blue"}
+                ]
+            },
+            "subscribe": {"type": "boolean", "title": "Subscribe", "default": false},
+            "token": {"type": "string", "title": "Token", "writeOnly": true}
+        },
+        "required": ["name", "age", "color", "token"]
     })
 }
 

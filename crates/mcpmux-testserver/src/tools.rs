@@ -146,7 +146,8 @@ pub struct AskArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AskClientArgs {
-    /// What to ask the client: `elicitation` (a name), `elicitation_url` (to open a URL),
+    /// What to ask the client: `elicitation` (a name), `form` (a form of every field kind:
+    /// name, age, colour, subscribe, a secret token), `elicitation_url` (to open a URL),
     /// `sampling` (a reply to the message) or `roots`.
     pub what: String,
     /// The elicitation's or the sampling's message (default "What is your name?" / "Say
@@ -593,7 +594,7 @@ impl TestServer {
     }
 
     #[tool(
-        description = "Handshake era: during the call, send the client a server→client request (`what`: `elicitation` for a name, `elicitation_url` to open a URL, `sampling` for a reply to `message`, `roots`) and answer with what it said: `name: …`, `url: (ACTION)`, `reply: … (model …)` or `roots: …`; a refusal is an error result `refused: CODE MESSAGE`. With `together: N`, first wait until N calls of ask_client are in flight in this process; with `linger`, then stay until N have been answered.",
+        description = "Handshake era: during the call, send the client a server→client request (`what`: `elicitation` for a name, `form` for a form of every field kind (string, integer, enum, boolean, a password), `elicitation_url` to open a URL, `sampling` for a reply to `message`, `roots`) and answer with what it said: `name: …`, `form: {CONTENT}` or `form: (ACTION)`, `url: (ACTION)`, `reply: … (model …)` or `roots: …`; a refusal is an error result `refused: CODE MESSAGE`. With `together: N`, first wait until N calls of ask_client are in flight in this process; with `linger`, then stay until N have been answered.",
         annotations(read_only_hint = true)
     )]
     async fn ask_client(
