@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP servers the tests talk to, pinned, into git-ignored folders of
-# this checkout: test-deps/node_modules (npm), test-deps/.venv, test-deps/.venv-py and
-# test-deps/.venv-gw (PyPI).
+# this checkout: test-deps/node_modules (npm), test-deps/.venv, test-deps/.venv-py,
+# test-deps/.venv-gw and test-deps/.venv-lc (PyPI).
 # Never globally.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,6 +25,15 @@ if [[ ! -x .venv-gw/bin/mcp-proxy ]] || [[ requirements-gateways.txt -nt .venv-g
   python3 -m venv .venv-gw
   .venv-gw/bin/pip install --quiet --disable-pip-version-check -r requirements-gateways.txt
   touch .venv-gw/.installed
+fi
+# LangChain's own MCP support (langchain-mcp-adapters), the peer the adapters benchmark
+# (crates/mcpmux-python/bench/adapters.py, run once by the Python tests) puts beside mcpmux's
+# LangChain adapter, in a venv of its own: it needs mcp < 2, where .venv-py pins mcp 2.3.
+if [[ ! -x .venv-lc/bin/python ]] || [[ requirements-lc.txt -nt .venv-lc/.installed ]]; then
+  echo "== pip: installing the pinned langchain-mcp-adapters into test-deps/.venv-lc"
+  python3 -m venv .venv-lc
+  .venv-lc/bin/pip install --quiet --disable-pip-version-check -r requirements-lc.txt
+  touch .venv-lc/.installed
 fi
 # The Python package's environment (scripts/test-python.sh): maturin, pytest, the adapter
 # libraries (LangChain core, the OpenAI Agents SDK, PydanticAI) and the benchmark's peer clients,

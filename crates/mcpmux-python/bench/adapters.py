@@ -1,8 +1,9 @@
 """The adapters side by side: one agent run of a framework (OpenAI Agents SDK, PydanticAI,
 LangChain) through mcpmux's adapter — every tool, and with ``search=True`` (``search_tools`` +
 ``call_tool``) — against the same run through the framework's own MCP support (the Agents SDK's
-``MCPServerStdio``, PydanticAI's ``MCPToolset``; LangChain's ``langchain-mcp-adapters`` needs
-``mcp`` < 2 and cannot share this environment with the SDK the main bench measures). Same
+``MCPServerStdio``, PydanticAI's ``MCPToolset``, LangChain's ``langchain-mcp-adapters`` — which
+needs ``mcp`` < 2, so it runs in test-deps/.venv-lc, a process per run, ``langchain_native.py``,
+timed inside that process after a warm-up run there). Same
 server (the workspace's test server over stdio, every tool), same scripted model endpoint
 (``mcpmux-testmodel``, OpenAI wire): a tool call, then the answer. Figures, medians of the
 rounds after a warm-up one (so no import is counted): wall time from connecting to the answer (server spawned and closed inside), and the
@@ -29,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 SERVER = str(ROOT / "target" / "debug" / "mcpmux-testserver")
 MODEL = ROOT / "target" / "debug" / "mcpmux-testmodel"
+LC_PYTHON = ROOT / "test-deps" / ".venv-lc" / "bin" / "python"
 
 
 class Endpoint:
@@ -134,24 +136,45 @@ async def langchain_mcpmux(base_url: str, search: bool) -> str:
                 messages.append(ToolMessage(await tools[call["name"]].ainvoke(call["args"]), tool_call_id=call["id"]))
 
 
-# (framework, via, run, tool name the model calls, search)
-RUNS: list[tuple[str, str, Callable[[str], Awaitable[str]], str, bool]] = [
+async def langchain_native(base_url: str) -> tuple[str, float]:
+    """The run in test-deps/.venv-lc's interpreter, after a warm-up run there (its own endpoint);
+    the wall time is measured there."""
+    warm_up = Endpoint(script("echo", False))
+    child = await asyncio.create_subprocess_exec(
+        str(LC_PYTHON), str(HERE / "langchain_native.py"), SERVER, warm_up.base_url, base_url,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(child.communicate(), timeout=120)
+    warm_up.report()
+    if child.returncode != 0:
+        raise SystemExit(f"langchain_native.py exited with {child.returncode}")
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    return str(result["answer"]), float(result["wall_ms"])
+
+
+# (framework, via, run, tool name the model calls, search); a run returns the answer, or the
+# answer and its wall time when it is measured in another process.
+RUNS: list[tuple[str, str, Callable[[str], Awaitable[str | tuple[str, float]]], str, bool]] = [
     ("OpenAI Agents", "own MCP (MCPServerStdio)", agents_native, "echo", False),
     ("OpenAI Agents", "mcpmux", lambda u: agents_mcpmux(u, False), "mcp__t__echo", False),
     ("OpenAI Agents", "mcpmux, search", lambda u: agents_mcpmux(u, True), "mcp__t__echo", True),
     ("PydanticAI", "own MCP (MCPToolset)", pydantic_native, "echo", False),
     ("PydanticAI", "mcpmux", lambda u: pydantic_mcpmux(u, False), "mcp__t__echo", False),
     ("PydanticAI", "mcpmux, search", lambda u: pydantic_mcpmux(u, True), "mcp__t__echo", True),
+    ("LangChain", "own MCP (langchain-mcp-adapters)", langchain_native, "echo", False),
     ("LangChain", "mcpmux", lambda u: langchain_mcpmux(u, False), "mcp__t__echo", False),
     ("LangChain", "mcpmux, search", lambda u: langchain_mcpmux(u, True), "mcp__t__echo", True),
 ]
 
 
-async def once(run: Callable[[str], Awaitable[str]], tool: str, search: bool) -> tuple[float, int]:
+async def once(run: Callable[[str], Awaitable[str | tuple[str, float]]], tool: str, search: bool) -> tuple[float, int]:
     endpoint = Endpoint(script(tool, search))
     started = time.perf_counter()
-    answer = await run(endpoint.base_url)
+    result = await run(endpoint.base_url)
     wall = (time.perf_counter() - started) * 1000
+    answer = result if isinstance(result, str) else result[0]
+    if isinstance(result, tuple):
+        wall = result[1]
     report = endpoint.report()
     if answer != "done" or report["violations"] or report["remaining"]:
         raise SystemExit(f"run failed: answer {answer!r}, {report}")

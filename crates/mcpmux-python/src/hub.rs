@@ -23,7 +23,7 @@ use crate::convert;
 use crate::errors::{Failure, new_error};
 use crate::events::EventStream;
 use crate::progress::{ProgressCall, ProgressStream};
-use crate::resources::{self, ResourceEventStream};
+use crate::resources;
 use crate::result::ToolResult;
 use crate::runtime::{self, block_on};
 use crate::sources::{self, PyApprover, PySource};
@@ -408,7 +408,7 @@ impl NativeHub {
 
     /// Events from now on (state changes, tool-list changes) until the hub shuts down.
     fn events(&self) -> PyResult<EventStream> {
-        Ok(EventStream::new(
+        Ok(EventStream::hub(
             self.hub()?.subscribe(),
             self.closed.clone(),
         ))
@@ -469,9 +469,9 @@ impl NativeHub {
     }
 
     /// Resource notices from now on, until the hub shuts down.
-    fn resource_events(&self) -> PyResult<ResourceEventStream> {
+    fn resource_events(&self) -> PyResult<EventStream> {
         self.hub()?;
-        Ok(ResourceEventStream::new(
+        Ok(EventStream::resources(
             self.host.resource_events(),
             self.closed.clone(),
         ))

@@ -44,7 +44,6 @@ fn _mcpmux(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<result::ToolResult>()?;
     m.add_class::<events::EventStream>()?;
     m.add_class::<awaitable::Completer>()?;
-    m.add_class::<resources::ResourceEventStream>()?;
     m.add_class::<progress::ProgressStream>()?;
     m.add_function(wrap_pyfunction!(awaitable::completer, m)?)?;
     m.add_function(wrap_pyfunction!(hub::start, m)?)?;

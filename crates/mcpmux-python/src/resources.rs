@@ -1,23 +1,19 @@
 //! Resources, resource templates, prompts and completions as Python asks for them: one request
 //! (`op` and its parameters, read with the GIL) run on the hub without it, its answer plain
-//! JSON made into Python on the caller's thread; and the resource notices (updates of
-//! subscribed resources, list changes) as an iterator like the hub's events. Every behaviour is
+//! JSON made into Python on the caller's thread (the resource notices are an `EventStream`,
+//! events.rs). Every behaviour is
 //! the library's (`Hub::resources`, `read_resource_with`, `get_prompt_with`, `complete`,
 //! `subscribe_resource` …); this file only carries requests across.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Mutex, broadcast};
-use tokio_util::sync::CancellationToken;
 
-use mcpmux::host::ResourceEvent;
 use mcpmux::{CallOptions, CompletionRef, Hub, Listing};
 
 use crate::awaitable;
@@ -237,120 +233,4 @@ pub(crate) fn ask_blocking<'py>(
     let asked = Ask::read(op, params)?;
     let answer = runtime::block_on(py, asked.run(hub))?.map_err(Failure::into_pyerr)?;
     convert::to_py(py, &answer)
-}
-
-/// One resource notice, or why there is none.
-enum Next {
-    Event(ResourceEvent),
-    Missed(u64),
-    Closed,
-    TimedOut,
-}
-
-/// The resource notices of one hub from the moment of subscribing: updates of subscribed
-/// resources, lost subscriptions, resource and prompt list changes.
-#[pyclass(frozen, module = "mcpmux._mcpmux")]
-pub(crate) struct ResourceEventStream {
-    receiver: Arc<Mutex<broadcast::Receiver<ResourceEvent>>>,
-    closed: CancellationToken,
-}
-
-impl ResourceEventStream {
-    /// A stream over `receiver` that ends when `closed` is cancelled.
-    pub(crate) fn new(
-        receiver: broadcast::Receiver<ResourceEvent>,
-        closed: CancellationToken,
-    ) -> Self {
-        ResourceEventStream {
-            receiver: Arc::new(Mutex::new(receiver)),
-            closed,
-        }
-    }
-
-    fn next_future(&self) -> impl Future<Output = Next> + Send + 'static {
-        let receiver = self.receiver.clone();
-        let closed = self.closed.clone();
-        async move {
-            let mut receiver = receiver.lock().await;
-            tokio::select! {
-                _ = closed.cancelled() => Next::Closed,
-                got = receiver.recv() => match got {
-                    Ok(event) => Next::Event(event),
-                    Err(broadcast::error::RecvError::Lagged(n)) => Next::Missed(n),
-                    Err(broadcast::error::RecvError::Closed) => Next::Closed,
-                },
-            }
-        }
-    }
-}
-
-/// The notice as JSON: `type` (`updated`, `subscription_lost`, `resources_changed`,
-/// `prompts_changed`, `missed`), `server`, `uri`, `reason`, `missed`.
-fn notice(next: &Next) -> Value {
-    match next {
-        Next::Event(ResourceEvent::Updated { server, uri }) => {
-            json!({"type": "updated", "server": server, "uri": uri})
-        }
-        Next::Event(ResourceEvent::SubscriptionLost {
-            server,
-            uri,
-            reason,
-        }) => json!({"type": "subscription_lost", "server": server, "uri": uri, "reason": reason}),
-        Next::Event(ResourceEvent::ResourcesChanged { server }) => {
-            json!({"type": "resources_changed", "server": server})
-        }
-        Next::Event(ResourceEvent::PromptsChanged { server }) => {
-            json!({"type": "prompts_changed", "server": server})
-        }
-        Next::Event(_) => json!({"type": "other"}),
-        Next::Missed(n) => json!({"type": "missed", "missed": n}),
-        Next::Closed | Next::TimedOut => Value::Null,
-    }
-}
-
-#[pymethods]
-impl ResourceEventStream {
-    fn __aiter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    /// The next notice (awaitable); `StopAsyncIteration` once the hub has shut down.
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let next = self.next_future();
-        awaitable::future_into_py_with(
-            py,
-            async move { Ok::<_, Failure>(next.await) },
-            |py, next| match next {
-                Next::Closed => Err(PyStopAsyncIteration::new_err(())),
-                other => Ok(convert::to_py(py, &notice(&other))?.unbind()),
-            },
-        )
-    }
-
-    /// The next notice, waiting at most `timeout` seconds (forever when `None`) with the GIL
-    /// released: `None` when the timeout passed, `StopIteration` once the hub has shut down.
-    #[pyo3(signature = (timeout = None))]
-    fn next_blocking<'py>(
-        &self,
-        py: Python<'py>,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let timeout = timeout
-            .map(|t| Duration::try_from_secs_f64(t.max(0.0)))
-            .transpose()
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let next = self.next_future();
-        let next = runtime::block_on(py, async move {
-            match timeout {
-                Some(after) => tokio::time::timeout(after, next)
-                    .await
-                    .unwrap_or(Next::TimedOut),
-                None => next.await,
-            }
-        })?;
-        match next {
-            Next::Closed => Err(PyStopIteration::new_err(())),
-            other => convert::to_py(py, &notice(&other)),
-        }
-    }
 }

@@ -35,6 +35,7 @@ def test_the_adapter_benchmark_runs_every_framework_both_ways_and_search_sends_f
     )
     medians = json.loads(out.stdout)
     assert "OpenAI Agents | own MCP (MCPServerStdio)" in medians and "PydanticAI | own MCP (MCPToolset)" in medians
+    assert medians["LangChain | own MCP (langchain-mcp-adapters)"]["wall_ms"] > 0
     for framework in ("OpenAI Agents", "PydanticAI", "LangChain"):
         every, search = medians[f"{framework} | mcpmux"], medians[f"{framework} | mcpmux, search"]
         assert every["wall_ms"] > 0 and search["tool_tokens"] < every["tool_tokens"] / 2, framework

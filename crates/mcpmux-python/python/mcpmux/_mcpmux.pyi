@@ -34,20 +34,13 @@ class ToolResult:
         """The MCP ``CallToolResult`` dict."""
 
 class EventStream:
-    """Events of one hub from the moment of subscribing."""
+    """Events of one hub (its servers' events, or its resource notices) from the moment of
+    subscribing."""
 
     def __aiter__(self) -> "EventStream": ...
     def __anext__(self) -> Awaitable[dict[str, Any]]: ...
     def next_blocking(self, timeout: float | None = None) -> dict[str, Any] | None:
         """The next event; ``None`` after ``timeout`` s; ``StopIteration`` after shutdown."""
-
-class ResourceEventStream:
-    """Resource notices of one hub from the moment of subscribing."""
-
-    def __aiter__(self) -> "ResourceEventStream": ...
-    def __anext__(self) -> Awaitable[dict[str, Any]]: ...
-    def next_blocking(self, timeout: float | None = None) -> dict[str, Any] | None:
-        """The next notice; ``None`` after ``timeout`` s; ``StopIteration`` after shutdown."""
 
 class ProgressStream:
     """The progress notifications of one call, until it ends."""
@@ -93,7 +86,7 @@ class NativeHub:
         """``resources``, ``templates``, ``read``, ``prompts``, ``prompt``, ``complete``,
         ``subscribe`` or ``unsubscribe``, answered as JSON values."""
     def ask_blocking(self, op: str, params: Mapping[str, Any]) -> Any: ...
-    def resource_events(self) -> ResourceEventStream: ...
+    def resource_events(self) -> EventStream: ...
     def call_progress(
         self,
         name: str,

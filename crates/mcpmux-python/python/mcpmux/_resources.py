@@ -58,7 +58,7 @@ def _complete_params(
     }
 
 
-async def _notices(stream: "_mcpmux.ResourceEventStream") -> AsyncIterator[ResourceEvent]:
+async def _notices(stream: "_mcpmux.EventStream") -> AsyncIterator[ResourceEvent]:
     async for event in stream:
         yield ResourceEvent._from_native(event)
 
@@ -288,7 +288,7 @@ class BlockingResources:
         )
 
 
-def _blocking_notices(stream: "_mcpmux.ResourceEventStream", timeout: float | None) -> Iterator[ResourceEvent]:
+def _blocking_notices(stream: "_mcpmux.EventStream", timeout: float | None) -> Iterator[ResourceEvent]:
     while True:
         try:
             event = stream.next_blocking(timeout)
