@@ -453,7 +453,6 @@ mod tests {
 
     #[test]
     fn titles_choices_defaults_and_secrets_are_read_from_the_schema() {
-        let form = form();
         assert_eq!(by_name("name").title, "Name");
         assert_eq!(by_name("age").title, "age");
         assert_eq!(
