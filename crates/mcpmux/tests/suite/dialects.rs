@@ -170,7 +170,11 @@ fn cursor_files_are_read_with_cursors_variables_and_env_file() {
     assert_eq!(kind, "http");
     assert_eq!(headers["Authorization"], "Bearer ghp_1");
     assert_eq!(remote(server(&set, "events")).0, "sse");
-    assert_eq!(unhonoured_fields(&set, "linear"), ["auth"]);
+    // Cursor's `auth` is its static OAuth client: read as ours, nothing left unhonoured.
+    assert!(unhonoured_fields(&set, "linear").is_empty(), "{set:#?}");
+    let oauth = &server(&set, "linear").auth.oauth;
+    assert_eq!(oauth.client_id.as_deref(), Some("abc"));
+    assert_eq!(oauth.scopes, ["read"]);
 
     let db = server(&set, "db");
     assert_eq!(dialect(db), Dialect::Cursor);
