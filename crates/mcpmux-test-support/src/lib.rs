@@ -2,7 +2,8 @@
 //! programs are and how to start the listening servers on 127.0.0.1 (`servers`), which
 //! processes are left (`procs`), waiting with a deadline (`poll`), the test server's call log
 //! (`call_log`), a hub on real servers and its states and events (`hub`), a hermetic place to
-//! run the `mcpmux` binary and what a run showed (`cli`), and the official SDK clients and
+//! run the `mcpmux` binary and what a run showed (`cli`), a program on a pseudo-terminal
+//! (`pty`), and the official SDK clients and
 //! `mcpmux serve` as a process they reach (`sdk`). Everything is re-exported at the root, so a
 //! suite's `support` module is `pub use mcpmux_test_support::*;` plus what it alone needs.
 // Test code: a failed step panics with what was expected. `Sandbox::new` makes folders on disk,
@@ -14,6 +15,7 @@ mod cli;
 mod hub;
 mod poll;
 mod procs;
+mod pty;
 mod sdk;
 mod servers;
 
@@ -22,5 +24,6 @@ pub use cli::*;
 pub use hub::*;
 pub use poll::*;
 pub use procs::*;
+pub use pty::*;
 pub use sdk::*;
 pub use servers::*;

@@ -8,7 +8,7 @@
 use crate::support;
 
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,13 +30,7 @@ pub(crate) struct Pty {
 impl Pty {
     /// `mcpmux ARGS` in `sandbox` with stdin, stdout and stderr on one pseudo-terminal.
     pub(crate) fn start(sandbox: &Sandbox, args: &[&str], env: &[(&str, String)]) -> Pty {
-        let line = std::iter::once(env!("CARGO_BIN_EXE_mcpmux"))
-            .chain(args.iter().copied())
-            .map(|arg| format!("'{}'", arg.replace('\'', r"'\''")))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let mut cmd = Command::new("script");
-        cmd.args(["-q", "-e", "-c", &line, "/dev/null"]);
+        let mut cmd = support::on_pty(env!("CARGO_BIN_EXE_mcpmux").as_ref(), args);
         sandbox.hermetic(&mut cmd).env("TERM", "xterm");
         for (name, value) in env {
             cmd.env(name, value);

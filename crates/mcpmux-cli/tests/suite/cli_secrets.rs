@@ -217,15 +217,15 @@ fn a_project_entry_reads_no_secret_until_approved_and_trust_names_the_secrets_it
 #[test]
 fn a_value_typed_at_a_terminal_is_not_echoed() {
     use std::io::{Read, Write};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
     let sandbox = Sandbox::new();
-    let line = format!("'{}' secret set gh", env!("CARGO_BIN_EXE_mcpmux"));
-    // util-linux `script` runs it on a real pseudo-terminal and forwards our stdin to it.
-    let mut cmd = Command::new("script");
-    cmd.args(["-q", "-e", "-c", &line, "/dev/null"]);
+    let mut cmd = support::on_pty(
+        env!("CARGO_BIN_EXE_mcpmux").as_ref(),
+        &["secret", "set", "gh"],
+    );
     sandbox
         .hermetic(&mut cmd)
         .env("TERM", "xterm")
@@ -287,7 +287,7 @@ fn a_value_typed_at_a_terminal_is_not_echoed() {
 #[test]
 fn a_signal_at_the_value_prompt_leaves_the_terminal_echoing() {
     use std::io::Read;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
@@ -297,12 +297,10 @@ fn a_signal_at_the_value_prompt_leaves_the_terminal_echoing() {
         "'{}' secret set gh </dev/tty & echo \"pid=$!;\"; wait $!; echo \"exit=$?\"; stty -a",
         env!("CARGO_BIN_EXE_mcpmux")
     );
-    let mut cmd = Command::new("script");
-    cmd.args(["-q", "-e", "-c", &line, "/dev/null"]);
+    let mut cmd = support::script(&line);
     sandbox
         .hermetic(&mut cmd)
         .env("TERM", "xterm")
-        .env("SHELL", "/bin/sh")
         // Kept open: script ends the terminal's input when its own ends.
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

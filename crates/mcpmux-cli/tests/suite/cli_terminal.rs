@@ -34,13 +34,7 @@ impl TerminalSandbox for Sandbox {
 
     /// `mcpmux ARGS` with stdout and stderr on a pseudo-terminal: what the person sees.
     fn on_terminal(&self, args: &[&str]) -> (Option<i32>, String) {
-        let line = std::iter::once(env!("CARGO_BIN_EXE_mcpmux"))
-            .chain(args.iter().copied())
-            .map(shell_quote)
-            .collect::<Vec<_>>()
-            .join(" ");
-        let mut cmd = Command::new("script");
-        cmd.args(["-q", "-e", "-c", &line, "/dev/null"]);
+        let mut cmd = support::on_pty(env!("CARGO_BIN_EXE_mcpmux").as_ref(), args);
         self.env(&mut cmd);
         let Output { status, stdout, .. } = cmd.output().expect("util-linux `script` runs");
         (status.code(), String::from_utf8_lossy(&stdout).into_owned())
@@ -53,10 +47,6 @@ impl TerminalSandbox for Sandbox {
         self.env(&mut cmd);
         cmd.output().unwrap()
     }
-}
-
-fn shell_quote(arg: &str) -> String {
-    format!("'{}'", arg.replace('\'', r"'\''"))
 }
 
 fn testserver(args: &[&str]) -> serde_json::Value {

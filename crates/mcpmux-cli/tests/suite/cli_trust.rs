@@ -158,9 +158,7 @@ fn on_a_terminal_the_cli_asks_and_a_yes_is_remembered() {
     }
     let sandbox = Sandbox::new();
     sandbox.repo_mcp_json("");
-    let line = format!("'{}' servers", env!("CARGO_BIN_EXE_mcpmux"));
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
+    let mut child = support::on_pty(env!("CARGO_BIN_EXE_mcpmux").as_ref(), &["servers"])
         .current_dir(&sandbox.project)
         .env("HOME", &sandbox.home)
         .env("XDG_CONFIG_HOME", sandbox.home.join(".config"))
