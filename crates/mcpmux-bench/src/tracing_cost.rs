@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use mcpmux_bench::clients::{Client, hub_connect};
-use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
@@ -164,9 +162,7 @@ pub fn child_main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
                         .with_filter(targets),
                 )
                 .init();
-            mcpmux::telemetry::propagate::install(W3c(
-                opentelemetry_sdk::propagation::TraceContextPropagator::new(),
-            ));
+            mcpmux::telemetry::propagate::install(mcpmux::telemetry::w3c::W3cPropagator::default());
             Some(provider)
         }
         other => bail!("unknown mode {other}"),
@@ -238,30 +234,6 @@ fn sink() -> anyhow::Result<u16> {
         }
     });
     Ok(port)
-}
-
-/// The W3C `traceparent` of a span, as the CLI's propagator writes it.
-struct W3c(opentelemetry_sdk::propagation::TraceContextPropagator);
-
-impl mcpmux::telemetry::propagate::Propagator for W3c {
-    fn inject(&self, span: &tracing::Span, put: &mut dyn FnMut(&'static str, String)) {
-        let mut fields = std::collections::HashMap::new();
-        self.0.inject_context(&span.context(), &mut fields);
-        for name in mcpmux::telemetry::propagate::FIELDS {
-            if let Some(value) = fields.remove(name) {
-                put(name, value);
-            }
-        }
-    }
-
-    fn extract(&self, span: &tracing::Span, get: &dyn Fn(&str) -> Option<String>) {
-        let fields: std::collections::HashMap<String, String> =
-            mcpmux::telemetry::propagate::FIELDS
-                .iter()
-                .filter_map(|name| get(name).map(|value| (name.to_string(), value)))
-                .collect();
-        let _ = span.set_parent(self.0.extract(&fields));
-    }
 }
 
 /// Sequential latency, then throughput with [`IN_FLIGHT`] calls in flight.

@@ -9,11 +9,8 @@
 //! sends carries W3C trace context and the gateway continues its clients' traces.
 //! `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` keeps it off. Off, nothing here runs.
 
-use opentelemetry::propagation::{TextMapCompositePropagator, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::registry::LookupSpan;
@@ -70,7 +67,7 @@ where
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("mcpmux");
-    mcpmux::telemetry::propagate::install(W3c::default());
+    mcpmux::telemetry::propagate::install(mcpmux::telemetry::w3c::W3cPropagator::default());
     let targets = TRACED.iter().fold(Targets::new(), |t, name| {
         t.with_target(*name, LevelFilter::INFO)
     });
@@ -167,42 +164,5 @@ impl Telemetry {
         if let Ok(Err(e)) = ended {
             tracing::warn!("the last spans may not have been exported: {e}");
         }
-    }
-}
-
-/// W3C trace context and baggage, read from and written to a span's OpenTelemetry context.
-struct W3c(TextMapCompositePropagator);
-
-impl Default for W3c {
-    fn default() -> Self {
-        W3c(TextMapCompositePropagator::new(vec![
-            Box::new(TraceContextPropagator::new()),
-            Box::new(BaggagePropagator::new()),
-        ]))
-    }
-}
-
-impl mcpmux::telemetry::propagate::Propagator for W3c {
-    fn inject(&self, span: &tracing::Span, put: &mut dyn FnMut(&'static str, String)) {
-        let mut fields = std::collections::HashMap::new();
-        self.0.inject_context(&span.context(), &mut fields);
-        for name in mcpmux::telemetry::propagate::FIELDS {
-            if let Some(value) = fields.remove(name) {
-                put(name, value);
-            }
-        }
-    }
-
-    fn extract(&self, span: &tracing::Span, get: &dyn Fn(&str) -> Option<String>) {
-        let fields: std::collections::HashMap<String, String> =
-            mcpmux::telemetry::propagate::FIELDS
-                .iter()
-                .filter_map(|name| get(name).map(|value| (name.to_string(), value)))
-                .collect();
-        if fields.is_empty() {
-            return;
-        }
-        let context = self.0.extract(&fields);
-        let _ = span.set_parent(context);
     }
 }

@@ -3,12 +3,15 @@
 //! OpenTelemetry conventions for MCP, and as a [`CallRecord`] handed to each [`CallObserver`]
 //! (a harness without OpenTelemetry, the gateway's `/metrics`); trace context put into what is
 //! sent to servers (`propagate`); a server's start, restart, handshake, breaker and list
-//! changes as spans (`lifecycle`); the wire log of every JSON-RPC message (`wire`). Knows
+//! changes as spans (`lifecycle`); the wire log of every JSON-RPC message (`wire`); the W3C
+//! propagator over OpenTelemetry, for whoever exports with it (`w3c`, feature `opentelemetry`). Knows
 //! nothing of servers, transports or exporters: the CLI installs the exporter.
 
 pub(crate) mod lifecycle;
 pub(crate) mod probe;
 pub mod propagate;
+#[cfg(feature = "opentelemetry")]
+pub mod w3c;
 pub mod wire;
 
 use std::sync::Arc;
