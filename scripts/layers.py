@@ -107,7 +107,7 @@ CRATES = {
         "main": 3,
     }),
     "mcpmux-test-support": ("mcpmux-test-support/src", "lib.rs", {
-        "poll": 1,
+        "poll": 1, "pty": 1,
         "servers": 2, "procs": 2, "call_log": 2,
         "hub": 3, "cli": 3,
         "sdk": 4,
