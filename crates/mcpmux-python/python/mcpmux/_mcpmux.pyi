@@ -4,6 +4,7 @@ Use the classes of :mod:`mcpmux` instead: they wrap these with records and docst
 """
 
 from typing import Any, Awaitable, Callable, Mapping
+from .errors import ServerUnavailable
 
 __version__: str
 
@@ -59,7 +60,7 @@ class NativeHub:
     """A running hub."""
 
     @property
-    def handler_errors(self) -> list[tuple[str, str]]: ...
+    def handler_errors(self) -> list[tuple[str, ServerUnavailable]]: ...
     def tools(self, scope: str | None = None) -> list[dict[str, Any]]: ...
     def export(self, provider: str, scope: str | None = None) -> dict[str, Any]: ...
     def servers(self) -> list[dict[str, Any]]: ...
