@@ -422,49 +422,35 @@ impl NativeHub {
         )
     }
 
-    /// Closes every server and reaps their processes (awaitable). Idempotent.
-    fn shutdown<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// Closes every server and reaps their processes: awaitable, or blocking with the GIL
+    /// released when `blocking`. Idempotent.
+    #[pyo3(signature = (blocking = false))]
+    fn shutdown<'py>(&self, py: Python<'py>, blocking: bool) -> PyResult<Bound<'py, PyAny>> {
         let hub = self.slot().clone();
         self.closed.cancel();
-        awaitable::future_into_py(py, async move {
+        let closing = async move {
             if let Some(hub) = hub {
                 hub.shutdown().await;
             }
             Ok::<_, Failure>(())
-        })
-    }
-
-    /// Closes every server and reaps their processes, blocking with the GIL released.
-    fn shutdown_blocking(&self, py: Python<'_>) -> PyResult<()> {
-        let hub = self.slot().clone();
-        self.closed.cancel();
-        if let Some(hub) = hub {
-            block_on(py, async move { hub.shutdown().await })?;
-        }
-        Ok(())
+        };
+        awaitable::awaitable_or_blocking(py, blocking, closing, |py, ()| Ok(py.None()))
     }
 
     // Resources, prompts, completions (`resources`), calls with progress (`progress`).
 
     /// Asks for resources, templates, prompts, a read, a prompt filled in, a completion or a
-    /// (un)subscription (`resources::Ask`), awaitable; the answer as JSON values.
+    /// (un)subscription (`resources::Ask`): awaitable, or answered with the GIL released when
+    /// `blocking`; the answer as JSON values.
+    #[pyo3(signature = (op, params, blocking = false))]
     fn ask<'py>(
         &self,
         py: Python<'py>,
         op: &str,
         params: &Bound<'py, PyDict>,
+        blocking: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resources::ask(py, self.hub()?, op, params)
-    }
-
-    /// [`NativeHub::ask`], blocking with the GIL released.
-    fn ask_blocking<'py>(
-        &self,
-        py: Python<'py>,
-        op: &str,
-        params: &Bound<'py, PyDict>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        resources::ask_blocking(py, self.hub()?, op, params)
+        resources::ask(py, self.hub()?, op, params, blocking)
     }
 
     /// Resource notices from now on, until the hub shuts down.

@@ -400,4 +400,4 @@ class BlockingHub(BlockingResources, BlockingAgent, BlockingReconfigure, _Base):
     def shutdown(self) -> None:
         """Closes every server and reaps their processes. Idempotent."""
         if self._native is not None:
-            self._native.shutdown_blocking()
+            self._native.shutdown(blocking=True)
