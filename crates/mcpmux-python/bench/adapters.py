@@ -119,21 +119,11 @@ async def pydantic_mcpmux(base_url: str, search: bool) -> str:
 
 async def langchain_mcpmux(base_url: str, search: bool) -> str:
     import mcpmux
-    from langchain_core.messages import HumanMessage, ToolMessage
-    from langchain_openai import ChatOpenAI
+    from langchain_loop import agent_loop
     from mcpmux.adapters.langchain import langchain_tools
 
     async with mcpmux.Hub({"t": {"command": SERVER}}, ephemeral=True) as hub:
-        tools = {t.name: t for t in langchain_tools(hub, search=search)}
-        chat = ChatOpenAI(model="m", base_url=base_url, api_key="sk-bench").bind_tools(list(tools.values()))
-        messages: list[Any] = [HumanMessage("echo bench")]
-        while True:
-            reply = await chat.ainvoke(messages)
-            messages.append(reply)
-            if not reply.tool_calls:
-                return str(reply.content)
-            for call in reply.tool_calls:
-                messages.append(ToolMessage(await tools[call["name"]].ainvoke(call["args"]), tool_call_id=call["id"]))
+        return await agent_loop(langchain_tools(hub, search=search), base_url)
 
 
 async def langchain_native(base_url: str) -> tuple[str, float]:

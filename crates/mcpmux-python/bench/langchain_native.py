@@ -2,9 +2,9 @@
 ``adapters.py``: run by the interpreter of test-deps/.venv-lc (it needs ``mcp`` < 2, where the
 package's environment pins the SDK 2.3), one process per run. A warm-up run against its own
 endpoint comes first, untimed, as the in-process runs have one (imports, first-use set-ups of
-the libraries); the timed run is the same
-loop as ``adapters.py``'s ``langchain_mcpmux``: one server session for the run, the tools
-loaded from it, the model asked until it answers. Prints the answer and the wall time as JSON.
+the libraries); the timed run is ``langchain_loop.agent_loop``, the loop ``adapters.py``'s
+``langchain_mcpmux`` runs: one server session for the run, the tools loaded from it, the model
+asked until it answers. Prints the answer and the wall time as JSON.
 
     test-deps/.venv-lc/bin/python langchain_native.py SERVER WARM_UP_URL BASE_URL
 """
@@ -15,28 +15,17 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any
 
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_loop import agent_loop
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
-from langchain_openai import ChatOpenAI
 
 
 async def run(server: str, base_url: str) -> str:
     client = MultiServerMCPClient({"t": {"command": server, "args": [], "transport": "stdio"}})
     # One session for the whole run (`get_tools()` without one would spawn the server per call).
     async with client.session("t") as session:
-        tools = {t.name: t for t in await load_mcp_tools(session)}
-        chat = ChatOpenAI(model="m", base_url=base_url, api_key="sk-bench").bind_tools(list(tools.values()))
-        messages: list[Any] = [HumanMessage("echo bench")]
-        while True:
-            reply = await chat.ainvoke(messages)
-            messages.append(reply)
-            if not reply.tool_calls:
-                return str(reply.content)
-            for call in reply.tool_calls:
-                messages.append(ToolMessage(await tools[call["name"]].ainvoke(call["args"]), tool_call_id=call["id"]))
+        return await agent_loop(await load_mcp_tools(session), base_url)
 
 
 def main() -> None:

@@ -280,6 +280,28 @@ where
     })
 }
 
+/// `fut` as the async API wants it (an awaitable, [`future_into_py_with`]) or as the blocking
+/// one does (run to its end with the GIL released, [`runtime::block_on`]), its output made
+/// Python by `convert` either way: one method serves both hubs.
+pub(crate) fn awaitable_or_blocking<'py, F, T, E, C>(
+    py: Python<'py>,
+    blocking: bool,
+    fut: F,
+    convert: C,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Into<Failure> + Send + 'static,
+    C: for<'a> FnOnce(Python<'a>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    if !blocking {
+        return future_into_py_with(py, fut, convert);
+    }
+    let value = runtime::block_on(py, fut)?.map_err(|e| e.into().into_pyerr())?;
+    Ok(convert(py, value)?.into_bound(py))
+}
+
 /// Runs `fut` on the runtime as an awaitable of the running event loop (see
 /// [`future_into_py_with`]); its output becomes Python as `IntoPyObject` makes it.
 pub(crate) fn future_into_py<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>

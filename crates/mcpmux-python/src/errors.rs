@@ -9,9 +9,16 @@ use pyo3::types::PyDict;
 
 use mcpmux::Error;
 
+use crate::callback::PythonException;
+
 /// The Python exception for `error`.
 pub(crate) fn to_pyerr(error: Error) -> PyErr {
-    Python::attach(|py| match build(py, &error) {
+    to_pyerr_ref(&error)
+}
+
+/// The Python exception for `error`, which stays the caller's.
+pub(crate) fn to_pyerr_ref(error: &Error) -> PyErr {
+    Python::attach(|py| match build(py, error) {
         Ok(err) => err,
         // The package's module could not be imported or the class refused its fields: the
         // message still reaches the caller.
@@ -78,7 +85,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
             server,
             message,
             stderr_tail,
-            ..
+            source,
         } => {
             set("kind", "connect".into_pyobject(py)?.into_any())?;
             set("server", server.into_pyobject(py)?.into_any())?;
@@ -87,7 +94,24 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
                 "stderr_tail",
                 clean_lines(stderr_tail).into_pyobject(py)?.into_any(),
             )?;
-            "ServerUnavailable"
+            match source
+                .as_deref()
+                .and_then(|s| s.downcast_ref::<PythonException>())
+            {
+                Some(raised) => {
+                    set("kind", "tool_source".into_pyobject(py)?.into_any())?;
+                    set(
+                        "exception_type",
+                        raised.type_name.as_str().into_pyobject(py)?.into_any(),
+                    )?;
+                    set(
+                        "exception_message",
+                        clean(&raised.message).into_pyobject(py)?.into_any(),
+                    )?;
+                    "ToolSourceError"
+                }
+                None => "ServerUnavailable",
+            }
         }
         Error::Auth {
             server, message, ..

@@ -16,11 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use mcpmux::config::{self, ConfigSet, LoadOptions, PolicyRules};
 use mcpmux::schema::ExportFormat;
-use mcpmux::{CallOptions, Hub, HubOptions, LocalTools};
+use mcpmux::{CallOptions, Error, Hub, HubOptions, LocalTools};
 
 use crate::awaitable::{self, Completer, Outcome};
 use crate::convert;
-use crate::errors::{Failure, new_error};
+use crate::errors::{self, Failure, new_error};
 use crate::events::EventStream;
 use crate::progress::{ProgressCall, ProgressStream};
 use crate::resources;
@@ -113,12 +113,7 @@ impl Plan {
         for source in self.sources {
             registry.register_source(Arc::new(source));
         }
-        let handler_errors: Vec<(String, String)> = registry
-            .refresh()
-            .await
-            .into_iter()
-            .map(|(name, e)| (name, e.to_string()))
-            .collect();
+        let handler_errors = registry.refresh().await;
         let mut options = if self.ephemeral {
             HubOptions::ephemeral()
         } else {
@@ -256,7 +251,7 @@ pub(crate) struct NativeHub {
     /// Cancelled at shutdown: ends event streams.
     closed: CancellationToken,
     /// Python tool sources whose `list_tools` failed at start: (name, error).
-    handler_errors: Vec<(String, String)>,
+    handler_errors: Vec<(String, Error)>,
     /// The hub's host: its resource notices.
     host: mcpmux::Host,
 }
@@ -361,10 +356,14 @@ impl NativeHub {
         convert::serialized(py, &self.hub()?.servers())
     }
 
-    /// Python tool sources whose `list_tools` failed at start, as (name, error) pairs.
+    /// Python tool sources whose `list_tools` failed at start, as (name, exception) pairs:
+    /// a `ToolSourceError` when it raised, a `ServerUnavailable` when its answer was wrong.
     #[getter]
-    fn handler_errors(&self) -> Vec<(String, String)> {
-        self.handler_errors.clone()
+    fn handler_errors(&self) -> Vec<(String, PyErr)> {
+        self.handler_errors
+            .iter()
+            .map(|(name, e)| (name.clone(), errors::to_pyerr_ref(e)))
+            .collect()
     }
 
     /// Calls the tool exposed as `name` (awaitable). With `completer` (the one of the running
@@ -423,49 +422,35 @@ impl NativeHub {
         )
     }
 
-    /// Closes every server and reaps their processes (awaitable). Idempotent.
-    fn shutdown<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// Closes every server and reaps their processes: awaitable, or blocking with the GIL
+    /// released when `blocking`. Idempotent.
+    #[pyo3(signature = (blocking = false))]
+    fn shutdown<'py>(&self, py: Python<'py>, blocking: bool) -> PyResult<Bound<'py, PyAny>> {
         let hub = self.slot().clone();
         self.closed.cancel();
-        awaitable::future_into_py(py, async move {
+        let closing = async move {
             if let Some(hub) = hub {
                 hub.shutdown().await;
             }
             Ok::<_, Failure>(())
-        })
-    }
-
-    /// Closes every server and reaps their processes, blocking with the GIL released.
-    fn shutdown_blocking(&self, py: Python<'_>) -> PyResult<()> {
-        let hub = self.slot().clone();
-        self.closed.cancel();
-        if let Some(hub) = hub {
-            block_on(py, async move { hub.shutdown().await })?;
-        }
-        Ok(())
+        };
+        awaitable::awaitable_or_blocking(py, blocking, closing, |py, ()| Ok(py.None()))
     }
 
     // Resources, prompts, completions (`resources`), calls with progress (`progress`).
 
     /// Asks for resources, templates, prompts, a read, a prompt filled in, a completion or a
-    /// (un)subscription (`resources::Ask`), awaitable; the answer as JSON values.
+    /// (un)subscription (`resources::Ask`): awaitable, or answered with the GIL released when
+    /// `blocking`; the answer as JSON values.
+    #[pyo3(signature = (op, params, blocking = false))]
     fn ask<'py>(
         &self,
         py: Python<'py>,
         op: &str,
         params: &Bound<'py, PyDict>,
+        blocking: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resources::ask(py, self.hub()?, op, params)
-    }
-
-    /// [`NativeHub::ask`], blocking with the GIL released.
-    fn ask_blocking<'py>(
-        &self,
-        py: Python<'py>,
-        op: &str,
-        params: &Bound<'py, PyDict>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        resources::ask_blocking(py, self.hub()?, op, params)
+        resources::ask(py, self.hub()?, op, params, blocking)
     }
 
     /// Resource notices from now on, until the hub shuts down.

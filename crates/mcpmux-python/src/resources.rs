@@ -19,7 +19,6 @@ use mcpmux::{CallOptions, CompletionRef, Hub, Listing};
 use crate::awaitable;
 use crate::convert;
 use crate::errors::Failure;
-use crate::runtime;
 
 /// One request about resources, prompts or completions.
 pub(crate) enum Ask {
@@ -210,27 +209,17 @@ fn listing<T: Serialize>(listing: Listing<T>) -> Result<Value, Failure> {
     Ok(json!({"items": json_of(&listing.items)?, "errors": errors}))
 }
 
-/// `op` asked of `hub` (awaitable on the running loop).
+/// `op` asked of `hub`: awaitable on the running loop, or answered with the GIL released
+/// when `blocking`.
 pub(crate) fn ask<'py>(
     py: Python<'py>,
     hub: Hub,
     op: &str,
     params: &Bound<'py, PyDict>,
+    blocking: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let asked = Ask::read(op, params)?;
-    awaitable::future_into_py_with(py, asked.run(hub), |py, answer| {
+    awaitable::awaitable_or_blocking(py, blocking, asked.run(hub), |py, answer| {
         Ok(convert::to_py(py, &answer)?.unbind())
     })
-}
-
-/// `op` asked of `hub`, blocking with the GIL released.
-pub(crate) fn ask_blocking<'py>(
-    py: Python<'py>,
-    hub: Hub,
-    op: &str,
-    params: &Bound<'py, PyDict>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let asked = Ask::read(op, params)?;
-    let answer = runtime::block_on(py, asked.run(hub))?.map_err(Failure::into_pyerr)?;
-    convert::to_py(py, &answer)
 }

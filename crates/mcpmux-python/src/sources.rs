@@ -19,7 +19,7 @@ use mcpmux::{
     ToolSource, error_result,
 };
 
-use crate::callback::call_python;
+use crate::callback::{CallbackError, call_python};
 use crate::convert;
 use crate::result;
 
@@ -63,9 +63,23 @@ impl ToolSource for PySource {
                 stderr_tail: Vec::new(),
                 source: None,
             };
-            let Value::Array(entries) =
-                listed.map_err(|e| fail(format!("list_tools failed: {e}")))?
-            else {
+            let listed = match listed {
+                Ok(listed) => listed,
+                Err(CallbackError::Raised(raised)) => {
+                    return Err(Error::Connect {
+                        server: source.clone(),
+                        message: format!(
+                            "the Python tool source's list_tools raised {raised}; \
+                             fix what it reaches (or catch the error and return []), \
+                             then start the hub again"
+                        ),
+                        stderr_tail: Vec::new(),
+                        source: Some(Box::new(raised)),
+                    });
+                }
+                Err(other) => return Err(fail(format!("list_tools gave no answer: {other}"))),
+            };
+            let Value::Array(entries) = listed else {
                 return Err(fail(
                     "list_tools must return a list of tool dicts".to_owned(),
                 ));

@@ -130,6 +130,49 @@ async def test_a_handler_whose_list_fails_keeps_no_tools_and_warns() -> None:
     assert any("broken" in str(w.message) and "API down" in str(w.message) for w in caught)
 
 
+async def test_a_list_that_raises_is_kept_as_a_typed_error_naming_the_source_and_the_fix() -> None:
+    secret = "hunter2-in-a-local"
+
+    class Broken:
+        name = "broken"
+
+        def list_tools(self) -> list[Any]:
+            token = secret  # a local a traceback would show; the error must not
+            raise ConnectionError("API down " + "x" * 2000 + token[:0])
+
+        def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+            return ""
+
+    class Wrong:
+        name = "wrong"
+
+        def list_tools(self) -> Any:
+            return [{"description": "a tool without a name"}]
+
+        def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+            return ""
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with mcpmux.Hub(handlers=[Broken(), Wrong()], ephemeral=True) as hub:
+            raised = hub.source_errors["broken"]
+            wrong = hub.source_errors["wrong"]
+    assert isinstance(raised, mcpmux.ToolSourceError)
+    assert isinstance(raised, mcpmux.ServerUnavailable)
+    assert raised.kind == "tool_source"
+    assert raised.server == "broken"
+    assert raised.exception_type == "ConnectionError"
+    assert raised.exception_message.startswith("API down xxx")
+    assert raised.exception_message.endswith("… (cut)")
+    assert len(raised.exception_message) < 600
+    text = str(raised)
+    assert "`broken`" in text and "list_tools raised ConnectionError" in text
+    assert "start the hub again" in text
+    assert secret not in text and "Traceback" not in text
+    assert type(wrong) is mcpmux.ServerUnavailable
+    assert "no string `name`" in str(wrong)
+
+
 async def test_a_handler_without_the_two_methods_is_refused() -> None:
     with pytest.raises(TypeError):
         await mcpmux.Hub(handlers=[object()], ephemeral=True).start()

@@ -139,6 +139,14 @@ def _options(
     }
 
 
+def _step(item: dict[str, Any], on_event: Callable[[AgentEvent], Any] | None) -> tuple[RunResult | None, Any]:
+    """One item of a run, for both hubs: the result when it ends the run, else what
+    ``on_event`` answered for the event (an awaitable for the async hub to await)."""
+    if item["type"] == "done":
+        return RunResult._from_native(item), None
+    return None, None if on_event is None else on_event(AgentEvent._from_native(item))
+
+
 class AsyncAgent:
     """:meth:`run` for :class:`mcpmux.Hub`."""
 
@@ -178,12 +186,11 @@ class AsyncAgent:
         run = _mcpmux.start_run(self._hub, prompt, model, options)
         try:
             async for item in run:
-                if item["type"] == "done":
-                    return RunResult._from_native(item)
-                if on_event is not None:
-                    answer = on_event(AgentEvent._from_native(item))
-                    if inspect.isawaitable(answer):
-                        await answer
+                result, answer = _step(item, on_event)
+                if result is not None:
+                    return result
+                if inspect.isawaitable(answer):
+                    await answer
         except asyncio.CancelledError:
             run.cancel()
             raise
@@ -227,9 +234,8 @@ class BlockingAgent:
                     item = run.next_blocking()
                 except StopIteration:  # pragma: no cover - `done` always comes first
                     raise RuntimeError("the agent run ended without an outcome") from None
-                if item["type"] == "done":
-                    return RunResult._from_native(item)
-                if on_event is not None:
-                    on_event(AgentEvent._from_native(item))
+                result, _ = _step(item, on_event)
+                if result is not None:
+                    return result
         finally:
             run.cancel()

@@ -21,7 +21,7 @@ from ._builtin import Builtin
 from ._host import Elicitor, Sampler, host_options
 from ._resources import AsyncResources, BlockingResources, ProgressCallback
 from ._types import ApprovalRequest, Event, Export, ScopeLike, ServerStatus, Tool, scope_text
-from .errors import McpmuxError
+from .errors import McpmuxError, ServerUnavailable
 
 __all__ = ["Hub", "BlockingHub"]
 
@@ -71,6 +71,9 @@ class _Base:
         self._config: dict[str, Any] = {"use_config": False}
         self._native: _mcpmux.NativeHub | None = None
         self._provider_names: dict[str, str] = {}
+        #: Python tool sources whose ``list_tools`` failed at start, by name: a
+        #: ``ToolSourceError`` (what it raised) or a ``ServerUnavailable`` (a wrong answer).
+        self.source_errors: dict[str, ServerUnavailable] = {}
 
     @classmethod
     def from_config(
@@ -148,7 +151,8 @@ class _Base:
 
     def _started(self, native: _mcpmux.NativeHub) -> None:
         self._native = native
-        for name, error in native.handler_errors:
+        self.source_errors = dict(native.handler_errors)
+        for name, error in self.source_errors.items():
             warnings.warn(f"tool source `{name}` listed no tools: {error}", RuntimeWarning, stacklevel=3)
 
     @property
@@ -396,4 +400,4 @@ class BlockingHub(BlockingResources, BlockingAgent, BlockingReconfigure, _Base):
     def shutdown(self) -> None:
         """Closes every server and reaps their processes. Idempotent."""
         if self._native is not None:
-            self._native.shutdown_blocking()
+            self._native.shutdown(blocking=True)

@@ -210,7 +210,7 @@ class BlockingResources:
     _hub: "_mcpmux.NativeHub"
 
     def _ask(self, op: str, **params: Any) -> Any:
-        return self._hub.ask_blocking(op, params)
+        return self._hub.ask(op, params, blocking=True)
 
     def resources(self, server: str | None = None) -> Listing[Resource]:
         """Every resource of ``server``, or of every server offering resources."""
@@ -257,7 +257,7 @@ class BlockingResources:
     ) -> Completion:
         """The server's suggestions (see :meth:`mcpmux.Hub.complete`)."""
         params = _complete_params(argument, value, prompt, template, server, context)
-        return Completion._from_native(self._hub.ask_blocking("complete", params))
+        return Completion._from_native(self._hub.ask("complete", params, blocking=True))
 
     def subscribe(self, uri: str, *, server: str | None = None) -> None:
         """Asks for updates of ``uri`` (see :meth:`mcpmux.Hub.subscribe`)."""

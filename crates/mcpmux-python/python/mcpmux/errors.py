@@ -13,6 +13,7 @@ Hierarchy::
     ├── ServerUnavailable       cannot connect, disabled, failed, required server failed
     │   ├── CircuitOpen         too many failures in a row: held off for a while
     │   ├── AuthRequired        OAuth failed or is needed
+    │   ├── ToolSourceError     a Python tool source's list_tools raised
     │   └── ConnectionLost      the connection broke during the call
     ├── ToolTimeout             (also TimeoutError) no answer in time
     ├── InvalidArguments        (also ValueError) the arguments do not fit the tool's schema
@@ -36,6 +37,7 @@ __all__ = [
     "ServerUnavailable",
     "CircuitOpen",
     "AuthRequired",
+    "ToolSourceError",
     "ConnectionLost",
     "ToolTimeout",
     "InvalidArguments",
@@ -111,6 +113,15 @@ class CircuitOpen(ServerUnavailable):
 
 class AuthRequired(ServerUnavailable):
     """OAuth failed for the server, or it needs a login (``mcpmux auth login NAME``)."""
+
+
+class ToolSourceError(ServerUnavailable):
+    """A Python tool source's ``list_tools`` raised: ``server`` names the source,
+    ``exception_type`` and ``exception_message`` say what it raised (the message cut to 500
+    characters, never its traceback)."""
+
+    exception_type: str | None = None
+    exception_message: str | None = None
 
 
 class ConnectionLost(ServerUnavailable):
