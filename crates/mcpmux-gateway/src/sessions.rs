@@ -29,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 use crate::guard::Client;
 use crate::identity::{Made, Refused, ServedRequest};
 
-/// Sessions open at once, at most: at about 63 kB an idle session (measured with
-/// `scripts/session-flood.py`, see the README), some 63 MB.
+/// Sessions open at once, at most: at about 80 KiB an idle session (measured with
+/// `scripts/session-flood.py`, see BENCHMARKS.md), some 80 MB.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 /// Sessions one identity may hold at once: a tenth of the whole, so one client (or one
 /// leaked token) cannot take every slot.
@@ -136,7 +136,7 @@ impl Table {
 }
 
 /// Sessions closed between two hand-backs of freed memory: a hand-back takes a few
-/// milliseconds, a session frees some 60 kB.
+/// milliseconds, a session frees some 80 KiB.
 const TRIM_EVERY: usize = 256;
 /// Sessions closed since the last hand-back for the last one's going to call for another.
 const TRIM_AT_LEAST: usize = 16;

@@ -58,7 +58,19 @@ async fn a_plain_call_on_an_established_session_is_answered_as_json() {
         .await;
         assert_eq!(answer.status(), 200);
         assert_eq!(content_type(&answer), "application/json");
-        let body: Value = answer.json().await.unwrap();
+        // Whole, with its length in the head: not chunked.
+        assert!(
+            answer.headers().get("transfer-encoding").is_none(),
+            "{:?}",
+            answer.headers()
+        );
+        let length = answer.headers()["content-length"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let bytes = answer.bytes().await.unwrap();
+        assert_eq!(length, bytes.len().to_string());
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(body["id"], 10 + n, "{body}");
         assert_eq!(body["result"]["content"][0]["text"], "plain", "{body}");
     }
