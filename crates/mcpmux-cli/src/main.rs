@@ -673,7 +673,10 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
             if *json {
                 output::print_json(&result)?;
             } else {
-                output::print_text(&result.to_text())?;
+                output::print_text(&output::call_result_text(
+                    &result,
+                    output::stdout_is_terminal(),
+                ))?;
             }
             if result.is_error {
                 output::say!("mcpmux: the tool `{name}` reported an error (isError: true)");

@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 
 use mcpmux::cli_support::terminal::{escape_controls, escape_json_controls};
-use mcpmux::{ServerState, ServerStatus, Tool};
+use mcpmux::{Content, ServerState, ServerStatus, Tool, ToolResult};
 
 /// Whether stdout and stderr escape control characters; set once by [`init`].
 static ESCAPE: OnceLock<(bool, bool)> = OnceLock::new();
@@ -115,6 +115,39 @@ pub fn prompting() -> bool {
 /// Prints text and a newline on stdout.
 pub fn print_text(text: &str) -> anyhow::Result<()> {
     emit(&format!("{text}\n"))
+}
+
+/// Whether stdout is a terminal (a person reads it) rather than a pipe or file (a program does).
+pub fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// A tool result as `mcpmux call` prints it. A pipe gets `to_text()` as it always has (scripts
+/// parse it). A person on a terminal gets the structured content pretty-printed: in place of
+/// the text block that only repeats it as JSON (what servers send older clients), after the
+/// text otherwise, so a structured answer is never hidden behind its summary.
+pub fn call_result_text(result: &ToolResult, terminal: bool) -> String {
+    let Some(structured) = result.structured_content.as_ref().filter(|_| terminal) else {
+        return result.to_text();
+    };
+    let pretty =
+        serde_json::to_string_pretty(structured).unwrap_or_else(|_| structured.to_string());
+    let repeats = |block: &Content| match block {
+        Content::Text { text } => {
+            serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| &v == structured)
+        }
+        _ => false,
+    };
+    match result.content.as_slice() {
+        [] => pretty,
+        [only] if repeats(only) => pretty,
+        _ => format!(
+            "{}
+
+{pretty}",
+            result.to_text()
+        ),
+    }
 }
 
 fn one_line(text: &str, max: usize) -> String {
@@ -408,6 +441,40 @@ pub fn print_rows<const N: usize>(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    fn structured(content: Vec<Content>, value: serde_json::Value) -> ToolResult {
+        let mut result = ToolResult::text("");
+        result.content = content;
+        result.structured_content = Some(value);
+        result
+    }
+
+    fn text(text: &str) -> Content {
+        Content::Text { text: text.into() }
+    }
+
+    #[test]
+    fn a_pipe_gets_the_result_text_as_it_always_has() {
+        let result = structured(vec![text("5")], json!({"sum": 5}));
+        assert_eq!(call_result_text(&result, false), "5");
+        let bare = structured(vec![], json!({"sum": 5, "parts": [2, 3]}));
+        assert_eq!(call_result_text(&bare, false), r#"{"parts":[2,3],"sum":5}"#);
+    }
+
+    #[test]
+    fn a_terminal_gets_structured_content_pretty_after_its_summary_or_in_place_of_its_copy() {
+        let pretty = "{\n  \"sum\": 5\n}";
+        let summary = structured(vec![text("5")], json!({"sum": 5}));
+        assert_eq!(call_result_text(&summary, true), format!("5\n\n{pretty}"));
+        let copy = structured(vec![text(r#"{"sum":5}"#)], json!({"sum": 5}));
+        assert_eq!(call_result_text(&copy, true), pretty);
+        let bare = structured(vec![], json!({"sum": 5}));
+        assert_eq!(call_result_text(&bare, true), pretty);
+        let plain = ToolResult::text("hello");
+        assert_eq!(call_result_text(&plain, true), "hello");
+    }
+
     use super::*;
 
     #[test]

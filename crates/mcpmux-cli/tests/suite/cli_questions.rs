@@ -86,6 +86,11 @@ impl Pty {
         }
     }
 
+    /// The pid of the terminal's program (`script`): mcpmux and its servers are below it.
+    pub(crate) fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
     /// Types `keys`.
     pub(crate) fn send(&mut self, keys: &str) {
         let pipe = self.keys.as_mut().unwrap();
@@ -299,4 +304,34 @@ fn progress_is_not_drawn_on_a_pipe() {
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "done after 4 steps\n");
     assert!(!run.stderr.contains("step"), "{run:?}");
+}
+
+#[test]
+fn a_second_ctrl_c_ends_mcpmux_and_its_servers() {
+    let sandbox = sandbox();
+    // `together: 2` with one call: the server asks after its 20 s gather wait, and with
+    // `linger` stays in the call after the answer, so the second Ctrl-C finds mcpmux waiting.
+    let form = r#"{"what":"form","message":"Tell us","together":2,"linger":true}"#;
+    let mut pty = Pty::start(&sandbox, &["call", "mcp__t__ask_client", form], &[]);
+    pty.expect("Answer? ");
+    let servers: std::collections::BTreeSet<i32> = support::descendants(pty.pid())
+        .into_iter()
+        .filter(|p| p.cmdline.contains("testserver"))
+        .map(|p| p.pid)
+        .collect();
+    assert!(!servers.is_empty(), "the server runs below mcpmux");
+    pty.send("y\n");
+    pty.expect("Age: ");
+    pty.send("\u{3}");
+    pty.expect("(Ctrl-C again ends mcpmux)");
+    pty.send("\u{3}");
+    pty.expect("mcpmux: interrupted");
+    let (code, screen) = pty.finish();
+    assert_eq!(code, Some(130), "{screen:?}");
+    assert!(
+        !screen.contains("form: "),
+        "the call did not end first: {screen:?}"
+    );
+    let left = support::wait_gone(&servers, Duration::from_secs(10));
+    assert!(left.is_empty(), "servers left: {left:?}");
 }

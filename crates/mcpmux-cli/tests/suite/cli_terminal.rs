@@ -180,3 +180,21 @@ fn json_on_a_terminal_stays_valid_json_with_the_controls_escaped() {
         "{value}"
     );
 }
+
+#[test]
+fn structured_content_is_pretty_printed_on_a_terminal_and_kept_as_is_on_a_pipe() {
+    let sandbox = Sandbox::with_user_servers(json!({ "t": testserver(&[]) }));
+    let args = ["call", "mcp__t__add", r#"{"a":2,"b":3}"#];
+    let (code, screen) = sandbox.on_terminal(&args);
+    assert_eq!(code, Some(0), "{screen:?}");
+    // The pty turns "\n" into "\r\n".
+    assert!(
+        screen
+            .replace("\r\n", "\n")
+            .contains("5\n\n{\n  \"sum\": 5\n}\n"),
+        "{screen:?}"
+    );
+    let out = sandbox.piped(&args);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "5\n");
+}

@@ -5,6 +5,10 @@
 //! An unclosed `[` is an ordinary character, so every pattern is valid. Patterns are matched
 //! against the raw name (`create_issue`) and the exposed name (`mcp__github__create_issue`).
 //! Knows nothing of servers, connections or policy.
+//!
+//! Hand-written rather than `globset`, on purpose: globset refuses an unclosed `[` (a config
+//! that loads today would stop loading) and gives `{a,b}` and `**` meanings a tool name never
+//! asked for, and it compiles each pattern to a regex where this matcher is a token walk.
 
 use std::fmt;
 

@@ -3,6 +3,10 @@
 //!
 //! Only the three units these need; anything else is refused with an example, because a
 //! silently misread timeout (`"30"` as milliseconds?) is worse than an error.
+//!
+//! Hand-written rather than `humantime`, on purpose: humantime refuses fractions (`"1.5s"`,
+//! written in configs and tested below) and accepts units a timeout should not take (`"1y"`,
+//! `"2months"`), and its errors do not say what to write.
 
 use std::time::Duration;
 

@@ -3,6 +3,11 @@
 //! Decimal (`KB`, `MB`, `GB`: powers of 1000) and binary (`KiB`, `MiB`, `GiB`: powers of 1024)
 //! units, any case, and `B`; a bare integer is bytes. A text without a unit is refused, as a
 //! duration's is: `"100"` in quotes is more likely a slip than a byte count.
+//!
+//! Hand-written rather than `bytesize`, on purpose: bytesize reads `"100"` as 100 bytes (the
+//! slip refused here) and more units than these, so the unit check, the 1 GiB cap and the
+//! message saying what to write would all stay around it; what it would replace is the
+//! seven-row unit table.
 
 use serde_json::Value;
 
