@@ -20,7 +20,7 @@ use rmcp::{
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-/// How long `together` waits for the other calls before asking anyway.
+/// How long `linger` waits for the rest of its group.
 const GATHER_WAIT: Duration = Duration::from_secs(20);
 
 /// The calls of `ask_client` in flight in this process, and a bell rung at each arrival.
@@ -88,17 +88,18 @@ impl Drop for Present {
 
 /// Asks the client of `context` for `what` (`elicitation`, `form` — a form of every field
 /// kind —, `elicitation_url` — a URL-mode elicitation —, `sampling`, `roots`), after
-/// `together` calls are in flight. The answer as one line (`name: …`, `form: {JSON}` (the secret
+/// `together` calls are in flight (or `gather` passed). The answer as one line (`name: …`, `form: {JSON}` (the secret
 /// `token` reversed) or `form: (ACTION)`, `url: (ACTION)`, `reply: … (model …)`, `roots: …`), or why the client
 /// refused (`Err`).
 pub async fn ask(
     what: &str,
     message: Option<String>,
     together: u64,
+    gather: Duration,
     context: &RequestContext<RoleServer>,
 ) -> Result<String, String> {
     let _present = Present::arrive();
-    let deadline = tokio::time::Instant::now() + GATHER_WAIT;
+    let deadline = tokio::time::Instant::now() + gather;
     loop {
         let arrived = ARRIVED.notified();
         tokio::pin!(arrived);

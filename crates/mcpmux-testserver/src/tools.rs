@@ -161,6 +161,14 @@ pub struct AskClientArgs {
     /// too (20 s at most): every request of the group is made while all its calls are open.
     #[serde(default)]
     pub linger: bool,
+    /// How long the first wait for `together` calls lasts, in ms (default 20 000, at most
+    /// 60 000): a test of one call that must outlast its answer asks after a short wait.
+    #[serde(default = "default_gather_ms")]
+    pub gather_ms: u64,
+}
+
+fn default_gather_ms() -> u64 {
+    20_000
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -605,7 +613,12 @@ impl TestServer {
         if args.together > 16 {
             return error("together is at most 16");
         }
-        let asked = crate::asking::ask(&args.what, args.message, args.together, &context).await;
+        if args.gather_ms > 60_000 {
+            return error("gather_ms is at most 60000");
+        }
+        let gather = std::time::Duration::from_millis(args.gather_ms);
+        let asked =
+            crate::asking::ask(&args.what, args.message, args.together, gather, &context).await;
         if args.linger {
             crate::asking::linger(args.together, &context).await;
         }

@@ -309,9 +309,10 @@ fn progress_is_not_drawn_on_a_pipe() {
 #[test]
 fn a_second_ctrl_c_ends_mcpmux_and_its_servers() {
     let sandbox = sandbox();
-    // `together: 2` with one call: the server asks after its 20 s gather wait, and with
-    // `linger` stays in the call after the answer, so the second Ctrl-C finds mcpmux waiting.
-    let form = r#"{"what":"form","message":"Tell us","together":2,"linger":true}"#;
+    // `together: 2` with one call: the server asks after a 100 ms gather wait, and with
+    // `linger` stays in the call (20 s at most) after the answer, so the second Ctrl-C finds
+    // mcpmux waiting.
+    let form = r#"{"what":"form","message":"Tell us","together":2,"gather_ms":100,"linger":true}"#;
     let mut pty = Pty::start(&sandbox, &["call", "mcp__t__ask_client", form], &[]);
     pty.expect("Answer? ");
     let servers: std::collections::BTreeSet<i32> = support::descendants(pty.pid())
