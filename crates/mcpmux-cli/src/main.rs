@@ -239,8 +239,11 @@ fn main() -> ExitCode {
         Command::Serve(args) => args.access_log(),
         _ => None,
     };
+    // A call is one request to one server: a second worker (and reading the CPU count to
+    // size the pool) is start-up cost with nothing to run on it.
     let threads = match &cli.command {
         Command::Serve(args) => args.threads(),
+        Command::Call { .. } => 1,
         _ => 2,
     };
     let runtime = match runtime::build(threads) {

@@ -2,8 +2,8 @@
 //! and the signals that end a command (`interrupted`).
 //! `serve` runs on one thread unless told otherwise (`--threads`): a call through the gateway
 //! hops between several tasks, and on one thread none of those hops wakes another thread
-//! (measured on 2 shared cores: the gateway's added latency p50 40-90 µs lower). Every other
-//! command runs on two workers.
+//! (measured on 2 shared cores: the gateway's added latency p50 40-90 µs lower). `call` runs
+//! on one thread too (one request to one server); every other command on two workers.
 
 /// A runtime of `threads` threads (1: current-thread), timers and IO enabled.
 pub fn build(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
