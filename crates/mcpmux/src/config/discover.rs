@@ -241,6 +241,7 @@ fn dialect_of(path: &Path) -> Dialect {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
