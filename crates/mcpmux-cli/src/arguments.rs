@@ -6,15 +6,18 @@
 use anyhow::Context;
 
 /// The call's arguments read from `text` (or stdin for `-`); an error says what shape is wanted.
-pub fn parse(text: Option<&str>) -> anyhow::Result<serde_json::Value> {
+/// Stdin is read on a blocking thread: `call` runs on a one-thread runtime, whose servers must
+/// go on starting while the arguments are still being typed or piped.
+pub async fn parse(text: Option<&str>) -> anyhow::Result<serde_json::Value> {
     let text = match text {
         None => return Ok(serde_json::json!({})),
-        Some("-") => {
+        Some("-") => tokio::task::spawn_blocking(|| {
             let mut buf = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf)
-                .context("cannot read arguments from stdin")?;
-            buf
-        }
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf).map(|_| buf)
+        })
+        .await
+        .context("cannot read arguments from stdin")?
+        .context("cannot read arguments from stdin")?,
         Some(text) => text.to_string(),
     };
     let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {

@@ -632,7 +632,7 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
         } => {
             // The server starts while the arguments are read (from stdin, perhaps slowly).
             hub.prepare(name);
-            let mut arguments = arguments::parse(arguments.as_deref())?;
+            let mut arguments = arguments::parse(arguments.as_deref()).await?;
             if !pairs.is_empty() {
                 // The schema types the pairs: wait for the tool's server to list it.
                 let tool = match hub.tool(name) {
