@@ -48,6 +48,27 @@ async fn model() -> ScriptedModel {
     .unwrap()
 }
 
+/// A run's model that calls `ask_client` for a sampling request, then ends once the tool's
+/// result shows the request refused with `refusal`.
+async fn refused_model(refusal: &'static str) -> ScriptedModel {
+    ScriptedModel::start(
+        Wire::OpenAi,
+        vec![
+            Step::tool_calls([("mcp__t__ask_client", ASK)]),
+            Step::text("Refused.").expect(move |body| {
+                let said = body["messages"].to_string();
+                if said.contains(refusal) {
+                    Ok(())
+                } else {
+                    Err(format!("no refusal in view: {said}"))
+                }
+            }),
+        ],
+    )
+    .await
+    .unwrap()
+}
+
 fn env(model: &ScriptedModel) -> Vec<(&'static str, String)> {
     vec![
         ("OPENAI_BASE_URL", model.base_url()),
@@ -78,22 +99,7 @@ async fn sampling_is_asked_at_the_terminal_and_answered_by_the_runs_model() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sampling_said_no_to_at_the_terminal_is_refused_to_the_server() {
-    let model = ScriptedModel::start(
-        Wire::OpenAi,
-        vec![
-            Step::tool_calls([("mcp__t__ask_client", ASK)]),
-            Step::text("Refused.").expect(|body| {
-                let said = body["messages"].to_string();
-                if said.contains("refused: -1 the user declined the sampling request") {
-                    Ok(())
-                } else {
-                    Err(format!("no refusal in view: {said}"))
-                }
-            }),
-        ],
-    )
-    .await
-    .unwrap();
+    let model = refused_model("refused: -1 the user declined the sampling request").await;
     let sandbox = sandbox();
     let env = env(&model);
     let (code, screen) = tokio::task::spawn_blocking(move || {
@@ -135,22 +141,7 @@ async fn yes_lets_sampling_through_without_asking() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_terminal_or_yes_sampling_is_refused_with_how_to_allow_it() {
-    let model = ScriptedModel::start(
-        Wire::OpenAi,
-        vec![
-            Step::tool_calls([("mcp__t__ask_client", ASK)]),
-            Step::text("Refused.").expect(|body| {
-                let said = body["messages"].to_string();
-                if said.contains("refused: -1 sampling was not approved") {
-                    Ok(())
-                } else {
-                    Err(format!("no refusal in view: {said}"))
-                }
-            }),
-        ],
-    )
-    .await
-    .unwrap();
+    let model = refused_model("refused: -1 sampling was not approved").await;
     let sandbox = sandbox();
     let mut cmd = sandbox.command(&RUN);
     cmd.envs(env(&model));
