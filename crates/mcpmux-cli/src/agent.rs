@@ -160,7 +160,7 @@ fn show(status: &Mutex<Status>, event: AgentEvent) {
         } => {
             clear(&status);
             end_text_line(&mut status);
-            output::say!("→ {tool} {}", cut(&arguments, 200));
+            output::say!("→ {tool} {}", output::first_line(&arguments, 200));
             status.waiting = Some(format!("running {tool}"));
         }
         AgentEvent::ToolResult {
@@ -172,7 +172,7 @@ fn show(status: &Mutex<Status>, event: AgentEvent) {
             clear(&status);
             end_text_line(&mut status);
             let mark = if is_error { "✗" } else { "←" };
-            output::say!("{mark} {tool}: {}", cut(&text, 200));
+            output::say!("{mark} {tool}: {}", output::first_line(&text, 200));
             status.waiting = Some("thinking".into());
         }
         AgentEvent::Retrying {
@@ -202,16 +202,6 @@ fn end_text_line(status: &mut Status) {
         let _ = output::print_delta("\n");
         status.streaming = false;
     }
-}
-
-/// The first line of `text`, at most `max` characters.
-fn cut(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    let mut out: String = line.chars().take(max).collect();
-    if line.chars().count() > max || text.lines().nth(1).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 async fn spin(status: Arc<Mutex<Status>>) {

@@ -309,7 +309,7 @@ async fn answer(request: ElicitationRequest) -> ElicitationReply {
         output::say!(
             "mcpmux: server `{server}` asked for input ({}); declined: there is no terminal to \
              ask on (run mcpmux on a terminal to answer)",
-            cut(&request.message, 200)
+            output::first_line(&request.message, 200)
         );
         return ElicitationReply::Decline;
     }
@@ -384,16 +384,6 @@ async fn fill(
         }
     }
     ElicitationReply::Accept(content)
-}
-
-/// The first line of `text`, at most `max` characters.
-fn cut(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    let mut out: String = line.chars().take(max).collect();
-    if line.chars().count() > max || text.lines().nth(1).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]

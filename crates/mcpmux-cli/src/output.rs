@@ -160,6 +160,17 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
+/// The first line of `text`, at most `max` characters, `…` where anything was left out: a
+/// server's or a model's words shown in one line of a message.
+pub fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let mut out: String = line.chars().take(max).collect();
+    if line.chars().count() > max || text.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// Rows as left-aligned columns; the last cell of each row is not padded.
 pub fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -484,6 +495,14 @@ mod tests {
             vec!["long".into(), "x".into()],
         ]);
         assert_eq!(text, "A     B\nlong  x\n");
+    }
+
+    #[test]
+    fn first_line_keeps_one_line_and_marks_what_it_left_out() {
+        assert_eq!(first_line("short", 10), "short");
+        assert_eq!(first_line("abcdef", 3), "abc…");
+        assert_eq!(first_line("one\ntwo", 10), "one…");
+        assert_eq!(first_line("", 10), "");
     }
 
     #[test]
