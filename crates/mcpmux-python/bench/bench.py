@@ -5,11 +5,15 @@ round (a different client first each round), medians printed as a Markdown table
 
 Figures per client: the import of its library, cold start (server spawned → tools listed,
 inside the process), sequential call p50/p99, calls/s with 32 in flight via asyncio, 10 servers
-started concurrently, and the process's peak RSS.
+started concurrently, and the process's peak RSS. Each library is imported from bytecode, as
+pip leaves it at install: the peers' is in site-packages; mcpmux's is compiled first
+(``compile_package``), since a ``maturin develop`` install has none and PYTHONDONTWRITEBYTECODE
+(set in this project's environment) keeps the interpreter from writing it, which had every
+fresh interpreter compile mcpmux's Python source again inside the measured import.
 
     scripts/install-test-deps.sh
     (cd crates/mcpmux-python && VIRTUAL_ENV=$PWD/../../test-deps/.venv-py \\
-        ../../test-deps/.venv-py/bin/maturin develop --release)
+        ../../test-deps/.venv-py/bin/maturin develop --profile wheel)
     test-deps/.venv-py/bin/python crates/mcpmux-python/bench/bench.py [--rounds N] [--quick] [--json]
 """
 
@@ -59,6 +63,18 @@ def run(client: str, load: dict[str, object]) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def compile_package() -> None:
+    """Compiles the mcpmux package's Python source to bytecode, as pip does when it installs a
+    wheel (a no-op where it is compiled already)."""
+    where = subprocess.run(
+        [sys.executable, "-c", "import os, mcpmux; print(os.path.dirname(mcpmux.__file__))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", where], check=True, capture_output=True)
+
+
 def import_ms(client: str) -> float:
     """How long a fresh interpreter takes to import the client's library."""
     code = f"import time; t = time.perf_counter(); {IMPORTS[client]}; print((time.perf_counter() - t) * 1e3)"
@@ -78,6 +94,7 @@ def main() -> None:
     else:
         load = {"cold": 10, "calls": 5000, "total": 20000, "in_flight": 32, "servers": 10, "server": SERVER}
         rounds = args.rounds
+    compile_package()
     names = list(CLIENTS)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     for round_ in range(rounds):

@@ -366,8 +366,8 @@ impl NativeHub {
             .collect()
     }
 
-    /// Calls the tool exposed as `name` (awaitable). With `completer` (the one of the running
-    /// loop) the result is set on the loop's own thread, which is faster under load.
+    /// Calls the tool exposed as `name` (awaitable), its result set on the loop's own thread by
+    /// `completer` (the running loop's when not given).
     #[pyo3(signature = (name, arguments = None, timeout = None, scope = None, completer = None))]
     fn call<'py>(
         &self,
@@ -379,16 +379,17 @@ impl NativeHub {
         completer: Option<&Bound<'py, Completer>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let call = self.prepare_call(name, arguments, timeout, scope)?;
-        match completer {
-            None => awaitable::future_into_py(py, call),
-            Some(completer) => awaitable::spawn(py, completer, async move {
-                let outcome = call.await;
-                let finish: Outcome = Box::new(move |py: Python<'_>| {
-                    Ok(Py::new(py, outcome.map_err(Failure::into_pyerr)?)?.into_any())
-                });
-                finish
-            }),
-        }
+        let completer = match completer {
+            Some(completer) => completer.clone(),
+            None => awaitable::running(py)?,
+        };
+        awaitable::spawn(py, &completer, async move {
+            let outcome = call.await;
+            let finish: Outcome = Box::new(move |py: Python<'_>| {
+                Ok(Py::new(py, outcome.map_err(Failure::into_pyerr)?)?.into_any())
+            });
+            finish
+        })
     }
 
     /// Calls the tool exposed as `name`, blocking with the GIL released.

@@ -29,12 +29,6 @@ Approver = Callable[[ApprovalRequest], Any]
 H = TypeVar("H", bound="_Base")
 
 
-def _completer() -> "_mcpmux.Completer":
-    """The running loop's completer: finished calls are set on the loop's own thread (see
-    `awaitable.rs`), woken through a socket the loop watches."""
-    return _mcpmux.completer()
-
-
 class _Base:
     """What both hubs share: the options, the native handle, and the synchronous reads."""
 
@@ -280,7 +274,8 @@ class Hub(AsyncResources, AsyncAgent, AsyncReconfigure, _Base):
         server is told."""
         if progress is not None:
             return await self._call_reporting(name, arguments, timeout, scope, progress)
-        return await self._hub.call(name, arguments, timeout, scope_text(scope), _completer())
+        # The native call finds the running loop's completer itself (see `awaitable.rs`).
+        return await self._hub.call(name, arguments, timeout, scope_text(scope))
 
     async def call_tool(
         self,
@@ -293,7 +288,7 @@ class Hub(AsyncResources, AsyncAgent, AsyncReconfigure, _Base):
         """:meth:`call` for what a model sent: a provider-side name from :meth:`export` and
         arguments as a dict or as JSON text."""
         exposed, parsed = self._tool_call(name, arguments)
-        return await self._hub.call(exposed, parsed, timeout, scope_text(scope), _completer())
+        return await self._hub.call(exposed, parsed, timeout, scope_text(scope))
 
     async def call_for_model(
         self,

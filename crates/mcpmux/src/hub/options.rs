@@ -59,8 +59,8 @@ pub struct HubOptions {
     /// How long a stdio server's reader polls its pipe for the answer to a lone tool call
     /// before it sleeps (50 µs by default; zero never polls): a quick tool's answer then
     /// comes without the wake-ups of a sleeping reader, for at most this much CPU per call,
-    /// and one reader of the hub polls at a time. Capped at 1 ms: a poll holds a runtime
-    /// thread.
+    /// and one reader of the hub polls at a time, none while work waits in the runtime's
+    /// global queue. Capped at 1 ms: a poll holds a runtime thread.
     pub read_spin: Duration,
     /// The most one message from a server may take (a stdio line, an SSE event; 64 MiB by
     /// default): a larger one is skipped unread and fails the request it answers with

@@ -10,7 +10,12 @@
 //! a lone call arms the reader (`lines/direct.rs`); and a hub's readers poll one at a time (a
 //! reader that finds another polling parks at once), so polling never holds more than one of
 //! the runtime's threads. A budget of zero turns it off. Past its first 10 µs a poll yields the
-//! CPU between reads, so a server queued on this CPU is not kept waiting.
+//! CPU between reads, so a server queued on this CPU is not kept waiting. A poll ends as soon
+//! as work is queued on the runtime from outside it (the runtime's global queue): the thread it
+//! holds is the one that work waits for. Without that, calls made from another thread (the
+//! Python package's event loop) each found the one before answered while the reader polled,
+//! so every call was "lone" and the calls went one at a time: with 32 in flight from Python,
+//! ~6 reads and one `sched_yield` per call on the runtime's thread.
 //!
 //! The spin reads through a duplicate of the pipe's descriptor, which shares its non-blocking
 //! mode; reading behind tokio's back is safe because tokio treats a stale readiness as a hint
@@ -129,6 +134,12 @@ impl BusyPipe {
         let raw = self.raw.as_mut()?;
         let polling = &self.polling;
         let _turn = polling.turn()?;
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let queued = || {
+            runtime
+                .as_ref()
+                .is_some_and(|runtime| runtime.metrics().global_queue_depth() > 0)
+        };
         let start = Instant::now();
         loop {
             match raw.read(buf.initialize_unfilled()) {
@@ -141,7 +152,7 @@ impl BusyPipe {
                 Err(error) => return Some(Err(error)),
             }
             let spent = start.elapsed();
-            if spent >= polling.budget {
+            if spent >= polling.budget || queued() {
                 return None;
             }
             if spent >= defaults::READ_SPIN_YIELD_AFTER {
@@ -236,6 +247,26 @@ mod tests {
         // Disarmed: the next poll parks at once instead of spending another budget.
         assert!(!kick.take());
         assert!(poll_once(&mut pipe, &mut [0; 64]).is_pending());
+    }
+
+    #[tokio::test]
+    async fn an_armed_read_stops_polling_when_work_is_queued_from_outside_the_runtime() {
+        let budget = Duration::from_secs(20);
+        let (_child, mut pipe, kick) = child("cat", &Polling::new(budget));
+        let runtime = tokio::runtime::Handle::current();
+        // Spawned from another thread, as the Python package's event loop does: the task waits
+        // in the runtime's global queue for the thread the poll holds.
+        std::thread::spawn(move || drop(runtime.spawn(async {})))
+            .join()
+            .unwrap();
+        kick.arm();
+        let start = Instant::now();
+        assert!(poll_once(&mut pipe, &mut [0; 64]).is_pending());
+        assert!(
+            start.elapsed() < budget / 2,
+            "polled for {:?} with a task waiting",
+            start.elapsed()
+        );
     }
 
     #[tokio::test]
