@@ -704,3 +704,60 @@ impl SessionManager for Sessions {
         Ok(outcome)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn resting(_: &Made) -> bool {
+        true
+    }
+
+    fn busy(_: &Made) -> bool {
+        false
+    }
+
+    /// A session past its handshake, unused for a minute, holding nothing.
+    fn idle_entry() -> Entry {
+        let handler: Made = Arc::new(());
+        let mut entry = Entry::new(None, Some(handler));
+        entry.initialized = true;
+        entry.params = Some(Box::default());
+        entry.used = Instant::now() - Duration::from_secs(60);
+        entry
+    }
+
+    #[test]
+    fn only_a_session_holding_nothing_beyond_its_handshake_is_parked() {
+        let (now, after) = (Instant::now(), Duration::from_secs(5));
+        assert!(idle_entry().parkable(now, after, resting));
+        // The handler's own say (a log level, a subscription, a call running).
+        assert!(!idle_entry().parkable(now, after, busy));
+        let mut open = idle_entry();
+        open.streams = 1;
+        assert!(!open.parkable(now, after, resting));
+        let mut resumable = idle_entry();
+        resumable.resumable_until = Some(now + Duration::from_secs(1));
+        assert!(!resumable.parkable(now, after, resting));
+        let mut running = idle_entry();
+        running
+            .running
+            .push((RequestId::Number(1), CancellationToken::new()));
+        assert!(!running.parkable(now, after, resting));
+        let mut recent = idle_entry();
+        recent.used = now;
+        assert!(!recent.parkable(now, after, resting));
+        let mut unfinished = idle_entry();
+        unfinished.initialized = false;
+        assert!(!unfinished.parkable(now, after, resting));
+        // A handler lent to `inline` (a copy held beside the table's).
+        let lent = idle_entry();
+        let _copy = lent.handler.clone();
+        assert!(!lent.parkable(now, after, resting));
+        let mut parked = idle_entry();
+        parked.parked = true;
+        assert!(!parked.parkable(now, after, resting));
+    }
+}
