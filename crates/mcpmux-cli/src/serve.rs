@@ -94,6 +94,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", requires = "http",
           default_value_t = SessionLimits::default().idle.as_secs())]
     session_idle: u64,
+    /// HTTP: seconds an idle `/mcp` session holding nothing beyond its handshake keeps its
+    /// worker before it is parked (a small record kept, brought back when next used); 0:
+    /// never parked.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = SessionLimits::default().park_after.map_or(0, |d| d.as_secs() as u32))]
+    session_park_after: u32,
     /// HTTP: log one line per request on stderr (`text` or `json`), whatever --verbose says.
     #[arg(
         long,
@@ -404,6 +410,8 @@ pub async fn run(hub: &mcpmux::Hub, args: &ServeArgs, serving: Serving) -> anyho
     options.sessions.max_per_client = args.max_sessions_per_client as usize;
     options.sse.max_per_client = args.max_sessions_per_client as usize;
     options.sessions.idle = Duration::from_secs(args.session_idle.max(1));
+    options.sessions.park_after =
+        (args.session_park_after > 0).then(|| Duration::from_secs(args.session_park_after.into()));
     let server = HttpServer::bind(gateway, options).await?;
     {
         let mut stdout = std::io::stdout().lock();

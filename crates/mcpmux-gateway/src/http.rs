@@ -208,7 +208,13 @@ impl HttpServer {
         };
         let allowed_hosts = config.allowed_hosts.clone();
         let factory = gateway.clone();
-        let session_manager = Arc::new(Sessions::new(options.sessions.clone()));
+        let session_manager = Arc::new(Sessions::new(options.sessions.clone(), |made| {
+            // The session manager's copy and its worker's: a handler held by no one else.
+            made.downcast_ref::<Gateway>()
+                .is_some_and(|handler| handler.at_rest(2))
+        }));
+        // A session's `initialize` kept with its record: what brings a parked one back.
+        config.session_store = Some(session_manager.store());
 
         let service = StreamableHttpService::new(
             // One handler per session: what a session asks and holds is its own, and it is
@@ -348,8 +354,9 @@ async fn resource_metadata(State(oauth): State<Arc<ResourceServer>>) -> Response
 async fn metrics(
     State((gateway, sessions, legacy)): State<(Gateway, Arc<Sessions>, Legacy)>,
 ) -> Response {
-    let open = sessions.open() + legacy.sessions();
-    match gateway.metrics().render(gateway.hub(), open) {
+    let (open, parked) = sessions.open();
+    let open = open + legacy.sessions();
+    match gateway.metrics().render(gateway.hub(), open, parked) {
         Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
         Err(error) => {
             tracing::warn!(%error, "metrics not rendered");

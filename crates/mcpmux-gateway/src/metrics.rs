@@ -87,6 +87,7 @@ pub struct Metrics {
     /// The servers `states` has series of: a server a reload removed loses them.
     stated: Mutex<BTreeSet<String>>,
     sessions: Gauge,
+    parked: Gauge,
     connections: Gauge,
     refused: Family<ReasonLabels, Counter>,
     cut: Family<ReasonLabels, Counter>,
@@ -106,6 +107,7 @@ impl Default for Metrics {
         let latency: LatencyFamily = Family::new_with_constructor(latency_histogram);
         let states = Family::<StateLabels, Gauge>::default();
         let sessions = Gauge::default();
+        let parked = Gauge::default();
         let connections = Gauge::default();
         let refused = Family::<ReasonLabels, Counter>::default();
         let cut = Family::<ReasonLabels, Counter>::default();
@@ -135,6 +137,11 @@ impl Default for Metrics {
             sessions.clone(),
         );
         registry.register(
+            "mcpmux_gateway_sessions_parked",
+            "Of the open /mcp sessions, those idle with their worker let go (brought back when next used)",
+            parked.clone(),
+        );
+        registry.register(
             "mcpmux_gateway_connections",
             "Open client connections (HTTP)",
             connections.clone(),
@@ -157,6 +164,7 @@ impl Default for Metrics {
             states,
             stated: Mutex::default(),
             sessions,
+            parked,
             connections,
             refused,
             cut,
@@ -203,8 +211,14 @@ impl Metrics {
         self.cut.get_or_create(&ReasonLabels { reason }).inc();
     }
 
-    /// The exposition: the servers' states read from `hub` now, `sessions` as given.
-    pub fn render(&self, hub: &mcpmux::Hub, sessions: usize) -> Result<String, std::fmt::Error> {
+    /// The exposition: the servers' states read from `hub` now, `sessions` (`parked` of them)
+    /// as given.
+    pub fn render(
+        &self,
+        hub: &mcpmux::Hub,
+        sessions: usize,
+        parked: usize,
+    ) -> Result<String, std::fmt::Error> {
         let servers = hub.servers();
         let names: BTreeSet<String> = servers.iter().map(|s| s.name.clone()).collect();
         let mut stated = mcpmux::cli_support::sync::lock(&self.stated);
@@ -232,6 +246,7 @@ impl Metrics {
         }
         self.sessions
             .set(i64::try_from(sessions).unwrap_or(i64::MAX));
+        self.parked.set(i64::try_from(parked).unwrap_or(i64::MAX));
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
         Ok(text)

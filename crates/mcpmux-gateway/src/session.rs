@@ -35,6 +35,10 @@ pub struct Session {
     /// Its peer once it asked `initialize`: what a request answered inline (`inline`) is
     /// made with.
     peer: std::sync::OnceLock<rmcp::service::Peer<rmcp::RoleServer>>,
+    /// Whether it asked for something beyond its handshake that lives as long as it does (a
+    /// log level, a subscription, tools found by `search_tools`): then its worker is never
+    /// let go (`sessions` parks only a session that holds nothing a new handler would lack).
+    keeps: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -54,6 +58,7 @@ impl Session {
             watchers,
             watching: std::sync::Mutex::new(None),
             peer: std::sync::OnceLock::new(),
+            keeps: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -74,6 +79,17 @@ impl Session {
 }
 
 impl Session {
+    /// Notes that it now holds something beyond its handshake (a log level, a subscription,
+    /// a found tool): its worker stays.
+    pub fn keep(&self) {
+        self.keeps.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether it holds something beyond its handshake.
+    pub fn keeps(&self) -> bool {
+        self.keeps.load(Ordering::Relaxed)
+    }
+
     /// Keeps its peer, known once it asked `initialize`.
     pub fn keep_peer(&self, peer: rmcp::service::Peer<rmcp::RoleServer>) {
         let _ = self.peer.set(peer);

@@ -265,6 +265,14 @@ impl Gateway {
         &self.session
     }
 
+    /// Whether this session's handler is at rest: held only by `holders` (its worker's and the
+    /// session manager's copy: no call running, none lent to `inline`), and its session holds
+    /// nothing beyond its handshake. Then a new handler, given the same `initialize`, is the
+    /// same session to its client (`sessions` lets its worker go).
+    pub(crate) fn at_rest(&self, holders: usize) -> bool {
+        Arc::strong_count(&self.session) <= holders && !self.session.keeps()
+    }
+
     /// The hub served.
     pub fn hub(&self) -> &mcpmux::Hub {
         &self.inner.hub
@@ -654,6 +662,7 @@ impl ServerHandler for Gateway {
         // The servers send what the most talkative session wants; each session is then sent
         // only what it asked for (`levels`).
         let level = mcpmux::rmcp_model::log_level(request.level);
+        self.session.keep();
         self.inner.levels.set(self.session.id, level).await;
         Ok(())
     }
@@ -669,6 +678,7 @@ impl ServerHandler for Gateway {
         let rule = self.rule();
         crate::access::check_resource(&self.inner.hub, rule, &request.uri).await?;
         let target = Target::Session(context.peer);
+        self.session.keep();
         self.inner
             .subscriptions
             .subscribe((self.session.id, &self.view), target, &request.uri)

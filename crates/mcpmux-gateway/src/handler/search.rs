@@ -69,6 +69,7 @@ impl Gateway {
             Err(message) => return Ok(failures::refusal(message).into()),
         };
         if self.found.add(found.iter().map(|tool| tool.name.as_str())) {
+            self.session.keep();
             // A client that lists again now sees them; one that does not calls through
             // `call_tool` or by name. A session that cannot be told is no failure of the search.
             if let Err(error) = context.peer.notify_tool_list_changed().await {

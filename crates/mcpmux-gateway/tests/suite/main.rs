@@ -18,6 +18,7 @@ mod gateway_isolation;
 mod gateway_limits;
 mod gateway_oauth;
 mod gateway_one_write;
+mod gateway_parking;
 mod gateway_results;
 mod gateway_rounds;
 mod gateway_search;

@@ -42,9 +42,18 @@ impl Served {
     /// Serves a hub on `specs` started with a relaying host, the gateway given that host (the
     /// servers' logs and notices reach the clients, their requests the calling client).
     pub async fn hosted(specs: Vec<ServerSpec>, options: GatewayOptions) -> Self {
+        Self::hosted_with(specs, options, |_| {}).await
+    }
+
+    /// [`Served::hosted`] with HTTP options as `http` leaves them.
+    pub async fn hosted_with(
+        specs: Vec<ServerSpec>,
+        options: GatewayOptions,
+        http: impl FnOnce(&mut HttpOptions),
+    ) -> Self {
         let host = mcpmux::Host::relaying();
         let hub = Hub::start(specs, hub_options().with_host(host.clone())).unwrap();
-        Self::serve(hub, options.with_host(host), |_| {}).await
+        Self::serve(hub, options.with_host(host), http).await
     }
 
     /// Serves `hub` with `options`, and HTTP options as `http` leaves them.

@@ -1,24 +1,61 @@
 //! The `/mcp` sessions (`Mcp-Session-Id`): rmcp's `LocalSessionManager` wrapped with the
-//! bounds a hostile client cannot break. A session is bound to the identity that created it
-//! (the door's, read with [`ServedRequest::current`]): the same id presented by another identity is
-//! unknown to it (404), and cannot be closed by it. Sessions are capped overall and per
-//! identity (past either the door answers 503 with `Retry-After`); a session that has not sent
+//! bounds a hostile client cannot break, and a session's worker let go while it is idle. A
+//! session is bound to the identity that created it (the door's, read with
+//! [`ServedRequest::current`]): the same id presented by another identity is unknown to it
+//! (404), and cannot be closed by it. Sessions are capped overall and per identity (past either
+//! the door answers 503 with `Retry-After`); a session that has not sent
 //! `notifications/initialized` within [`SessionLimits::handshake`] is closed, and one idle for
-//! [`SessionLimits::idle`] is closed by rmcp. When a flood has gone, its tables shrink back
-//! and the memory its sessions freed is handed back to the system. Knows nothing of MCP
-//! beyond `notifications/initialized`.
+//! [`SessionLimits::idle`] is closed. When a flood has gone, its tables shrink back and the
+//! memory its sessions freed is handed back to the system. Knows nothing of MCP beyond
+//! `initialize` and `notifications/initialized`.
+//!
+//! **Parked sessions.** rmcp's worker, serve loop and handler cost some 80 KiB a session. A
+//! session that has sat unused for [`SessionLimits::park_after`] and holds nothing beyond its
+//! handshake — no stream open (a `GET` or a request's answer), none resumable (one cut before
+//! its end, within rmcp's resume window), no request running through rmcp or answered inline,
+//! no handler lent to `inline`, no log level set, no subscription, no `search_tools` found set
+//! (its handler says, [`AtRest`]) — is *parked*: its worker is let go and what is left is this
+//! module's record (owner, `initialize` parameters, counters, clock). A parked session still
+//! counts toward the caps, still belongs to its identity, and expires here (rmcp's idle clock
+//! died with the worker). A request naming it (`POST` or `GET`) gets it back transparently:
+//! [`SessionManager::has_session`] says no, rmcp asks the [`Store`] for its `initialize`
+//! parameters (refused to another identity), asks [`SessionManager::restore_session`] for a
+//! new worker under the same id and replays the handshake into a fresh handler before serving
+//! the request.
+//!
+//! **One owner per session.** At any moment a session's ids and answers belong to exactly one
+//! of: its live worker (and `inline`, which answers on that worker's handler only while the
+//! session is live and counts its requests here), or its parked record. A park is decided under
+//! the table's lock, only when no request is running on either path and no one holds a copy of
+//! the handler (an inline request holds one from before its lookup to its answer); it marks the
+//! record parked before the worker is taken out of rmcp's map, so from then on `inline` is
+//! refused the handler and rmcp finds no session and restores one. Parks and restores take one
+//! lock in turn, so a restore never meets the worker being let go. A request that rmcp has just
+//! found live is not parked under it: every request marks the session used, and only a session
+//! unused for `park_after` is parked. Each let-go worker calls
+//! [`SessionManager::close_session`] once as it ends, outside any request: the record counts
+//! those goodbyes due and ignores them, while a `DELETE` (a request's) ends a session, parked
+//! or not. What a parked session loses is what rmcp's worker kept for a `GET` stream not
+//! opened yet (list changes sent to it meanwhile): the same a client without a `GET` stream
+//! never hears.
+
+mod parked;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientNotification, RequestId, ServerJsonRpcMessage},
+    model::{
+        ClientJsonRpcMessage, ClientNotification, InitializeRequestParams, RequestId,
+        ServerJsonRpcMessage,
+    },
     transport::{
         WorkerTransport,
         streamable_http_server::session::{
-            ServerSseMessage, SessionId, SessionManager,
+            RestoreOutcome, ServerSseMessage, SessionId, SessionManager, SessionStore,
             local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker},
         },
     },
@@ -28,6 +65,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::guard::Client;
 use crate::identity::{Made, Refused, ServedRequest};
+use parked::{Counted, Store, Sweeper};
 
 /// Sessions open at once, at most: at about 80 KiB an idle session (measured with
 /// `scripts/session-flood.py`, see BENCHMARKS.md), some 80 MB.
@@ -40,6 +78,10 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 /// How long a new session has to send `notifications/initialized` (clients send it at once,
 /// right after the `initialize` answer): past it the session is closed.
 pub const DEFAULT_HANDSHAKE: Duration = Duration::from_secs(10);
+/// How long a session that holds nothing beyond its handshake may sit unused before its
+/// worker is let go (parked): long enough that a client calling in a loop keeps its worker,
+/// short enough that a crowd of idle sessions weighs little.
+pub const DEFAULT_PARK_AFTER: Duration = Duration::from_secs(5);
 
 /// The bounds of `/mcp` sessions.
 #[derive(Debug, Clone)]
@@ -53,6 +95,9 @@ pub struct SessionLimits {
     pub idle: Duration,
     /// How long a new session has to finish its handshake.
     pub handshake: Duration,
+    /// How long an idle session holding nothing beyond its handshake keeps its worker before
+    /// it is parked (see the module's doc); none: never parked.
+    pub park_after: Option<Duration>,
 }
 
 impl Default for SessionLimits {
@@ -62,6 +107,7 @@ impl Default for SessionLimits {
             max_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
             idle: DEFAULT_IDLE,
             handshake: DEFAULT_HANDSHAKE,
+            park_after: Some(DEFAULT_PARK_AFTER),
         }
     }
 }
@@ -82,16 +128,68 @@ pub(crate) enum SessionsError {
 
 /// One session: who made it, whether it finished its handshake, its handler (what a request
 /// answered inline is answered by: `inline`), when rmcp's worker last heard of it, and the
-/// requests answered inline still running.
+/// requests answered inline still running; what it takes to park it and bring it back.
 struct Entry {
     owner: Option<Client>,
     initialized: bool,
+    /// None while parked (and while a restored worker's handler is being made).
     handler: Option<Made>,
     /// A request answered inline does not reach rmcp's worker, whose idle clock would run out
     /// under a session busy with them: one goes through it whenever this is old.
     heard: Instant,
     running: Vec<(RequestId, CancellationToken)>,
+    /// Its client's `initialize` parameters: what a restore replays.
+    params: Option<Box<InitializeRequestParams>>,
+    /// When a request last named it, by either path: the park and expiry clock.
+    used: Instant,
+    /// Streams of its worker's handed out and not yet dropped (`GET`, answers).
+    streams: u32,
+    /// Until when rmcp could still resume a stream of it cut before its end.
+    resumable_until: Option<Instant>,
+    /// Its worker let go: the record is all there is.
+    parked: bool,
+    /// Let-go workers whose own `close_session` has not come yet.
+    goodbyes: u32,
 }
+
+impl Entry {
+    fn new(owner: Option<Client>, handler: Option<Made>) -> Self {
+        let now = Instant::now();
+        Entry {
+            owner,
+            initialized: false,
+            handler,
+            heard: now,
+            running: Vec::new(),
+            params: None,
+            used: now,
+            streams: 0,
+            resumable_until: None,
+            parked: false,
+            goodbyes: 0,
+        }
+    }
+
+    /// Whether its worker may be let go now (the module's doc says when).
+    fn parkable(&self, now: Instant, park_after: Duration, at_rest: AtRest) -> bool {
+        let Some(handler) = &self.handler else {
+            return false;
+        };
+        self.initialized
+            && !self.parked
+            && self.params.is_some()
+            && self.running.is_empty()
+            && self.streams == 0
+            && self.resumable_until.is_none_or(|until| now >= until)
+            && now.saturating_duration_since(self.used) >= park_after
+            // The table's copy of the handler lent to nobody, and the handler's own say.
+            && Arc::strong_count(handler) == 1
+            && at_rest(handler)
+    }
+}
+
+/// Whether a session's handler is at rest (the handler's to say: `Gateway::at_rest`).
+pub(crate) type AtRest = fn(&Made) -> bool;
 
 #[derive(Default)]
 struct Table {
@@ -135,7 +233,7 @@ impl Table {
     }
 }
 
-/// Sessions closed between two hand-backs of freed memory: a hand-back takes a few
+/// Sessions closed or parked between two hand-backs of freed memory: a hand-back takes a few
 /// milliseconds, a session frees some 80 KiB.
 const TRIM_EVERY: usize = 256;
 /// Sessions closed since the last hand-back for the last one's going to call for another.
@@ -160,27 +258,61 @@ enum Whose {
     Missing,
 }
 
-/// rmcp's session manager, bounded and bound to identities.
+/// rmcp's session manager, bounded and bound to identities, its idle workers let go.
 pub(crate) struct Sessions {
     inner: Arc<LocalSessionManager>,
     table: Arc<Mutex<Table>>,
     limits: SessionLimits,
+    at_rest: AtRest,
+    /// Parks and restores, one at a time: a restore never meets a worker being let go.
+    turns: Arc<tokio::sync::Mutex<()>>,
+    /// Whether the task that parks and expires sessions runs.
+    sweeping: AtomicBool,
 }
 
 impl Sessions {
-    pub(crate) fn new(limits: SessionLimits) -> Self {
+    /// Sessions under `limits`, a handler's rest told by `at_rest`.
+    pub(crate) fn new(limits: SessionLimits, at_rest: AtRest) -> Self {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(limits.idle);
         Sessions {
             inner: Arc::new(inner),
             table: Arc::default(),
             limits,
+            at_rest,
+            turns: Arc::default(),
+            sweeping: AtomicBool::new(false),
         }
     }
 
-    /// Sessions open now.
-    pub(crate) fn open(&self) -> usize {
-        lock(&self.table).entries.len()
+    /// Sessions open now, and how many of them are parked.
+    pub(crate) fn open(&self) -> (usize, usize) {
+        let table = lock(&self.table);
+        let parked = table.entries.values().filter(|entry| entry.parked).count();
+        (table.entries.len(), parked)
+    }
+
+    /// What rmcp keeps and reads a session's `initialize` parameters through (a restore).
+    pub(crate) fn store(&self) -> Arc<dyn SessionStore> {
+        Arc::new(Store {
+            table: Arc::downgrade(&self.table),
+        })
+    }
+
+    /// Starts the task that parks idle sessions and expires parked ones (once, with the
+    /// first session: it needs the runtime).
+    fn sweep(&self) {
+        if self.sweeping.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let sweeper = Sweeper {
+            table: Arc::downgrade(&self.table),
+            inner: Arc::downgrade(&self.inner),
+            turns: self.turns.clone(),
+            limits: self.limits.clone(),
+            at_rest: self.at_rest,
+        };
+        tokio::spawn(sweeper.run());
     }
 
     /// Whether the caller may use session `id` (a session made outside any request, or a
@@ -237,27 +369,33 @@ impl Sessions {
     /// Notes that rmcp's worker of session `id` heard from its client now.
     fn heard(&self, id: &SessionId) {
         if let Some(entry) = lock(&self.table).entries.get_mut(id) {
-            entry.heard = Instant::now();
+            let now = Instant::now();
+            entry.heard = now;
+            entry.used = now;
         }
     }
 
     /// The handler of session `id` when a request of the caller's on it may be answered
-    /// inline: the caller's, its handshake done, and its worker heard from within half the
-    /// idle limit. None sends the request through rmcp, which answers the rest (404 among it).
+    /// inline: the caller's, its handshake done, not parked, and its worker heard from within
+    /// half the idle limit. None sends the request through rmcp, which answers the rest (404
+    /// among it, and a parked session restored).
     pub(crate) fn inline_handler(&self, id: &str) -> Option<Made> {
-        let table = lock(&self.table);
-        let entry = table.entries.get(id)?;
+        let mut table = lock(&self.table);
+        let entry = table.entries.get_mut(id)?;
         let mine = owned_by_caller(entry);
         let fresh = entry.heard.elapsed() < self.limits.idle / 2;
         if !(mine && entry.initialized && fresh) {
             return None;
         }
-        entry.handler.clone()
+        let handler = entry.handler.clone()?;
+        entry.used = Instant::now();
+        Some(handler)
     }
 
     /// Notes a request of session `id` answered inline, cancelled by `cancel`.
     pub(crate) fn started(&self, id: &str, request: RequestId, cancel: CancellationToken) {
         if let Some(entry) = lock(&self.table).entries.get_mut(id) {
+            entry.used = Instant::now();
             entry.running.push((request, cancel));
         }
     }
@@ -265,7 +403,22 @@ impl Sessions {
     /// Forgets a request of session `id` answered inline.
     pub(crate) fn ended(&self, id: &str, request: &RequestId) {
         if let Some(entry) = lock(&self.table).entries.get_mut(id) {
+            entry.used = Instant::now();
             entry.running.retain(|(running, _)| running != request);
+        }
+    }
+
+    /// `stream`, counted as session `id`'s while it is held.
+    fn counted<S>(&self, id: &SessionId, stream: S) -> Counted<S> {
+        if let Some(entry) = lock(&self.table).entries.get_mut(id) {
+            entry.streams += 1;
+        }
+        Counted {
+            stream: Box::pin(stream),
+            ended: false,
+            table: Arc::downgrade(&self.table),
+            id: id.clone(),
+            resumable: self.inner.session_config.completed_cache_ttl,
         }
     }
 
@@ -382,6 +535,7 @@ impl SessionManager for Sessions {
                 *table.per_client.entry(owner.clone()).or_insert(0) += 1;
             }
         }
+        self.sweep();
         let (id, transport) = match self.inner.create_session().await {
             Ok(made) => made,
             Err(error) => {
@@ -392,16 +546,9 @@ impl SessionManager for Sessions {
                 return Err(error.into());
             }
         };
-        lock(&self.table).entries.insert(
-            id.clone(),
-            Entry {
-                owner,
-                initialized: false,
-                handler: ServedRequest::take_made(),
-                heard: Instant::now(),
-                running: Vec::new(),
-            },
-        );
+        lock(&self.table)
+            .entries
+            .insert(id.clone(), Entry::new(owner, ServedRequest::take_made()));
         Ok((id, transport))
     }
 
@@ -412,8 +559,24 @@ impl SessionManager for Sessions {
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         self.mine(id)?;
         let answered = self.inner.initialize_session(id, message).await;
-        // The deadline runs from the answer: `initialize` itself may wait for startup.
-        self.expire_unfinished(id.clone());
+        let restored = {
+            let mut table = lock(&self.table);
+            let entry = table.entries.get_mut(id);
+            match entry {
+                Some(entry) if entry.initialized => {
+                    // A restore's replay: the handler rmcp made for it, in this request.
+                    if entry.handler.is_none() {
+                        entry.handler = ServedRequest::take_made();
+                    }
+                    true
+                }
+                _ => false,
+            }
+        };
+        if !restored {
+            // The deadline runs from the answer: `initialize` itself may wait for startup.
+            self.expire_unfinished(id.clone());
+        }
         Ok(answered?)
     }
 
@@ -421,10 +584,34 @@ impl SessionManager for Sessions {
         if self.mine(id).is_err() {
             return Ok(false);
         }
+        {
+            let mut table = lock(&self.table);
+            let Some(entry) = table.entries.get_mut(id) else {
+                return Ok(false);
+            };
+            // Used from now: not parked under the request rmcp goes on to serve.
+            entry.used = Instant::now();
+            if entry.parked {
+                // rmcp restores it (`Store::load`, `restore_session`).
+                return Ok(false);
+            }
+        }
         Ok(self.inner.has_session(id).await?)
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        if ServedRequest::current().is_none() {
+            // Outside any request: a worker ending. One let go when its session was parked
+            // says goodbye; any other ended on its own (idle, cancelled, failed), and so
+            // does its session.
+            let mut table = lock(&self.table);
+            if let Some(entry) = table.entries.get_mut(id)
+                && entry.goodbyes > 0
+            {
+                entry.goodbyes -= 1;
+                return Ok(());
+            }
+        }
         match self.whose(id) {
             Whose::Mine => {}
             // Already gone (its worker ended, or a DELETE came first): nothing to do.
@@ -445,7 +632,8 @@ impl SessionManager for Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
         self.heard(id);
-        Ok(stream_of(&*self.inner, id, message).await?)
+        let stream = stream_of(&*self.inner, id, message).await?;
+        Ok(self.counted(id, stream))
     }
 
     async fn accept_message(
@@ -473,7 +661,8 @@ impl SessionManager for Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
         self.heard(id);
-        Ok(standalone_of(&*self.inner, id).await?)
+        let stream = standalone_of(&*self.inner, id).await?;
+        Ok(self.counted(id, stream))
     }
 
     async fn resume(
@@ -483,6 +672,92 @@ impl SessionManager for Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
         self.heard(id);
-        Ok(resumed_of(&*self.inner, id, last_event_id).await?)
+        let stream = resumed_of(&*self.inner, id, last_event_id).await?;
+        Ok(self.counted(id, stream))
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        let _turn = self.turns.lock().await;
+        let parked = {
+            let table = lock(&self.table);
+            table
+                .entries
+                .get(&id)
+                .is_some_and(|entry| entry.parked && owned_by_caller(entry))
+        };
+        if !parked {
+            return Ok(RestoreOutcome::NotSupported);
+        }
+        let outcome = self.inner.restore_session(id.clone()).await?;
+        if let RestoreOutcome::Restored(_) = &outcome
+            && let Some(entry) = lock(&self.table).entries.get_mut(&id)
+        {
+            let now = Instant::now();
+            entry.parked = false;
+            entry.heard = now;
+            entry.used = now;
+            tracing::debug!("a parked session restored");
+        }
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn resting(_: &Made) -> bool {
+        true
+    }
+
+    fn busy(_: &Made) -> bool {
+        false
+    }
+
+    /// A session past its handshake, unused for a minute, holding nothing.
+    fn idle_entry() -> Entry {
+        let handler: Made = Arc::new(());
+        let mut entry = Entry::new(None, Some(handler));
+        entry.initialized = true;
+        entry.params = Some(Box::default());
+        entry.used = Instant::now() - Duration::from_secs(60);
+        entry
+    }
+
+    #[test]
+    fn only_a_session_holding_nothing_beyond_its_handshake_is_parked() {
+        let (now, after) = (Instant::now(), Duration::from_secs(5));
+        assert!(idle_entry().parkable(now, after, resting));
+        // The handler's own say (a log level, a subscription, a call running).
+        assert!(!idle_entry().parkable(now, after, busy));
+        let mut open = idle_entry();
+        open.streams = 1;
+        assert!(!open.parkable(now, after, resting));
+        let mut resumable = idle_entry();
+        resumable.resumable_until = Some(now + Duration::from_secs(1));
+        assert!(!resumable.parkable(now, after, resting));
+        let mut running = idle_entry();
+        running
+            .running
+            .push((RequestId::Number(1), CancellationToken::new()));
+        assert!(!running.parkable(now, after, resting));
+        let mut recent = idle_entry();
+        recent.used = now;
+        assert!(!recent.parkable(now, after, resting));
+        let mut unfinished = idle_entry();
+        unfinished.initialized = false;
+        assert!(!unfinished.parkable(now, after, resting));
+        // A handler lent to `inline` (a copy held beside the table's).
+        let lent = idle_entry();
+        let _copy = lent.handler.clone();
+        assert!(!lent.parkable(now, after, resting));
+        let mut parked = idle_entry();
+        parked.parked = true;
+        assert!(!parked.parkable(now, after, resting));
     }
 }

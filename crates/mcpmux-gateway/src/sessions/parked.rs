@@ -1,0 +1,198 @@
+//! What parking takes beside the table (`sessions`' doc says when and why): the streams of a
+//! session's worker counted while they are held, rmcp's session store over the table (a
+//! parked session's `initialize` parameters, read back only by its owner), and the task that
+//! parks idle sessions and expires parked ones.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use rmcp::transport::streamable_http_server::session::{
+    SessionId, SessionState, SessionStore, SessionStoreError, local::LocalSessionManager,
+};
+
+use super::{AtRest, SessionLimits, TRIM_AT_LEAST, Table, give_back_memory, lock, owned_by_caller};
+use crate::identity::{Refused, ServedRequest};
+
+/// A stream of a session's worker, counted as the session's while it is held (a session with
+/// a stream is not parked); one dropped before its end could still be resumed by rmcp for a
+/// while (`resumable`).
+pub(super) struct Counted<S> {
+    pub(super) stream: Pin<Box<S>>,
+    pub(super) ended: bool,
+    pub(super) table: Weak<Mutex<Table>>,
+    pub(super) id: SessionId,
+    pub(super) resumable: Duration,
+}
+
+impl<S: Stream> Stream for Counted<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let polled = self.stream.as_mut().poll_next(cx);
+        if let Poll::Ready(None) = polled {
+            self.ended = true;
+        }
+        polled
+    }
+}
+
+impl<S> Drop for Counted<S> {
+    fn drop(&mut self) {
+        let Some(table) = self.table.upgrade() else {
+            return;
+        };
+        if let Some(entry) = lock(&table).entries.get_mut(&self.id) {
+            let now = Instant::now();
+            entry.streams = entry.streams.saturating_sub(1);
+            entry.used = now;
+            if !self.ended {
+                entry.resumable_until = Some(now + self.resumable);
+            }
+        }
+    }
+}
+
+/// rmcp's session store, over the table: a session's `initialize` parameters kept with its
+/// record, read back for a restore only by the identity that owns it, and only while parked.
+pub(super) struct Store {
+    pub(super) table: Weak<Mutex<Table>>,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for Store {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let Some(table) = self.table.upgrade() else {
+            return Ok(None);
+        };
+        let table = lock(&table);
+        let Some(entry) = table.entries.get(session_id) else {
+            return Ok(None);
+        };
+        if !owned_by_caller(entry) {
+            tracing::debug!("a parked session's id was presented by another identity");
+            ServedRequest::refuse(Refused::NotFound);
+            return Ok(None);
+        }
+        if !entry.parked {
+            return Ok(None);
+        }
+        Ok(entry
+            .params
+            .as_deref()
+            .map(|params| SessionState::new(params.clone())))
+    }
+
+    async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        // Only a session already counted gets a record's parameters: the store makes none.
+        if let Some(table) = self.table.upgrade()
+            && let Some(entry) = lock(&table).entries.get_mut(session_id)
+            && entry.params.is_none()
+        {
+            entry.params = Some(Box::new(state.initialize_params.clone()));
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, _session_id: &str) -> Result<(), SessionStoreError> {
+        // A `DELETE`: `close_session` has already forgotten the record.
+        Ok(())
+    }
+}
+
+/// The task that parks idle sessions and expires parked ones, while the sessions last.
+pub(super) struct Sweeper {
+    pub(super) table: Weak<Mutex<Table>>,
+    pub(super) inner: Weak<LocalSessionManager>,
+    pub(super) turns: Arc<tokio::sync::Mutex<()>>,
+    pub(super) limits: SessionLimits,
+    pub(super) at_rest: AtRest,
+}
+
+impl Sweeper {
+    pub(super) async fn run(self) {
+        let shortest = self
+            .limits
+            .park_after
+            .map_or(self.limits.idle, |park| park.min(self.limits.idle));
+        let tick = (shortest / 2).clamp(Duration::from_millis(20), Duration::from_secs(5));
+        loop {
+            tokio::time::sleep(tick).await;
+            let (Some(table), Some(inner)) = (self.table.upgrade(), self.inner.upgrade()) else {
+                return;
+            };
+            let expired = self.expire(&table);
+            let parked = self.park(&table, &inner).await;
+            if expired + parked >= TRIM_AT_LEAST {
+                give_back_memory();
+            }
+        }
+    }
+
+    /// Forgets parked sessions unused for the idle limit; how many.
+    fn expire(&self, table: &Mutex<Table>) -> usize {
+        let mut table = lock(table);
+        let idle = self.limits.idle;
+        let expired: Vec<SessionId> = table
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.parked && entry.used.elapsed() >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            if let Some(entry) = table.entries.remove(id) {
+                table.release(entry.owner.as_ref());
+            }
+        }
+        if !expired.is_empty() {
+            tracing::debug!(sessions = expired.len(), "parked sessions expired");
+        }
+        expired.len()
+    }
+
+    /// Parks every session that may be; how many.
+    async fn park(&self, table: &Mutex<Table>, inner: &LocalSessionManager) -> usize {
+        let Some(park_after) = self.limits.park_after else {
+            return 0;
+        };
+        let now = Instant::now();
+        let candidates: Vec<SessionId> = lock(table)
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.parkable(now, park_after, self.at_rest))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut parked = 0;
+        for id in candidates {
+            let turn = self.turns.lock().await;
+            let handler = {
+                let mut table = lock(table);
+                let Some(entry) = table.entries.get_mut(&id) else {
+                    continue;
+                };
+                // Asked again under the lock: a request may have come since.
+                if !entry.parkable(Instant::now(), park_after, self.at_rest) {
+                    continue;
+                }
+                entry.parked = true;
+                entry.goodbyes += 1;
+                entry.handler.take()
+            };
+            let handle = inner.sessions.write().await.remove(&id);
+            drop(turn);
+            drop(handler);
+            if let Some(handle) = handle
+                && let Err(error) = handle.close().await
+            {
+                tracing::debug!(%error, "a parked session's worker did not close cleanly");
+            }
+            parked += 1;
+        }
+        if parked > 0 {
+            tracing::debug!(sessions = parked, "idle sessions parked");
+        }
+        parked
+    }
+}
