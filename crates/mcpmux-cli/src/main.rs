@@ -379,6 +379,11 @@ async fn run(cli: Cli) -> ExitCode {
     if cli.no_cache {
         options = options.with_era_cache(None).with_tool_cache(None);
     }
+    if let Command::Serve(args) = &cli.command {
+        options = options
+            .with_read_spin(args.read_spin())
+            .with_http_beside(args.http_beside());
+    }
     if let Some(path) = &cli.wire_log {
         let env = |name: &str| std::env::var(name).ok();
         let secrets_file =
