@@ -44,9 +44,10 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use rmcp::RoleClient;
+use rmcp::model::GetExtensions;
 use rmcp::model::ServerJsonRpcMessage;
 use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ProgressToken, RequestId};
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{InboundStreamOrigin, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -232,9 +233,17 @@ impl HttpDirect {
                     if let Some(event_id) = &event.id {
                         resume.last_event_id = Some(event_id.clone());
                     }
-                    let Some(message) = read_event(&event) else {
+                    let Some(mut message) = read_event(&event) else {
                         continue;
                     };
+                    // As rmcp marks it: a server's request on this POST's stream is this
+                    // request's (SEP-2260), which is how the hub knows whose call asks.
+                    if let ServerJsonRpcMessage::Request(request) = &mut message {
+                        request
+                            .request
+                            .extensions_mut()
+                            .insert(InboundStreamOrigin::OutboundRequest(id.clone()));
+                    }
                     self.log(Direction::Receive, &message);
                     if answers(&message, id) {
                         drain(events);
