@@ -197,7 +197,7 @@ enum Command {
     Run(agent::RunArgs),
     /// Serve every configured server's tools as one MCP server: over stdio for a client that
     /// spawns `mcpmux serve`, or over streamable HTTP with `--http 127.0.0.1:PORT`.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Print a shell completion script: `mcpmux completions bash > ~/.local/share/bash-completion/completions/mcpmux`.
     Completions {
         /// bash, zsh, fish, powershell or elvish.
