@@ -200,7 +200,7 @@ enum Command {
     Run(agent::RunArgs),
     /// Serve every configured server's tools as one MCP server: over stdio for a client that
     /// spawns `mcpmux serve`, or over streamable HTTP with `--http 127.0.0.1:PORT`.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Print a shell completion script: `mcpmux completions bash > ~/.local/share/bash-completion/completions/mcpmux`.
     Completions {
         /// bash, zsh, fish, powershell or elvish.
@@ -381,6 +381,11 @@ async fn run(cli: Cli) -> ExitCode {
         ));
     if cli.no_cache {
         options = options.with_era_cache(None).with_tool_cache(None);
+    }
+    if let Command::Serve(args) = &cli.command {
+        options = options
+            .with_read_spin(args.read_spin())
+            .with_http_beside(args.http_beside());
     }
     if let Some(path) = &cli.wire_log {
         let env = |name: &str| std::env::var(name).ok();

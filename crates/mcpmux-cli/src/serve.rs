@@ -185,7 +185,20 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
+    /// Microseconds a stdio server's reader polls its pipe for a lone call's answer before
+    /// it sleeps: a quick tool answers without a sleeping reader's wake-ups, for at most this
+    /// much CPU a call; 0 never polls.
+    #[arg(long, value_name = "MICROS", default_value_t = SERVE_READ_SPIN_MICROS,
+          value_parser = clap::value_parser!(u32).range(0..=1000))]
+    read_spin: u32,
+    /// Sends a streamable-HTTP server's calls through rmcp's transport worker instead of
+    /// POSTing them from the calling task (to compare the two).
+    #[arg(long, hide = true)]
+    no_http_beside: bool,
 }
+
+/// `--read-spin`'s default.
+const SERVE_READ_SPIN_MICROS: u32 = 50;
 
 /// How access log lines are written.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +213,16 @@ impl ServeArgs {
     /// The access log asked for, if any.
     pub fn access_log(&self) -> Option<AccessLog> {
         self.access_log
+    }
+
+    /// How long the hub's stdio readers poll for an answer (`--read-spin`).
+    pub fn read_spin(&self) -> Duration {
+        Duration::from_micros(u64::from(self.read_spin))
+    }
+
+    /// Whether HTTP calls are POSTed beside rmcp's worker (not `--no-http-beside`).
+    pub fn http_beside(&self) -> bool {
+        !self.no_http_beside
     }
 
     /// The threads asked to serve requests (`--threads`).

@@ -21,8 +21,11 @@
 //! `cargo run --release -p mcpmux-bench -- gateway [--sessions 64] [--calls 2000]
 //! [--in-flight 1] [--rounds 7] [--round-calls 1000] [--idle 256] [--phase
 //! all|load|latency|memory|peers] [--quick] [--json] [--mcpmux PATH --server PATH]
-//! [--upstream-arg ARG]… [--upstream http|stdio]` (without `--mcpmux`/`--server`, release
-//! builds are made). The gateway reaches the test server the direct calls reach, over
+//! [--upstream-arg ARG]… [--upstream http|stdio] [--serve-arg ARG]… [--b-mcpmux PATH]
+//! [--b-serve-arg ARG]…` (without `--mcpmux`/`--server`, release builds are made).
+//! `--serve-arg` adds a flag to `mcpmux serve`; `--b-mcpmux` or `--b-serve-arg` stand up a
+//! second gateway, B (another build, or the same with other flags), whose calls the latency
+//! phase interleaves with the first's: an A/B in one run, on one machine at one moment. The gateway reaches the test server the direct calls reach, over
 //! streamable HTTP; with `--upstream stdio` it runs one of its own over stdio instead (the
 //! direct calls still go over HTTP), which leaves out the second HTTP round trip.
 
@@ -61,6 +64,14 @@ struct Args {
     mcpmux: Option<PathBuf>,
     server: Option<PathBuf>,
     upstream_args: Vec<String>,
+    /// Flags added to `mcpmux serve`.
+    serve_args: Vec<String>,
+    /// The build of gateway B, when not the same as A's.
+    b_mcpmux: Option<PathBuf>,
+    /// Flags added to gateway B's `mcpmux serve`.
+    b_serve_args: Vec<String>,
+    /// Whether the latency phase runs a gateway B beside A.
+    b: bool,
 }
 
 fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
@@ -78,6 +89,10 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
         mcpmux: None,
         server: None,
         upstream_args: Vec::new(),
+        serve_args: Vec::new(),
+        b_mcpmux: None,
+        b_serve_args: Vec::new(),
+        b: false,
     };
     let mut it = args;
     while let Some(flag) = it.next() {
@@ -94,6 +109,15 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             "--mcpmux" => parsed.mcpmux = Some(PathBuf::from(value()?)),
             "--server" => parsed.server = Some(PathBuf::from(value()?)),
             "--upstream-arg" => parsed.upstream_args.push(value()?),
+            "--serve-arg" => parsed.serve_args.push(value()?),
+            "--b-mcpmux" => {
+                parsed.b_mcpmux = Some(PathBuf::from(value()?));
+                parsed.b = true;
+            }
+            "--b-serve-arg" => {
+                parsed.b_serve_args.push(value()?);
+                parsed.b = true;
+            }
             "--json" => parsed.json = true,
             "--quick" => {
                 parsed.sessions = 4;
@@ -107,7 +131,8 @@ fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Args> {
             other => bail!(
                 "unknown flag {other}; flags: --sessions N --calls N --in-flight N --rounds N \
                  --round-calls N --idle N --phase all|load|latency|memory|peers --upstream http|stdio \
-                 --quick --json --mcpmux PATH --server PATH --upstream-arg ARG"
+                 --quick --json --mcpmux PATH --server PATH --upstream-arg ARG --serve-arg ARG \
+                 --b-mcpmux PATH --b-serve-arg ARG"
             ),
         }
     }
@@ -168,6 +193,22 @@ struct Latency {
     added_p50_us: f64,
     added_min_us: f64,
     added_max_us: f64,
+    /// CPU time the gateway process used per sequential call through it (its upstream
+    /// child not counted).
+    gateway_cpu_per_call_us: f64,
+    /// Gateway B, when one ran beside A.
+    b: Option<Through>,
+}
+
+/// One gateway's figures in the latency phase.
+#[derive(Serialize, Default)]
+struct Through {
+    gateway_p50_us: f64,
+    gateway_p99_us: f64,
+    added_p50_us: f64,
+    added_min_us: f64,
+    added_max_us: f64,
+    gateway_cpu_per_call_us: f64,
 }
 
 #[derive(Serialize, Default)]
@@ -245,16 +286,17 @@ async fn run(args: &Args, mcpmux: &Path, server: &Path, home: &Path) -> anyhow::
             ..Figures::default()
         });
     }
-    let start = |home: PathBuf| {
+    let start_with = |home: PathBuf, mcpmux: PathBuf, extra: Vec<String>| {
         let (http, upstream_url) = (http.clone(), upstream.url.clone());
         async move {
             let to = match args.upstream.as_str() {
                 "stdio" => Upstream::Stdio(server, &args.upstream_args),
                 _ => Upstream::Http(&upstream_url),
             };
-            processes::gateway(mcpmux, &home, to, &http).await
+            processes::gateway(&mcpmux, &home, to, &extra, &http).await
         }
     };
+    let start = |home: PathBuf| start_with(home, mcpmux.to_path_buf(), args.serve_args.clone());
     let mut figures = Figures::default();
     // Memory first, each kind of session on a gateway of its own that nothing has grown yet
     // (memory an allocator keeps after sessions closed would pass for the next ones').
@@ -265,7 +307,19 @@ async fn run(args: &Args, mcpmux: &Path, server: &Path, home: &Path) -> anyhow::
     }
     let gateway = start(home.join("gateway")).await?;
     if args.runs("latency") {
-        figures.latency = Some(latency(args, &upstream, &gateway, &http).await?);
+        let b = match args.b {
+            true => {
+                let build = args
+                    .b_mcpmux
+                    .clone()
+                    .unwrap_or_else(|| mcpmux.to_path_buf());
+                let build =
+                    std::fs::canonicalize(&build).with_context(|| build.display().to_string())?;
+                Some(start_with(home.join("gateway-b"), build, args.b_serve_args.clone()).await?)
+            }
+            false => None,
+        };
+        figures.latency = Some(latency(args, &upstream, &gateway, b.as_ref(), &http).await?);
     }
     if args.runs("load") {
         figures.load = Some(load(args, &gateway, &http).await?);
@@ -328,56 +382,98 @@ async fn futures_close(sessions: Vec<Session>) {
     }
 }
 
-/// Sequential calls direct and through the gateway, in turn; the gateway's added latency.
+/// Sequential calls direct and through the gateway (and gateway B, if any), in turn; each
+/// gateway's added latency and CPU time per call.
 async fn latency(
     args: &Args,
     upstream: &Listening,
     gateway: &Listening,
+    b: Option<&Listening>,
     http: &reqwest::Client,
 ) -> anyhow::Result<Latency> {
     let direct = connect(http, &upstream.url).await?;
-    let through = connect(http, &gateway.url).await?;
+    let mut sides = vec![(gateway, connect(http, &gateway.url).await?, Side::default())];
+    if let Some(b) = b {
+        sides.push((b, connect(http, &b.url).await?, Side::default()));
+    }
     for i in 0..args.warm {
         let token = format!("warm {i}");
         echo_checked(&direct, "echo", &token, CALL_DEADLINE).await?;
-        echo_checked(&through, "mcp__t__echo", &token, CALL_DEADLINE).await?;
+        for (_, session, _) in &sides {
+            echo_checked(session, "mcp__t__echo", &token, CALL_DEADLINE).await?;
+        }
     }
-    let (mut all_direct, mut all_through, mut added) = (Vec::new(), Vec::new(), Vec::new());
+    let mut all_direct = Vec::new();
+    let paths = sides.len() + 1;
     for round in 0..args.rounds {
-        let (mut d, mut g) = (Vec::new(), Vec::new());
+        let mut d = Vec::new();
+        let mut g: Vec<Vec<Duration>> = vec![Vec::new(); sides.len()];
+        let mut cpu = Vec::new();
+        for (process, _, _) in &sides {
+            cpu.push(process.cpu()?);
+        }
         for i in 0..args.round_calls {
             let token = format!("latency r{round} c{i}");
-            // Swapped every call, so neither side always runs on a cache the other warmed.
-            if i % 2 == 0 {
-                d.push(echo_checked(&direct, "echo", &token, CALL_DEADLINE).await?);
-                g.push(echo_checked(&through, "mcp__t__echo", &token, CALL_DEADLINE).await?);
-            } else {
-                g.push(echo_checked(&through, "mcp__t__echo", &token, CALL_DEADLINE).await?);
-                d.push(echo_checked(&direct, "echo", &token, CALL_DEADLINE).await?);
+            // The order turned every call, so no side always runs on a cache another warmed.
+            for k in 0..paths {
+                match (i + k) % paths {
+                    0 => d.push(echo_checked(&direct, "echo", &token, CALL_DEADLINE).await?),
+                    n => g[n - 1].push(
+                        echo_checked(&sides[n - 1].1, "mcp__t__echo", &token, CALL_DEADLINE)
+                            .await?,
+                    ),
+                }
             }
         }
         d.sort();
-        g.sort();
-        added.push(micros(percentile(&g, 0.5)) - micros(percentile(&d, 0.5)));
+        let direct_p50 = micros(percentile(&d, 0.5));
+        for (n, (process, _, side)) in sides.iter_mut().enumerate() {
+            side.cpu += process.cpu()?.saturating_sub(cpu[n]);
+            g[n].sort();
+            side.added.push(micros(percentile(&g[n], 0.5)) - direct_p50);
+            side.calls.append(&mut g[n]);
+        }
         all_direct.extend(d);
-        all_through.extend(g);
     }
     let _ = direct.cancel().await;
-    let _ = through.cancel().await;
     all_direct.sort();
-    all_through.sort();
-    added.sort_by(f64::total_cmp);
+    let mut through = Vec::new();
+    for (_, session, mut side) in sides {
+        let _ = session.cancel().await;
+        side.calls.sort();
+        side.added.sort_by(f64::total_cmp);
+        through.push(Through {
+            gateway_p50_us: micros(percentile(&side.calls, 0.5)),
+            gateway_p99_us: micros(percentile(&side.calls, 0.99)),
+            added_p50_us: side.added[side.added.len() / 2],
+            added_min_us: side.added[0],
+            added_max_us: side.added[side.added.len() - 1],
+            gateway_cpu_per_call_us: micros(side.cpu) / side.calls.len().max(1) as f64,
+        });
+    }
+    let mut through = through.into_iter();
+    let a = through.next().unwrap_or_default();
     Ok(Latency {
         rounds: args.rounds,
         calls_per_round: args.round_calls,
         direct_p50_us: micros(percentile(&all_direct, 0.5)),
         direct_p99_us: micros(percentile(&all_direct, 0.99)),
-        gateway_p50_us: micros(percentile(&all_through, 0.5)),
-        gateway_p99_us: micros(percentile(&all_through, 0.99)),
-        added_p50_us: added[added.len() / 2],
-        added_min_us: added[0],
-        added_max_us: added[added.len() - 1],
+        gateway_p50_us: a.gateway_p50_us,
+        gateway_p99_us: a.gateway_p99_us,
+        added_p50_us: a.added_p50_us,
+        added_min_us: a.added_min_us,
+        added_max_us: a.added_max_us,
+        gateway_cpu_per_call_us: a.gateway_cpu_per_call_us,
+        b: through.next(),
     })
+}
+
+/// What one gateway's calls measured in the latency phase, round by round.
+#[derive(Default)]
+struct Side {
+    calls: Vec<Duration>,
+    added: Vec<f64>,
+    cpu: Duration,
 }
 
 /// What one lane of a session saw.
@@ -544,11 +640,24 @@ fn print_table(mcpmux: &Path, upstream: &str, figures: &Figures) {
             "| through the gateway | {:.0} µs | {:.0} µs |",
             l.gateway_p50_us, l.gateway_p99_us
         );
+        if let Some(b) = &l.b {
+            println!(
+                "| through gateway B | {:.0} µs | {:.0} µs |",
+                b.gateway_p50_us, b.gateway_p99_us
+            );
+        }
         println!(
             "gateway's added latency (median of the rounds' p50 differences): {:.0} µs \
-             (rounds: {:.0} … {:.0} µs; goal ≤ 50 µs)",
-            l.added_p50_us, l.added_min_us, l.added_max_us
+             (rounds: {:.0} … {:.0} µs; goal ≤ 50 µs); its CPU per call {:.0} µs",
+            l.added_p50_us, l.added_min_us, l.added_max_us, l.gateway_cpu_per_call_us
         );
+        if let Some(b) = &l.b {
+            println!(
+                "gateway B's added latency: {:.0} µs (rounds: {:.0} … {:.0} µs); its CPU per \
+                 call {:.0} µs",
+                b.added_p50_us, b.added_min_us, b.added_max_us, b.gateway_cpu_per_call_us
+            );
+        }
     }
     if let Some(l) = &figures.load {
         println!();

@@ -253,7 +253,14 @@ pub async fn run(
         ),
         contender(
             "mcpmux serve (1 thread)",
-            processes::gateway(mcpmux, home, Upstream::Stdio(server, &[]), http).await?,
+            processes::gateway(
+                mcpmux,
+                home,
+                Upstream::Stdio(server, &[]),
+                &args.serve_args,
+                http,
+            )
+            .await?,
             true,
         ),
     ];

@@ -163,12 +163,13 @@ pub enum Upstream<'a> {
     Stdio(&'a Path, &'a [String]),
 }
 
-/// `mcpmux serve --http 127.0.0.1:0` in `home`, its one server `t` reached as `upstream`
-/// says; returns once `/readyz` answers 200.
+/// `mcpmux serve --http 127.0.0.1:0` in `home` (with `extra` flags), its one server `t`
+/// reached as `upstream` says; returns once `/readyz` answers 200.
 pub async fn gateway(
     mcpmux: &Path,
     home: &Path,
     upstream: Upstream<'_>,
+    extra: &[String],
     http: &reqwest::Client,
 ) -> anyhow::Result<Listening> {
     std::fs::create_dir_all(home)?;
@@ -197,6 +198,7 @@ pub async fn gateway(
             "--max-sessions",
             "100000",
         ])
+        .args(extra)
         .current_dir(home)
         .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))

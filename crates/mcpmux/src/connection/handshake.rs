@@ -49,6 +49,8 @@ pub(super) struct Session {
     pub(super) tools_changed: Arc<Notify>,
     /// Where tool calls may be sent beside rmcp's session task (a lines transport's).
     pub(super) direct: Option<Arc<transport::lines::Direct>>,
+    /// Where requests may be POSTed beside rmcp's worker (a streamable-HTTP transport's).
+    pub(super) http: Option<Arc<transport::http_direct::HttpDirect>>,
 }
 
 /// What a transport leaves besides the session: a process to reap, a server task to stop.
@@ -233,6 +235,7 @@ async fn attempt(
     let probe = (probe_deadline, late_discover.clone());
     let name = spec.name.as_str();
     let mut direct = None;
+    let mut http = None;
     let (handshake, side) = match opened {
         Opened::Stdio { transport, process } => {
             direct = Some(transport.direct());
@@ -244,7 +247,11 @@ async fn attempt(
                 },
             )
         }
-        Opened::Http { transport, session } => {
+        Opened::Http {
+            transport,
+            session,
+            direct: beside,
+        } => {
             let fallback_handler = HubClient {
                 server: handler.server.clone(),
                 progress: handler.progress.clone(),
@@ -291,13 +298,16 @@ async fn attempt(
                         }
                     }
                 }
-                _ => (
-                    first,
-                    Side {
-                        http_session: Some(session),
-                        ..Side::default()
-                    },
-                ),
+                _ => {
+                    http = beside;
+                    (
+                        first,
+                        Side {
+                            http_session: Some(session),
+                            ..Side::default()
+                        },
+                    )
+                }
             }
         }
         Opened::Sse(transport) => (
@@ -346,6 +356,7 @@ async fn attempt(
                 progress,
                 tools_changed,
                 direct,
+                http,
             })
         }
         Err(failure) => {

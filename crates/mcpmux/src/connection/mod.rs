@@ -70,6 +70,9 @@ struct Live {
     /// Where its requests are sent beside rmcp's session task: a lines transport's
     /// (`outgoing.rs`).
     direct: Option<Arc<crate::transport::lines::Direct>>,
+    /// Where its requests are POSTed beside rmcp's worker: a streamable-HTTP transport's
+    /// (`outgoing.rs`).
+    http: Option<Arc<crate::transport::http_direct::HttpDirect>>,
     /// What rmcp adds to each request's `_meta` in this session (a 2026-07-28 session's).
     session_meta: Option<rmcp::model::RequestMetaObject>,
     /// The session's protocol era.

@@ -106,7 +106,10 @@ where
                             continue;
                         }
                         #[allow(deprecated)] // Logging is SEP-2577-deprecated, yet still sent.
-                        ServerNotification::LoggingMessageNotification(log) => {
+                        // A log read beside rmcp (`outgoing.rs`) comes stamped already.
+                        ServerNotification::LoggingMessageNotification(log)
+                            if log.extensions.get::<LogParty>().is_none() =>
+                        {
                             let party = LogParty(self.callers.sole_party());
                             log.extensions.insert(party);
                         }

@@ -313,6 +313,7 @@ impl Supervisor {
             progress,
             tools_changed,
             direct,
+            http,
         } = session;
         let peer = running.peer().clone();
         // Sent beside rmcp's session task, a call carries what rmcp would have added to it.
@@ -362,6 +363,7 @@ impl Supervisor {
                 flights: flights.clone(),
                 callers: callers.clone(),
                 direct: direct.clone(),
+                http: http.clone(),
                 session_meta: session_meta.clone(),
                 era,
             })

@@ -229,6 +229,7 @@ impl Hub {
                 options.authorizer.clone(),
             ))
             .with_read_spin(options.read_spin)
+            .with_http_beside(options.http_beside)
             .with_max_message(options.max_message_bytes)
             .with_wire_log(options.wire_log.clone()),
             eras: EraCache::open(options.era_cache.clone()),

@@ -62,6 +62,10 @@ pub struct HubOptions {
     /// and one reader of the hub polls at a time, none while work waits in the runtime's
     /// global queue. Capped at 1 ms: a poll holds a runtime thread.
     pub read_spin: Duration,
+    /// Whether a streamable-HTTP server's tool calls, prompts and reads are POSTed from the
+    /// calling task (true by default) rather than through rmcp's transport worker: a
+    /// handshake-era session's, once rmcp holds its session id. Off only to compare the two.
+    pub http_beside: bool,
     /// The most one message from a server may take (a stdio line, an SSE event; 64 MiB by
     /// default): a larger one is skipped unread and fails the request it answers with
     /// "answer over …". A streamable HTTP server's JSON body has rmcp's own bound, 16 MiB.
@@ -85,6 +89,7 @@ impl std::fmt::Debug for HubOptions {
             .field("tool_cache_max_age", &self.tool_cache_max_age)
             .field("reload_drain", &self.reload_drain)
             .field("read_spin", &self.read_spin)
+            .field("http_beside", &self.http_beside)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("wire_log", &self.wire_log)
             .finish()
@@ -109,6 +114,7 @@ impl Default for HubOptions {
             tool_cache_max_age: defaults::TOOL_CACHE_MAX_AGE,
             reload_drain: defaults::RELOAD_DRAIN,
             read_spin: defaults::READ_SPIN,
+            http_beside: true,
             max_message_bytes: defaults::MAX_STDIO_FRAME,
             wire_log: None,
         }
@@ -142,6 +148,13 @@ impl HubOptions {
     /// (`Duration::ZERO`: never).
     pub fn with_read_spin(mut self, spin: Duration) -> Self {
         self.read_spin = spin;
+        self
+    }
+
+    /// Builder-style: whether a streamable-HTTP server's plain requests are POSTed from the
+    /// calling task (see [`HubOptions::http_beside`]).
+    pub fn with_http_beside(mut self, beside: bool) -> Self {
+        self.http_beside = beside;
         self
     }
 

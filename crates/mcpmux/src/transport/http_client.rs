@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arc_swap::ArcSwapOption;
 use futures::future::Either;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -44,6 +45,21 @@ pub(crate) struct AuthorizingClient {
     session: Arc<SessionWatch>,
     /// The server's name, for the log of what its answers cost (`http_screen.rs`).
     server: Arc<str>,
+    /// The session rmcp's worker last POSTed in, for requests sent beside it
+    /// (`http_direct.rs`).
+    posting: Arc<ArcSwapOption<Posting>>,
+}
+
+/// What rmcp's worker POSTs a session's messages with: the session's id and the headers it
+/// negotiated (`MCP-Protocol-Version` among the configured ones), as it last sent them.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Posting {
+    /// The session's `Mcp-Session-Id`.
+    pub(crate) session_id: Arc<str>,
+    /// The token rmcp passes, if any (we give it none; kept as it passes).
+    pub(crate) auth_header: Option<String>,
+    /// The configured headers with the protocol version rmcp adds.
+    pub(crate) headers: HashMap<HeaderName, HeaderValue>,
 }
 
 impl AuthorizingClient {
@@ -56,7 +72,54 @@ impl AuthorizingClient {
             refusals: None,
             session: Arc::default(),
             server: Arc::from(""),
+            posting: Arc::default(),
         }
+    }
+
+    /// The session rmcp's worker last POSTed in, once it has one.
+    pub(crate) fn posting(&self) -> Option<Arc<Posting>> {
+        self.posting.load_full()
+    }
+
+    /// Forgets the session `gone` (its server no longer knows it), unless rmcp has moved on.
+    pub(crate) fn forget_posting(&self, gone: &Posting) {
+        let current = self.posting.load();
+        if let Some(current) = current.as_ref()
+            && current.session_id == gone.session_id
+        {
+            self.posting.compare_and_swap(current, None);
+        }
+    }
+
+    /// Keeps what rmcp POSTs a message of its session with, when it changed: the session
+    /// (a new one after a lost one) or its headers (the protocol version, after the
+    /// handshake).
+    fn remember_posting(
+        &self,
+        message: &ClientJsonRpcMessage,
+        session_id: Option<&Arc<str>>,
+        auth_header: Option<&String>,
+        headers: &HashMap<HeaderName, HeaderValue>,
+    ) {
+        let Some(session_id) = session_id else {
+            return;
+        };
+        if http_session::is_initialize(message) {
+            return;
+        }
+        let current = self.posting.load();
+        if let Some(current) = current.as_ref()
+            && current.session_id == *session_id
+            && current.auth_header.as_ref() == auth_header
+            && current.headers == *headers
+        {
+            return;
+        }
+        self.posting.store(Some(Arc::new(Posting {
+            session_id: session_id.clone(),
+            auth_header: auth_header.cloned(),
+            headers: headers.clone(),
+        })));
     }
 
     /// This client, logging as the server `name`.
@@ -391,7 +454,7 @@ fn auth_error(error: AuthError) -> HttpError {
 
 /// What rmcp hands every POST and GET of the session: where, in which session, with which
 /// credentials and headers.
-struct Request {
+pub(crate) struct Request {
     uri: Arc<str>,
     session_id: Option<Arc<str>>,
     auth_header: Option<String>,
@@ -399,7 +462,7 @@ struct Request {
 }
 
 impl Request {
-    fn new(
+    pub(crate) fn new(
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
@@ -418,7 +481,7 @@ impl AuthorizingClient {
     /// POSTs `message` the one way every POST goes: credentials and a refusal answered
     /// ([`Self::send`]), a stale connection tried again, an unreachable server waited for, its
     /// answer screened; `max` the raw SSE event cap rmcp passes, when it passes one.
-    async fn post(
+    pub(crate) async fn post(
         &self,
         post: Request,
         message: ClientJsonRpcMessage,
@@ -430,6 +493,12 @@ impl AuthorizingClient {
             auth_header,
             custom_headers,
         } = post;
+        self.remember_posting(
+            &message,
+            session_id.as_ref(),
+            auth_header.as_ref(),
+            &custom_headers,
+        );
         let custom_headers = super::trace_headers::with_trace_headers(&message, custom_headers);
         let in_session = session_id.is_some();
         let outcome = http_session::while_unreachable(&self.session, in_session, || {
@@ -460,7 +529,7 @@ impl AuthorizingClient {
 
     /// Opens the GET stream the one way every GET goes: credentials and a refusal answered
     /// ([`Self::send`]), its events screened; `max` as for [`Self::post`].
-    async fn get(
+    pub(crate) async fn get(
         &self,
         get: Request,
         last_event_id: Option<String>,

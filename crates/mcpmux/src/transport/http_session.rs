@@ -74,7 +74,7 @@ impl SessionWatch {
     }
 }
 
-fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
+pub(crate) fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, ClientJsonRpcMessage::Request(request)
         if matches!(request.request, ClientRequest::InitializeRequest(_)))
 }

@@ -8,6 +8,7 @@ mod busy_pipe;
 pub(crate) mod headers_helper;
 pub(crate) mod http;
 mod http_client;
+pub(crate) mod http_direct;
 mod http_screen;
 pub(crate) mod http_session;
 pub(crate) mod inproc;
@@ -52,6 +53,9 @@ pub(crate) struct TransportContext {
     max_message: usize,
     /// Where every message to and from a server is logged (`wire_tap.rs`), if anywhere.
     wire_log: Option<crate::telemetry::wire::WireLog>,
+    /// Whether a streamable-HTTP session's plain requests are POSTed beside rmcp's worker
+    /// (`http_direct.rs`).
+    http_beside: bool,
 }
 
 impl TransportContext {
@@ -64,7 +68,15 @@ impl TransportContext {
             polling: busy_pipe::Polling::new(crate::defaults::READ_SPIN),
             max_message: crate::defaults::MAX_STDIO_FRAME,
             wire_log: None,
+            http_beside: true,
         }
+    }
+
+    /// This context, POSTing a streamable-HTTP session's plain requests beside rmcp's worker
+    /// (`beside`) or through it.
+    pub fn with_http_beside(mut self, beside: bool) -> Self {
+        self.http_beside = beside;
+        self
     }
 
     /// This context, logging every message to and from a server to `log`.
@@ -150,9 +162,11 @@ pub(crate) enum Opened {
         process: ProcessHandle,
     },
     /// Streamable HTTP, and what its answers say about the session.
+    /// Its plain requests may be POSTed beside rmcp's worker by `direct`.
     Http {
-        transport: wire_tap::Tapped<http::HttpTransport>,
+        transport: http_direct::Routed<wire_tap::Tapped<http::HttpTransport>>,
         session: Arc<http_session::SessionWatch>,
+        direct: Option<Arc<http_direct::HttpDirect>>,
     },
     /// Legacy HTTP+SSE (2024-11-05), its `endpoint` event already received.
     Sse(wire_tap::Tapped<sse::SseTransport>),
@@ -241,10 +255,20 @@ pub(crate) async fn open(spec: &ServerSpec, ctx: &TransportContext) -> Result<Op
                 .with_helper(helper)
                 .reporting_refusals_to(outside_oauth);
             let session = client.session_watch();
-            let transport = http::connect(&spec.name, url, &headers, client, ctx.max_message)?;
+            let transport =
+                http::connect(&spec.name, url, &headers, client.clone(), ctx.max_message)?;
+            let wire = ctx.wire_target(&spec.name);
+            let (direct, transport) = http_direct::HttpDirect::new(
+                client,
+                url,
+                ctx.max_message,
+                wire.clone(),
+                wire_tap::Tapped::new(transport, wire),
+            );
             Ok(Opened::Http {
-                transport: wire_tap::Tapped::new(transport, ctx.wire_target(&spec.name)),
+                transport,
                 session,
+                direct: ctx.http_beside.then_some(direct),
             })
         }
         TransportSpec::InProcess(server) => {

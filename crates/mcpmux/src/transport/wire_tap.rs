@@ -40,6 +40,11 @@ impl WireTarget {
             order: Arc::new(Mutex::new(())),
         })
     }
+
+    /// Logs one message that went `direction`, passing by the taps.
+    pub(crate) fn record(&self, direction: Direction, bytes: &[u8]) {
+        self.log.record(&self.server, direction, bytes);
+    }
 }
 
 impl WireLog {

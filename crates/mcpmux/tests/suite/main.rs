@@ -17,6 +17,7 @@ mod dialects;
 mod dialects_import;
 mod host_resources;
 mod hostile_schemas;
+mod http_beside;
 mod hub;
 mod lazy;
 mod mrtr;
