@@ -110,9 +110,6 @@ struct Cli {
     command: Command,
 }
 
-// Parsed once per process and matched by reference: `serve`'s many flags cost a few hundred
-// bytes once, not worth a box every other command would pay an indirection for.
-#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// List the configured servers with their transport, protocol era, state and tool count.
