@@ -321,8 +321,17 @@ async fn run(cli: Cli) -> ExitCode {
     if let Some(ask) = trust::asker(&answers) {
         load_options = load_options.with_approver(ask);
     }
-    let config = mcpmux::config::load(&load_options);
+    // A call reads only the entries of the servers its tool's name may belong to: expanding and
+    // recording every other one was most of what a call paid for many configured servers.
+    let focus = match &cli.command {
+        Command::Call { name, .. } => Some(name.as_str()),
+        _ => None,
+    };
+    let (config, focused) = load_config(&load_options, focus);
     trust::remember(&config, &load_options.project_dir, &answers);
+    // A focused call's failure also names the other entries that could not be used, as a
+    // call over every entry does: read whole then, asking no one anything.
+    let others = focused.then(|| reload_options.clone());
     if let Command::Auth { command } = &cli.command {
         // Starts no server: only the config and the token file are needed.
         let outcome = tokio::select! {
@@ -464,7 +473,7 @@ async fn run(cli: Cli) -> ExitCode {
 
     // Ctrl-C or SIGTERM: stop what we are doing, close every server, exit 130.
     let outcome = tokio::select! {
-        outcome = command(&hub, &cli.command, &entries) => outcome,
+        outcome = command(&hub, &cli.command, &entries, others.as_ref()) => outcome,
         () = interrupted() => {
             output::say!("mcpmux: interrupted; closing servers");
             Err(Failure::Interrupted)
@@ -473,6 +482,86 @@ async fn run(cli: Cli) -> ExitCode {
     let _ = std::io::stdout().flush();
     hub.shutdown().await;
     exit_code(outcome)
+}
+
+/// The config a command runs with: for a call of `tool`, only the entries of the servers the
+/// tool's name may belong to (`may_own`) when there are any (`true`); every entry otherwise,
+/// as for every other command.
+fn load_config(options: &LoadOptions, tool: Option<&str>) -> (mcpmux::config::ConfigSet, bool) {
+    use mcpmux::cli_support::naming::may_own;
+    if let Some(tool) = tool {
+        let name = tool.to_owned();
+        let focused = mcpmux::config::load(
+            &options
+                .clone()
+                .with_only(move |server| may_own(&name, server)),
+        );
+        let found = !focused.servers.is_empty()
+            || focused
+                .problems
+                .iter()
+                .any(|p| p.server.as_deref().is_some_and(|s| may_own(tool, s)));
+        if found {
+            return (focused, true);
+        }
+    }
+    (mcpmux::config::load(options), false)
+}
+
+/// The problems of the entries a focused call did not read (`whole`: the options to read
+/// every entry with), as rows of a hub's status: what a call that read them would list.
+fn others_unavailable(whole: &LoadOptions, tool: &str) -> Vec<mcpmux::ServerStatus> {
+    use mcpmux::cli_support::naming::may_own;
+    let problems = mcpmux::config::load(whole)
+        .problems
+        .into_iter()
+        .filter(|p| p.server.as_deref().is_some_and(|s| !may_own(tool, s)))
+        .collect();
+    let config = mcpmux::config::ConfigSet {
+        problems,
+        ..Default::default()
+    };
+    // No server in it: a table of the problems, worded as every other status row.
+    match Hub::from_config(config, HubOptions::ephemeral()) {
+        Ok(hub) => hub.servers(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Prints `tools` (for `provider`, as its definitions; `json`: as JSON) with what could not be
+/// listed or called, and which lists came from the cache.
+fn list_tools(
+    hub: &Hub,
+    tools: &[&mcpmux::Tool],
+    provider: Option<mcpmux::schema::ExportFormat>,
+    json: bool,
+) -> Result<(), Failure> {
+    if let Some(provider) = provider {
+        let owned: Vec<mcpmux::Tool> = tools.iter().copied().cloned().collect();
+        let export = mcpmux::schema::export(&owned, provider);
+        output::print_json(&export.definitions())?;
+        output::warn_unusable(
+            export
+                .unusable
+                .iter()
+                .map(|u| (u.tool.as_str(), u.reason.as_str())),
+        );
+    } else {
+        if json {
+            output::print_json(&tools)?;
+        } else {
+            output::print_tools(tools)?;
+        }
+        output::warn_unusable(
+            tools
+                .iter()
+                .filter_map(|t| Some((t.name.as_str(), t.unusable.as_deref()?))),
+        );
+    }
+    let servers = hub.servers();
+    output::warn_unavailable(&servers);
+    output::note_cached(tools, &servers);
+    Ok(())
 }
 
 /// `mcpmux run`: Ctrl-C cancels the run (its transcript is still written); the exit code says
@@ -550,7 +639,14 @@ fn approver(yes: bool) -> std::sync::Arc<dyn mcpmux::Approver> {
     })
 }
 
-async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result<(), Failure> {
+/// Runs `command` on `hub`; `others`, for a call that read only its own server's entries, the
+/// options to read every entry with when it fails.
+async fn command(
+    hub: &Hub,
+    command: &Command,
+    entries: &get::Entries,
+    others: Option<&LoadOptions>,
+) -> Result<(), Failure> {
     match command {
         Command::Get { name, json } => {
             startup(hub).await?;
@@ -589,43 +685,21 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             startup(hub).await?;
-            let tools = match scope {
-                Some(scope) => hub.tools_for(scope),
-                None => hub.tools(),
-            };
-            let tools: Vec<_> = tools
-                .into_iter()
-                .filter(|t| server.as_ref().is_none_or(|s| &t.server == s))
-                .collect();
             if let Some(s) = server
                 && !hub.servers().iter().any(|status| &status.name == s)
             {
                 return Err(mcpmux::Error::UnknownServer { name: s.clone() }.into());
             }
-            if let Some(provider) = provider {
-                let export = mcpmux::schema::export(&tools, provider);
-                output::print_json(&export.definitions())?;
-                output::warn_unusable(
-                    export
-                        .unusable
-                        .iter()
-                        .map(|u| (u.tool.as_str(), u.reason.as_str())),
-                );
-            } else {
-                if *json {
-                    output::print_json(&tools)?;
-                } else {
-                    output::print_tools(&tools)?;
-                }
-                output::warn_unusable(
-                    tools
-                        .iter()
-                        .filter_map(|t| Some((t.name.as_str(), t.unusable.as_deref()?))),
-                );
-            }
-            output::warn_unavailable(&hub.servers());
-            output::note_cached(&tools, &hub.servers());
-            Ok(())
+            // Printed from the hub's own list, not a copy of it: with 100 servers the copy
+            // was a third of a listing's memory.
+            hub.read_tools(scope.as_ref(), |tools| {
+                let tools: Vec<&mcpmux::Tool> = tools
+                    .iter()
+                    .copied()
+                    .filter(|t| server.as_ref().is_none_or(|s| &t.server == s))
+                    .collect();
+                list_tools(hub, &tools, provider, *json)
+            })
         }
         Command::Call {
             name,
@@ -674,7 +748,11 @@ async fn command(hub: &Hub, command: &Command, entries: &get::Entries) -> Result
                 Ok(result) => result,
                 Err(e) => {
                     // The cause may be a server or a config file that could not be used.
-                    output::warn_unavailable_besides(&hub.servers(), &e.to_string());
+                    let mut servers = hub.servers();
+                    if let Some(whole) = others {
+                        servers.extend(others_unavailable(whole, name));
+                    }
+                    output::warn_unavailable_besides(&servers, &e.to_string());
                     return Err(e.into());
                 }
             };

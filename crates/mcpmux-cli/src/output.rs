@@ -80,12 +80,20 @@ pub(crate) use out;
 /// Prints any serialisable value as pretty JSON on stdout (on a terminal, control characters
 /// JSON leaves raw are written as `\uXXXX`, which parses to the same value).
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
     if escaping().0 {
-        emit_raw(&escape_json_controls(&text))
-    } else {
-        emit_raw(&text)
+        let mut text = serde_json::to_string_pretty(value)?;
+        text.push('\n');
+        return emit_raw(&escape_json_controls(&text));
+    }
+    // Written as it is made: a listing of many servers never holds its whole text as well.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }
 
@@ -331,7 +339,7 @@ fn source_cell(s: &ServerStatus) -> String {
 }
 
 /// `mcpmux tools` as a table.
-pub fn print_tools(tools: &[Tool]) -> anyhow::Result<()> {
+pub fn print_tools(tools: &[&Tool]) -> anyhow::Result<()> {
     let mut rows = vec![vec!["TOOL".to_string(), "DESCRIPTION".into()]];
     for t in tools {
         let about = match &t.unusable {
@@ -356,7 +364,7 @@ pub fn warn_unusable<'a>(tools: impl IntoIterator<Item = (&'a str, &'a str)>) {
 
 /// Says on stderr which listed tools come from the tool cache, of which servers and how old,
 /// and how to ask the servers instead.
-pub fn note_cached(tools: &[Tool], servers: &[ServerStatus]) {
+pub fn note_cached(tools: &[&Tool], servers: &[ServerStatus]) {
     let mut from_cache: Vec<(&str, std::time::SystemTime)> = Vec::new();
     for s in servers {
         if let Some((listed_at, _)) = &s.cached

@@ -38,7 +38,7 @@ pub mod trust {
 pub mod naming {
     pub use crate::catalog::filter::{FilterVerdict, NameFilter};
     pub use crate::catalog::naming::{
-        MIN_SHORT_NAME_LEN, assign as exposed_names, is_mcp_tool_name, short_names,
+        MIN_SHORT_NAME_LEN, assign as exposed_names, is_mcp_tool_name, may_own, short_names,
     };
 }
 

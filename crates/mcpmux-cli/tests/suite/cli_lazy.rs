@@ -1,5 +1,7 @@
-//! `mcpmux call` starts only the server the call goes to, and a warm `mcpmux tools` answers
-//! from the tool cache without starting anything, against real test server processes. Whether
+//! `mcpmux call` starts only the server the call goes to (and reads only the config entries its
+//! name may belong to), a warm `mcpmux tools` answers from the tool cache without starting
+//! anything, and a listing of many servers prints what the hub lists, byte for byte, against
+//! real test server processes. Whether
 //! a server started is read from a file its command line creates as it starts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -248,4 +250,138 @@ fn a_call_among_many_servers_reads_none_of_their_cached_lists() {
         })
         .collect();
     assert!(read.is_empty(), "a cached list was read: {read:#?}");
+}
+
+/// Servers of a one-call test: `t` and `t__x` (whose tools' names both start `mcp__t__`), each
+/// marking its start, and `bad`, an entry with a mistyped key. In mcpmux.toml, the strict file.
+fn focused_servers(sandbox: &Sandbox, marks: &Path) -> String {
+    let entry = |name: &str| {
+        format!(
+            "[servers.{}]\ncommand = \"sh\"\nargs = [\"-c\", \"touch '{}' && exec '{}'\"]\n\n",
+            toml_key(name),
+            marks.join(name).display(),
+            support::testserver().display()
+        )
+    };
+    let text = format!(
+        "{}{}[servers.bad]\ncomand = \"{}\"\n",
+        entry("t"),
+        entry("t__x"),
+        support::testserver().display()
+    );
+    std::fs::write(sandbox.home.join("servers.toml"), &text).unwrap();
+    sandbox.home.join("servers.toml").display().to_string()
+}
+
+fn toml_key(name: &str) -> String {
+    format!("\"{name}\"")
+}
+
+fn started(marks: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(marks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A call reads only the entries its tool's name may belong to: a broken other entry is not
+/// even read when the call works (and, as before, not mentioned), and is named, with what is
+/// wrong with it, when the call fails, as a call that read every entry says it.
+#[test]
+fn a_call_reads_only_the_entries_its_name_may_belong_to() {
+    let sandbox = Sandbox::new();
+    let marks = sandbox.project.join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let config = focused_servers(&sandbox, &marks);
+    let call = |name: &str| {
+        sandbox.run(&[
+            "--config",
+            &config,
+            "--log",
+            "mcpmux=debug",
+            "call",
+            name,
+            r#"{"text":"mine"}"#,
+        ])
+    };
+
+    let run = call("mcp__t__x__echo");
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "mine\n"),
+        "{run:#?}"
+    );
+    assert_eq!(
+        started(&marks),
+        ["t__x"],
+        "the longest prefix's server: {run:#?}"
+    );
+    assert!(
+        !run.stderr.contains("comand"),
+        "the broken other entry was read: {run:#?}"
+    );
+
+    let run = call("mcp__t__echo");
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "mine\n"),
+        "{run:#?}"
+    );
+    assert_eq!(started(&marks), ["t", "t__x"], "{run:#?}");
+
+    let run = call("mcp__t__no_such_tool");
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(
+        run.stderr.contains("server `bad` is failed")
+            && run
+                .stderr
+                .contains(r#"unknown key "comand": did you mean "command"?"#),
+        "a failed call names the broken other entry: {run:#?}"
+    );
+
+    // The broken entry itself, called: its own error, as ever.
+    let run = call("mcp__bad__echo");
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(run.stderr.contains(r#"unknown key "comand""#), "{run:#?}");
+    // A name no entry explains: every entry is read (and the broken one named).
+    let run = call("echo");
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(run.stderr.contains("server `bad` is failed"), "{run:#?}");
+}
+
+/// `tools --json` over many servers prints, byte for byte, what the hub over the same config
+/// lists, as `serde_json`'s pretty form: names that share prefixes (`a`, `a__b`), that differ
+/// only in case or in a character names cannot hold (`a.b` and `a_b` collide, and get hashes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_of_many_servers_prints_the_hub_s_list_byte_for_byte() {
+    let mut servers = serde_json::Map::new();
+    let names = ["a", "a__b", "aB", "a.b", "a_b", "z"];
+    for (i, name) in names.iter().enumerate() {
+        let page = (2000 + i).to_string();
+        let entry = json!({
+            "command": support::testserver(),
+            "args": ["--many-tools", "30", "--page-size", page],
+        });
+        servers.insert((*name).to_owned(), entry);
+    }
+    let sandbox = Sandbox::with_user_servers(Value::Object(servers));
+    let run = sandbox.run(&["--no-cache", "tools", "--json"]);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+
+    let options = mcpmux::LoadOptions::new(Some(sandbox.home.clone()), &sandbox.project);
+    let config = mcpmux::config::load_with_env(&options, &|_| None);
+    assert_eq!(config.servers.len(), names.len(), "{:?}", config.problems);
+    let hub = mcpmux::Hub::from_config(config, mcpmux::HubOptions::ephemeral()).unwrap();
+    hub.wait_ready().await.unwrap();
+    let tools = hub.tools();
+    hub.shutdown().await;
+    // Each server's own tools and 30 of its catalog's.
+    assert!(tools.len() > names.len() * 30, "{}", tools.len());
+    let expected = serde_json::to_string_pretty(&tools).unwrap() + "\n";
+    assert!(
+        run.stdout == expected,
+        "the listing differs from the hub's list"
+    );
 }

@@ -77,9 +77,14 @@ pub(crate) struct ServerTool {
 }
 
 impl ServerTool {
-    /// Reads an MCP `Tool` in its JSON form; `None` when it has no name.
-    pub(crate) fn from_json(value: &Value) -> Option<Self> {
+    /// Reads an MCP `Tool` in its JSON form, its schemas moved out, not copied (a listing of
+    /// many cached lists held each schema twice while it read them); `None` when it has no
+    /// name.
+    pub(crate) fn from_json(mut value: Value) -> Option<Self> {
         let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        let mut take = |k: &str| value.get_mut(k).map(Value::take);
+        let input_schema = take("inputSchema");
+        let output_schema = take("outputSchema");
         let hint = |k: &str| {
             value
                 .get("annotations")
@@ -87,15 +92,12 @@ impl ServerTool {
                 .and_then(Value::as_bool)
         };
         Some(ServerTool {
-            raw_name: text(value, "name")?,
-            title: text(value, "title")
+            raw_name: text(&value, "name")?,
+            title: text(&value, "title")
                 .or_else(|| value.get("annotations").and_then(|a| text(a, "title"))),
-            description: text(value, "description"),
-            input_schema: value
-                .get("inputSchema")
-                .cloned()
-                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
-            output_schema: value.get("outputSchema").cloned().filter(|v| !v.is_null()),
+            description: text(&value, "description"),
+            input_schema: input_schema.unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            output_schema: output_schema.filter(|v| !v.is_null()),
             annotations: ToolAnnotations {
                 read_only_hint: hint("readOnlyHint"),
                 destructive_hint: hint("destructiveHint"),
@@ -379,7 +381,7 @@ mod tests {
     use serde_json::json;
 
     fn tool(name: &str) -> ServerTool {
-        ServerTool::from_json(&json!({"name": name, "inputSchema": {"type": "object"}}))
+        ServerTool::from_json(json!({"name": name, "inputSchema": {"type": "object"}}))
             .unwrap_or_else(|| panic!("tool {name}"))
     }
 
@@ -414,13 +416,13 @@ mod tests {
 
     #[test]
     fn reads_annotations_and_tolerates_missing_schema() {
-        let t = ServerTool::from_json(&json!({
+        let t = ServerTool::from_json(json!({
             "name": "rm", "annotations": {"destructiveHint": true, "title": "Remove"}
         }));
         let t = t.unwrap_or_else(|| panic!("parsed"));
         assert_eq!(t.annotations.destructive_hint, Some(true));
         assert_eq!(t.title.as_deref(), Some("Remove"));
         assert_eq!(t.input_schema, json!({"type": "object"}));
-        assert!(ServerTool::from_json(&json!({"description": "nameless"})).is_none());
+        assert!(ServerTool::from_json(json!({"description": "nameless"})).is_none());
     }
 }

@@ -137,6 +137,32 @@ pub fn base_name(server: &str, tool: &str) -> String {
     format!("mcp__{}__{}", sanitize(server), sanitize(tool))
 }
 
+/// Whether a tool exposed as `name` may be one of `server`'s, whatever else is configured:
+/// `name` starts with the server's `mcp__<server>__`, or, cut to 64 characters with a hash
+/// (a long or shared name), with as much of it as the cut kept. Every name [`assign`] gives a
+/// server's tool passes; so does every tool's whose name it could share, which is how a
+/// program making one call (`mcpmux call`) reads only the servers its tool's name admits and
+/// still names that tool as a hub of every server would.
+pub fn may_own(name: &str, server: &str) -> bool {
+    let prefix = base_name(server, "");
+    if name.starts_with(&prefix) {
+        return true;
+    }
+    if name.len() != MAX_TOOL_NAME_LEN {
+        return false;
+    }
+    // Cut: the base's first `keep` characters, `_`, and a hash of `HASH_HEX..=MAX_HASH_HEX`
+    // hex digits (`with_hash`).
+    let bytes = name.as_bytes();
+    (HASH_HEX..=MAX_HASH_HEX).any(|hex| {
+        let keep = MAX_TOOL_NAME_LEN - 1 - hex;
+        bytes[keep] == b'_'
+            && bytes[keep + 1..].iter().all(u8::is_ascii_hexdigit)
+            && prefix.len() > keep
+            && prefix.as_bytes()[..keep] == bytes[..keep]
+    })
+}
+
 /// Assigns an exposed name to each `(server, raw tool name)`, in the same order.
 pub fn assign(tools: &[(&str, &str)]) -> Vec<String> {
     let bases: Vec<String> = tools.iter().map(|(s, t)| base_name(s, t)).collect();
@@ -241,6 +267,29 @@ mod tests {
         let names = short_names(&[&format!("mcp__s__{}", "y".repeat(80))], 3);
         assert_eq!(names[0].len(), MIN_SHORT_NAME_LEN);
         assert!(is_mcp_tool_name(&names[0]), "{names:?}");
+    }
+
+    #[test]
+    fn every_assigned_name_may_be_its_server_s_and_not_an_unrelated_one() {
+        let long = "s".repeat(70);
+        let servers = ["gh", "gh__x", "a.b", "a_b", long.as_str(), "tools"];
+        let raw = ["x__y", "y", "create_issue", &"t".repeat(80), "x"];
+        let tools: Vec<(&str, &str)> = servers
+            .iter()
+            .flat_map(|s| raw.iter().map(move |t| (*s, *t)))
+            .collect();
+        let names = assign(&tools);
+        for ((server, tool), name) in tools.iter().zip(&names) {
+            assert!(may_own(name, server), "{name} of {server}/{tool}");
+        }
+        assert!(!may_own("mcp__gh__y", "tools"));
+        assert!(!may_own("mcp__ghx__y", "gh"));
+        assert!(!may_own("echo", "gh"));
+        // Cut within a long server's prefix: owned by it, not by a short unrelated one.
+        let cut = &names[tools.iter().position(|t| t.0 == long).unwrap_or_default()];
+        assert_eq!(cut.len(), 64, "{cut}");
+        assert!(may_own(cut, &long));
+        assert!(!may_own(cut, "gh"));
     }
 
     #[test]

@@ -139,7 +139,7 @@ fn servers_map(servers: Value, field: &str, cx: &Context<'_>, file: &mut FileEnt
             });
             continue;
         }
-        if !cx.admit(&name, &value, file) {
+        if !cx.reads(&name) || !cx.admit(&name, &value, file) {
             continue;
         }
         let entry = server(&name, value, cx);

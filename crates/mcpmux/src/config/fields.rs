@@ -43,12 +43,20 @@ pub(crate) struct Context<'a> {
     pub inputs: Option<&'a Inputs<'a>>,
     /// Answers `${secret:NAME}`.
     pub secrets: &'a SecretSource,
+    /// Which servers' entries are read at all (`LoadOptions::only`); none: every one.
+    pub only: Option<&'a super::OnlyFn>,
 }
 
 impl Context<'_> {
     /// Whether this file's entries need approval.
     pub fn gated(&self) -> bool {
         self.gate.is_some()
+    }
+
+    /// Whether the entry of `name` is read at all: skipped ones are neither approved, nor
+    /// expanded, nor checked.
+    pub fn reads(&self, name: &str) -> bool {
+        self.only.is_none_or(|only| only(name))
     }
 }
 

@@ -148,6 +148,7 @@ fn parse_both_ways(text: &str, dialect: Dialect, gate: Option<&Gate<'_>>) {
         workspace: Path::new("/p"),
         inputs: None,
         secrets: &secrets,
+        only: None,
     };
     let shape = Shape {
         flat: true,

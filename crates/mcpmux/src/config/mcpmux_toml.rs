@@ -132,6 +132,9 @@ pub(crate) fn parse(text: &str, cx: &Context<'_>) -> Result<FileEntries, ConfigE
                     });
                     continue;
                 }
+                if !cx.reads(&name) {
+                    continue;
+                }
                 if cx.gated() && !cx.admit(&name, &to_json(value.clone()), &mut file) {
                     continue;
                 }

@@ -83,7 +83,15 @@ pub struct LoadOptions {
     /// Answers a VS Code `${input:ID}` that no `MCPMUX_INPUT_<ID>` variable answers; without
     /// it such a server is a problem that says which variable to set.
     pub ask_input: Option<InputFn>,
+    /// Reads only the entries of the servers this admits, by name (a program making one call
+    /// reads the servers its tool's name may belong to); the others are skipped unread, so
+    /// their problems are not found, though a file's own (its syntax, `[policy]`) still are.
+    /// None reads every entry.
+    pub only: Option<OnlyFn>,
 }
+
+/// Decides, by a server's name, whether its entries are read ([`LoadOptions::only`]).
+pub type OnlyFn = std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for LoadOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,6 +102,7 @@ impl std::fmt::Debug for LoadOptions {
             .field("approve", &self.approve.is_some())
             .field("import", &self.import)
             .field("ask_input", &self.ask_input.is_some())
+            .field("only", &self.only.is_some())
             .finish()
     }
 }
@@ -140,6 +149,15 @@ impl LoadOptions {
         F: Fn(&InputRequest) -> Option<String> + Send + Sync + 'static,
     {
         self.ask_input = Some(std::sync::Arc::new(ask));
+        self
+    }
+
+    /// Builder-style: read only the entries of the servers `only` admits, by name.
+    pub fn with_only<F>(mut self, only: F) -> Self
+    where
+        F: Fn(&str) -> bool + Send + Sync + 'static,
+    {
+        self.only = Some(std::sync::Arc::new(only));
         self
     }
 
@@ -309,6 +327,7 @@ pub fn load_with_env(options: &LoadOptions, env: &dyn Fn(&str) -> Option<String>
             workspace: &options.project_dir,
             inputs: None,
             secrets: &secrets,
+            only: options.only.as_ref(),
         };
         let parsed = match candidate.dialect {
             Dialect::Mcpmux => mcpmux_toml::parse(&text, &cx),

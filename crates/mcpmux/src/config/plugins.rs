@@ -308,6 +308,7 @@ fn read_plugin_file(
         secrets,
         workspace: &options.project_dir,
         inputs: None,
+        only: options.only.as_ref(),
     };
     let shape = Shape {
         flat: true,

@@ -532,7 +532,7 @@ pub(super) async fn list_tools(
             for tool in &page.tools {
                 let parsed = serde_json::to_value(tool)
                     .ok()
-                    .and_then(|v| ServerTool::from_json(&v));
+                    .and_then(ServerTool::from_json);
                 match parsed {
                     Some(t) if names.insert(t.raw_name.clone()) => tools.push(t),
                     Some(t) => {

@@ -86,7 +86,7 @@ impl ToolCache {
             return None;
         }
         let mut tools = Vec::with_capacity(entry.tools.len().min(defaults::MAX_CACHED_TOOLS));
-        for value in entry.tools.iter().take(defaults::MAX_CACHED_TOOLS) {
+        for value in entry.tools.into_iter().take(defaults::MAX_CACHED_TOOLS) {
             match ServerTool::from_json(value) {
                 Some(tool)
                     if !tools
@@ -227,7 +227,7 @@ mod tests {
     use super::*;
 
     fn tool(name: &str) -> ServerTool {
-        ServerTool::from_json(&serde_json::json!({
+        ServerTool::from_json(serde_json::json!({
             "name": name,
             "description": "d",
             "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}},

@@ -104,32 +104,38 @@ impl Hub {
     /// tools are marked [`Tool::cached`]); a lazy server without one is started by this
     /// listing, and its tools come with a later one ([`Hub::wait_ready`] waits for them).
     pub fn tools(&self) -> Vec<Tool> {
-        self.start_uncached();
-        let table = self.inner.table();
-        self.catalog_of(&table)
-            .tools()
-            .iter()
-            .filter(|t| self.listed(&table, t))
-            .cloned()
-            .collect()
+        self.read_tools(None, |tools| tools.iter().copied().cloned().collect())
     }
 
     /// The tools a stage and agent may use: local tools, and the tools of every connected
     /// server whose `stages` and `agents` admit the scope.
     pub fn tools_for(&self, scope: &Scope) -> Vec<Tool> {
+        self.read_tools(Some(scope), |tools| {
+            tools.iter().copied().cloned().collect()
+        })
+    }
+
+    /// [`Hub::tools`], or [`Hub::tools_for`] `scope`, lent to `read` instead of copied: a
+    /// program that prints the list and is done with it holds one copy of every schema, not
+    /// two (the CLI's listing of 100 servers of 53 tools each).
+    pub fn read_tools<R>(&self, scope: Option<&Scope>, read: impl FnOnce(&[&Tool]) -> R) -> R {
         self.start_uncached();
-        let table = self.inner.table();
-        self.catalog_of(&table)
+        // Held while `read` runs (it may print): an `Arc`, not a guard of the swap.
+        let table = self.inner.table.load_full();
+        let catalog = self.catalog_of(&table);
+        let tools: Vec<&Tool> = catalog
             .tools()
             .iter()
             .filter(|tool| self.listed(&table, tool))
             .filter(|tool| {
-                table
-                    .server(&tool.server)
-                    .is_none_or(|s| scope.admits_server(&s.spec.options))
+                scope.is_none_or(|scope| {
+                    table
+                        .server(&tool.server)
+                        .is_none_or(|s| scope.admits_server(&s.spec.options))
+                })
             })
-            .cloned()
-            .collect()
+            .collect();
+        read(&tools)
     }
 
     /// Tools left out because a same-named tool of higher precedence (a built-in over an MCP

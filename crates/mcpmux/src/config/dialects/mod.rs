@@ -293,7 +293,7 @@ pub(crate) fn each_server(
             });
             continue;
         }
-        if !cx.admit(&name, &value, file) {
+        if !cx.reads(&name) || !cx.admit(&name, &value, file) {
             continue;
         }
         let fields = Fields::new(cx, &name);

@@ -335,3 +335,41 @@ fn type_aliases_are_accepted() {
     let kinds: Vec<_> = set.servers.iter().map(|s| s.transport.kind()).collect();
     assert_eq!(kinds, ["http", "http", "http", "ws", "ws", "ws", "stdio"]);
 }
+
+/// `only` reads the entries of the servers it admits and skips the rest unread: a broken
+/// entry skipped is no problem, an admitted one keeps its overlay from a later file and its
+/// own problem, and a file's own problems are found whatever it admits.
+#[test]
+fn only_the_admitted_entries_are_read() {
+    let f = Fixture::new();
+    f.project_file(
+        ".mcp.json",
+        r#"{"mcpServers": {"mine": {"command": "m"}, "broken": {"args": []}, "other": {"command": "${UNSET_HERE}"}}}"#,
+    );
+    f.project_file(
+        "mcpmux.toml",
+        "typo = 1\n[servers.mine]\ncall_timeout = \"7s\"\n[servers.bad_too]\ncomand = \"x\"\n",
+    );
+    let whole = f.load();
+    assert_eq!(names(&whole), ["mine"]);
+    assert_eq!(messages(&whole).len(), 4, "{:#?}", messages(&whole));
+
+    let env = |_: &str| None;
+    let only = f.options().with_only(|name| name == "mine");
+    let set = load_with_env(&only, &env);
+    assert_eq!(names(&set), ["mine"]);
+    assert_eq!(server(&set, "mine").call_timeout, Duration::from_secs(7));
+    let problems = messages(&set);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(problems[0].contains("typo"), "{problems:#?}");
+
+    let only = f.options().with_only(|name| name == "broken");
+    let set = load_with_env(&only, &env);
+    assert!(set.servers.is_empty());
+    let problems: Vec<_> = set
+        .problems
+        .iter()
+        .filter_map(|p| p.server.as_deref())
+        .collect();
+    assert_eq!(problems, ["broken"], "{:#?}", messages(&set));
+}
