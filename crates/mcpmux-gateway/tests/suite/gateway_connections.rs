@@ -100,19 +100,6 @@ async fn healthz(to: SocketAddr, from: &str) -> Duration {
     started.elapsed()
 }
 
-/// `/metrics`' value of `series` (its name and labels as written), 0 when absent.
-async fn metric(base: &str, series: &str) -> f64 {
-    let text = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// A connection past a cap is closed at once, with a 503 when the peer can still read it.
 #[track_caller]
 fn assert_refused(closed: Option<(String, Duration)>) {

@@ -51,21 +51,8 @@ fn in_session(id: &str) -> [(&str, &str); 2] {
     ]
 }
 
-/// `/metrics`' value of `series`, 0 when absent.
-async fn metric(base: &str, series: &str) -> u64 {
-    let text = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0)
-}
-
 async fn parked(base: &str) -> u64 {
-    metric(base, "mcpmux_gateway_sessions_parked").await
+    metric(base, "mcpmux_gateway_sessions_parked").await as u64
 }
 
 /// Waits until `/metrics` says `n` sessions are parked.
@@ -169,7 +156,7 @@ async fn an_idle_session_is_parked_and_a_post_brings_it_back_transparently() {
     let answer = post_by(&client, &served.url, &call, &in_session(&id)).await;
     assert_eq!(answer.status(), 200);
     assert!(answer.text().await.unwrap().contains(r#""text":"back""#));
-    assert_eq!(metric(&served.base, "mcpmux_gateway_sessions").await, 1);
+    assert_eq!(metric(&served.base, "mcpmux_gateway_sessions").await, 1.0);
     // Idle again: parked again.
     until_parked(&served.base, 1).await;
     served.stop().await;
@@ -253,7 +240,7 @@ async fn a_parked_session_expires_after_the_idle_limit() {
     let gone = eventually_async(
         Duration::from_secs(10),
         Duration::from_millis(50),
-        || async { (metric(&served.base, "mcpmux_gateway_sessions").await == 0).then_some(()) },
+        || async { (metric(&served.base, "mcpmux_gateway_sessions").await == 0.0).then_some(()) },
     )
     .await;
     assert!(gone.is_some(), "the parked session did not expire");
@@ -269,7 +256,7 @@ async fn delete_ends_a_parked_session() {
     let id = open_session(&client, &served.url, &[]).await;
     until_parked(&served.base, 1).await;
     assert!(matches!(delete(&client, &served.url, &id).await, 200..=299));
-    assert_eq!(metric(&served.base, "mcpmux_gateway_sessions").await, 0);
+    assert_eq!(metric(&served.base, "mcpmux_gateway_sessions").await, 0.0);
     let answer = post_by(&client, &served.url, &tools_list(2), &in_session(&id)).await;
     assert_eq!(answer.status(), 404);
     served.stop().await;

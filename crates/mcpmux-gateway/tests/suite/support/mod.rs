@@ -154,3 +154,16 @@ pub fn initialize() -> serde_json::Value {
         }
     })
 }
+
+/// `/metrics`' value of `series` (its name and labels as written), 0 when absent.
+pub async fn metric(base: &str, series: &str) -> f64 {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
