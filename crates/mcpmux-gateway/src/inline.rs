@@ -4,10 +4,13 @@
 //! head. rmcp serves such a request through three tasks and four channels (the POST to the
 //! worker, the worker to the serve loop, the serve loop to a handler task, the answer back the
 //! same way), then as an SSE stream. Only what cannot need another stream is answered here:
-//! `tools/call`, `prompts/get`, `resources/read`, the lists and `ping`, without a progress
-//! token, a per-request protocol version or SEP-2243 headers, on a handshake-era session of
-//! the caller's (`Sessions::inline_handler`) whose client declared nothing the gateway could
-//! ask of it mid-call (`Session::inline_peer`). Everything else — the handshake, other
+//! `tools/call`, `prompts/get`, `resources/read`, the lists and `ping`, without a per-request
+//! protocol version or SEP-2243 headers, on a handshake-era session of the caller's
+//! (`Sessions::inline_handler`) whose client declared nothing the gateway could ask of it
+//! mid-call (`Session::inline_peer`). A progress token is answered here too (rmcp's and other
+//! SDKs' clients send one with every call): its steps go on the call's own answer, which
+//! turns into an SSE stream at the first step (`progress::InlineProgress`); a call with no
+//! step before its answer is still one JSON answer. Everything else — the handshake, other
 //! methods, notifications, answers, GET and DELETE, a body that does not parse — goes to rmcp
 //! as it came, which keeps one owner per request: a request is answered here or there, never
 //! both. A `notifications/cancelled` naming a request answered here cancels it (and still
@@ -26,14 +29,17 @@ use http_body::Body as _;
 use rmcp::{
     RoleServer, Service,
     model::{
-        ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, GetMeta,
-        JsonRpcRequest, RequestId, ServerJsonRpcMessage,
+        ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorData, GetExtensions, GetMeta,
+        JsonRpcRequest, ProgressNotification, ProgressNotificationParam, RequestId,
+        ServerJsonRpcMessage, ServerNotification, ServerResult,
     },
     service::{Peer, RequestContext},
 };
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::Gateway;
+use crate::progress::InlineProgress;
 use crate::sessions::Sessions;
 
 const SESSION_ID: &str = "mcp-session-id";
@@ -78,7 +84,7 @@ pub(crate) async fn answer_inline(
     let passed_on = |parts: Parts, bytes: Bytes| Request::from_parts(parts, Body::from(bytes));
     match sort(&bytes) {
         Sorted::Plain(request) => match handler.own_session().inline_peer() {
-            Some(peer) => answer(&inline.sessions, &session, handler, peer, *request, parts).await,
+            Some(peer) => answer(&inline.sessions, session, handler, peer, *request, parts).await,
             None => next.run(passed_on(parts, bytes)).await,
         },
         Sorted::Cancelled(id) => {
@@ -168,13 +174,15 @@ fn is_plain(request: &ClientRequest) -> bool {
             | ClientRequest::PingRequest(_)
     );
     let meta = request.get_meta();
-    method && meta.get_progress_token().is_none() && meta.protocol_version().is_none()
+    method && meta.protocol_version().is_none()
 }
 
-/// Runs `request` on the session's handler in this task and answers it as JSON.
+/// Runs `request` on the session's handler in this task and answers it as JSON; a call whose
+/// client asked for progress and got a step before its answer is answered as an SSE stream
+/// instead, its steps and then its answer, the call running on as hyper reads it.
 async fn answer(
-    sessions: &Sessions,
-    session: &str,
+    sessions: &Arc<Sessions>,
+    session: String,
     handler: Gateway,
     peer: Peer<RoleServer>,
     request: JsonRpcRequest<ClientRequest>,
@@ -188,23 +196,89 @@ async fn answer(
     context.extensions = std::mem::take(request.extensions_mut());
     // What rmcp puts there, and what the handler reads (trace context, task holder).
     context.extensions.insert(parts);
+    let steps = context.meta.get_progress_token().map(|_| {
+        let (sender, steps) = mpsc::channel(PROGRESS_QUEUE);
+        context.extensions.insert(InlineProgress(sender));
+        steps
+    });
     let cancel = CancellationToken::new();
     context.ct = cancel.clone();
-    sessions.started(session, id.clone(), cancel.clone());
-    // The client gone (this future dropped) cancels the call upstream, as rmcp would.
+    sessions.started(&session, id.clone(), cancel.clone());
+    // The client gone (this future, or the stream that owns it, dropped) cancels the call
+    // upstream, as rmcp would.
     let running = Running {
-        sessions,
+        sessions: sessions.clone(),
         session,
-        id: &id,
+        id: id.clone(),
         _cancel: cancel.drop_guard(),
     };
-    let result = handler.handle_request(request, context).await;
-    drop(running);
-    let message: ServerJsonRpcMessage = match result {
+    let Some(mut steps) = steps else {
+        let result = handler.handle_request(request, context).await;
+        drop(running);
+        return as_json(&reply(result, id));
+    };
+    let mut call = Box::pin(async move {
+        let result = handler.handle_request(request, context).await;
+        drop(running);
+        result
+    });
+    let first = tokio::select! {
+        // A step sent before the answer is passed on before it.
+        biased;
+        Some(step) = steps.recv() => step,
+        result = &mut call => return as_json(&reply(result, id)),
+    };
+    let events = futures::stream::unfold(Some((call, steps, Some(first))), move |state| {
+        let id = id.clone();
+        async move {
+            let (mut call, mut steps, first) = state?;
+            if let Some(step) = first {
+                return Some((event(&progress(step)), Some((call, steps, None))));
+            }
+            tokio::select! {
+                biased;
+                Some(step) = steps.recv() => {
+                    Some((event(&progress(step)), Some((call, steps, None))))
+                }
+                result = &mut call => Some((event(&reply(result, id)), None)),
+            }
+        }
+    });
+    let mut response = Response::new(Body::from_stream(events));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// The steps a call answered inline may have waiting for its client to read them.
+const PROGRESS_QUEUE: usize = 16;
+
+fn reply(result: Result<ServerResult, ErrorData>, id: RequestId) -> ServerJsonRpcMessage {
+    match result {
         Ok(result) => ServerJsonRpcMessage::response(result, id),
         Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-    };
-    match serde_json::to_vec(&message) {
+    }
+}
+
+fn progress(step: ProgressNotificationParam) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
+        ProgressNotification::new(step),
+    ))
+}
+
+/// One SSE event carrying `message`.
+fn event(message: &ServerJsonRpcMessage) -> Result<Bytes, serde_json::Error> {
+    let json = serde_json::to_vec(message)?;
+    let mut event = Vec::with_capacity(json.len() + 8);
+    event.extend_from_slice(b"data: ");
+    event.extend_from_slice(&json);
+    event.extend_from_slice(b"\n\n");
+    Ok(Bytes::from(event))
+}
+
+fn as_json(message: &ServerJsonRpcMessage) -> Response {
+    match serde_json::to_vec(message) {
         Ok(body) => {
             // Said in the head: the door's wrapper around every POST's body hides its size
             // from hyper, which would otherwise send the answer chunked, in more writes.
@@ -223,16 +297,16 @@ async fn answer(
 }
 
 /// A request answered inline, known to its session until it ends.
-struct Running<'a> {
-    sessions: &'a Sessions,
-    session: &'a str,
-    id: &'a RequestId,
+struct Running {
+    sessions: Arc<Sessions>,
+    session: String,
+    id: RequestId,
     _cancel: tokio_util::sync::DropGuard,
 }
 
-impl Drop for Running<'_> {
+impl Drop for Running {
     fn drop(&mut self) {
-        self.sessions.ended(self.session, self.id);
+        self.sessions.ended(&self.session, &self.id);
     }
 }
 
@@ -331,8 +405,12 @@ mod tests {
     fn only_plain_requests_are_answered_here() {
         let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
         assert!(matches!(sort(call), Sorted::Plain(_)));
+        // A progress token is answered here, its steps on the call's own answer.
         let progress = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1}}}"#;
-        assert!(matches!(sort(progress), Sorted::Other));
+        assert!(matches!(sort(progress), Sorted::Plain(_)));
+        // A per-request protocol version (2026-07-28) is rmcp's.
+        let versioned = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(matches!(sort(versioned), Sorted::Other));
         let level =
             br#"{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"info"}}"#;
         assert!(matches!(sort(level), Sorted::Other));

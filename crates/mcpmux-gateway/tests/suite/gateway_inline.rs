@@ -1,7 +1,9 @@
 //! Plain requests on an established `/mcp` session answered inline (`inline.rs`), over raw
-//! HTTP and rmcp's own client: a call comes back as `application/json` with its id; a call
-//! that may need another stream (a progress token), or a client the gateway could ask
-//! mid-call, still goes through rmcp as SSE; an unknown or another identity's session is 404;
+//! HTTP and rmcp's own client: a call comes back as `application/json` with its id, with a
+//! progress token too when no step came before its answer; a call's steps come on its own
+//! answer's SSE stream, in order, before its answer, and a client gone mid-stream cancels it
+//! upstream; a client the gateway could ask mid-call still goes through rmcp as SSE; an
+//! unknown or another identity's session is 404;
 //! an oversize body is 413 and a deep or broken one a client error, the session serving on;
 //! a client's `notifications/cancelled` ends a call answered inline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -98,35 +100,78 @@ async fn a_plain_call_on_an_established_session_is_answered_as_json() {
 }
 
 #[tokio::test]
-async fn a_call_that_may_need_another_stream_still_goes_through_rmcp_as_sse() {
-    let served = served().await;
+async fn a_call_asking_for_progress_gets_its_steps_on_its_own_answer_then_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let served = Served::start(
+        vec![fast_testserver("t", &["--call-log", log.to_str().unwrap()])],
+        GatewayOptions::default(),
+        |_| {},
+    )
+    .await;
     let client = reqwest::Client::new();
     let id = open_session(&client, &served.url, &[]).await;
+    // No step before the answer: plain JSON, as without a token.
     let mut call = echo(5, "progress");
     call["params"]["_meta"] = json!({"progressToken": "p"});
     let answer = post_by(&client, &served.url, &call, &in_session(&id)).await;
     assert_eq!(answer.status(), 200);
+    assert_eq!(content_type(&answer), "application/json");
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["result"]["content"][0]["text"], "progress", "{body}");
+    // Three steps: each on the call's own stream, in order, then the answer, last.
+    let slow = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        "params": {"name": "mcp__t__slow", "arguments": {"ms": 300, "steps": 3},
+                   "_meta": {"progressToken": "s"}}});
+    let answer = post_by(&client, &served.url, &slow, &in_session(&id)).await;
     assert!(content_type(&answer).starts_with("text/event-stream"));
+    let text = answer.text().await.unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter(|data| !data.trim().is_empty())
+        .map(|data| serde_json::from_str(data.trim()).unwrap())
+        .collect();
+    let steps: Vec<_> = events
+        .iter()
+        .filter(|e| e["method"] == "notifications/progress")
+        .map(|e| {
+            assert_eq!(e["params"]["progressToken"], "s", "{e}");
+            e["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0], "{text}");
+    let last = events.last().unwrap();
+    assert_eq!(last["id"], 6, "{text}");
+    assert_eq!(last["result"]["content"][0]["text"], "done after 3 steps");
+    // A client gone after the first step: the call is cancelled upstream.
+    let long = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "mcp__t__slow", "arguments": {"ms": 60_000, "steps": 600},
+                   "_meta": {"progressToken": "l"}}});
+    let mut answer = post_by(&client, &served.url, &long, &in_session(&id)).await;
+    assert!(content_type(&answer).starts_with("text/event-stream"));
+    let first = answer.chunk().await.unwrap().unwrap();
     assert!(
-        answer
-            .text()
-            .await
-            .unwrap()
-            .contains(r#""text":"progress""#)
+        String::from_utf8_lossy(&first).contains("notifications/progress"),
+        "{first:?}"
     );
+    drop(answer);
+    wait_log(&log, Duration::from_secs(20), |calls| {
+        calls.iter().any(|c| c["cancelled"] == "slow")
+    })
+    .await;
+    // The session serves on.
+    let fine = post_by(&client, &served.url, &echo(8, "fine"), &in_session(&id)).await;
+    assert!(fine.text().await.unwrap().contains(r#""text":"fine""#));
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_the_gateway_could_ask_mid_call_still_goes_through_rmcp_as_sse() {
+    let served = served().await;
+    let client = reqwest::Client::new();
     // A client that declared elicitation may be asked mid-call: its calls are rmcp's.
-    let asking = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
-                   "clientInfo": {"name": "t", "version": "1"}}});
-    let opened = post_by(&client, &served.url, &asking, &[]).await;
-    let asker = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    let _ = opened.text().await;
-    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let sent = post_by(&client, &served.url, &done, &in_session(&asker)).await;
-    assert_eq!(sent.status(), 202);
+    let asker = open_session_declaring(&client, &served.url, json!({"elicitation": {}})).await;
     let answer = post_by(&client, &served.url, &echo(6, "asked"), &in_session(&asker)).await;
     assert!(content_type(&answer).starts_with("text/event-stream"));
     assert!(answer.text().await.unwrap().contains(r#""text":"asked""#));

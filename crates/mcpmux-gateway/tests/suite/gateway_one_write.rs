@@ -1,6 +1,7 @@
 //! A `POST /mcp` answer in one write, with raw HTTP: a call that ends at once comes back as
 //! one body of known length (not chunked), and a long call's progress still reaches the
-//! client as it happens, before the call's answer.
+//! client as it happens, before the call's answer. The clients declare elicitation, which
+//! sends their calls through rmcp's SSE answers (the inline path's own are `gateway_inline`).
 
 use crate::support;
 
@@ -27,9 +28,7 @@ async fn a_call_answered_at_once_comes_back_as_one_body_of_known_length() {
     )
     .await;
     let client = reqwest::Client::new();
-    let id = open_session(&client, &served.url, &[]).await;
-    // A progress token: an answer that may carry progress is rmcp's SSE (a plain call is
-    // answered as JSON, `gateway_inline`).
+    let id = open_session_declaring(&client, &served.url, json!({"elicitation": {}})).await;
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "mcp__t__echo", "arguments": {"text": "whole"},
                    "_meta": {"progressToken": "w"}}});
@@ -56,7 +55,7 @@ async fn a_long_call_s_progress_reaches_the_client_before_its_answer() {
     // The default window, far shorter than the call's first step.
     let served = Served::hosted(vec![fast_testserver("t", &[])], GatewayOptions::default()).await;
     let client = reqwest::Client::new();
-    let id = open_session(&client, &served.url, &[]).await;
+    let id = open_session_declaring(&client, &served.url, json!({"elicitation": {}})).await;
     let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
         "params": {"name": "mcp__t__slow", "arguments": {"ms": 800, "steps": 2},
                    "_meta": {"progressToken": "p1"}}});

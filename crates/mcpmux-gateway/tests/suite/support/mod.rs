@@ -125,7 +125,28 @@ pub async fn post_by(
 /// A handshake-era session opened by `client` with `extra` headers on each request
 /// (`initialize`, then `notifications/initialized`), its handshake done: its id.
 pub async fn open_session(client: &reqwest::Client, url: &str, extra: &[(&str, &str)]) -> String {
-    let answer = post_by(client, url, &initialize(), extra).await;
+    open_session_with(client, url, &initialize(), extra).await
+}
+
+/// A handshake-era session whose client declares `capabilities` (e.g. elicitation, which
+/// sends its calls through rmcp's session worker rather than the inline path).
+pub async fn open_session_declaring(
+    client: &reqwest::Client,
+    url: &str,
+    capabilities: serde_json::Value,
+) -> String {
+    let mut initialize = initialize();
+    initialize["params"]["capabilities"] = capabilities;
+    open_session_with(client, url, &initialize, &[]).await
+}
+
+async fn open_session_with(
+    client: &reqwest::Client,
+    url: &str,
+    initialize: &serde_json::Value,
+    extra: &[(&str, &str)],
+) -> String {
+    let answer = post_by(client, url, initialize, extra).await;
     assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
     let id = answer.headers()["mcp-session-id"]
         .to_str()
