@@ -637,9 +637,11 @@ fn print_table(mcpmux: &Path, upstream: &str, figures: &Figures) {
                 b.gateway_p50_us, b.gateway_p99_us
             );
         }
+        // Issue 39's goals: the second HTTP exchange an HTTP upstream costs is allowed for.
+        let goal = if upstream == "stdio" { 50 } else { 100 };
         println!(
             "gateway's added latency (median of the rounds' p50 differences): {:.0} µs \
-             (rounds: {:.0} … {:.0} µs; goal ≤ 50 µs); its CPU per call {:.0} µs",
+             (rounds: {:.0} … {:.0} µs; goal ≤ {goal} µs); its CPU per call {:.0} µs",
             l.a.added_p50_us, l.a.added_min_us, l.a.added_max_us, l.a.gateway_cpu_per_call_us
         );
         if let Some(b) = &l.b {
