@@ -20,7 +20,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     middleware,
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{any, get},
 };
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -229,6 +229,13 @@ impl HttpServer {
             session_manager.clone(),
             config,
         );
+        // Axum clones a route's service for every request, and rmcp's clone copies its config
+        // (the allowed hosts, a cancellation token): behind an `Arc`, a request costs a count.
+        let service = Arc::new(service);
+        let service = any(move |request: axum::extract::Request| {
+            let service = service.clone();
+            async move { service.handle(request).await }
+        });
         let requests = Arc::new(Requests::default());
         let door = Arc::new(Door {
             token: options.token.clone(),
@@ -256,7 +263,7 @@ impl HttpServer {
             max_body_bytes: options.max_body_bytes,
         });
         let mcp = Router::new()
-            .route_service("/mcp", service)
+            .route("/mcp", service)
             .layer(middleware::from_fn_with_state(
                 inline,
                 inline::answer_inline,
