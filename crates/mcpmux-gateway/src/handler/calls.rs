@@ -35,15 +35,16 @@ use crate::{
 /// Whether a call is made as a task, and for whom: taken from the request that makes the call
 /// (a call answered in rounds takes it from its first).
 struct TaskAsk {
-    wanted: bool,
-    holder: crate::upstream_tasks::Holder,
+    /// Whom a task is held for, when the client wants the call made as one (the holder's
+    /// session key is a hash, not worth making for every plain call).
+    holder: Option<crate::upstream_tasks::Holder>,
 }
 
 impl TaskAsk {
     fn of(context: &RequestContext<RoleServer>) -> Self {
+        let wanted = crate::upstream_tasks::wanted(context);
         TaskAsk {
-            wanted: crate::upstream_tasks::wanted(context),
-            holder: crate::upstream_tasks::Holder::of(context),
+            holder: wanted.then(|| crate::upstream_tasks::Holder::of(context)),
         }
     }
 }
@@ -264,14 +265,20 @@ impl Gateway {
         }
         // Counted in the metrics by the hub's call seam (`Metrics` observes the hub).
         let outcome =
-            crate::upstream_tasks::call(hub, &name, arguments, options, task.wanted).await;
+            crate::upstream_tasks::call(hub, &name, arguments, options, task.holder.is_some())
+                .await;
         match outcome {
             Ok(mcpmux::TaskCall::Completed(result)) => {
                 Ok(mcpmux::rmcp_model::tool_result(result).into())
             }
-            Ok(mcpmux::TaskCall::Started(started)) => {
-                self.inner.tasks.started(hub, started, task.holder)
-            }
+            Ok(mcpmux::TaskCall::Started(started)) => match task.holder {
+                Some(holder) => self.inner.tasks.started(hub, started, holder),
+                // `upstream_tasks::call` makes a task-augmented call only when asked to.
+                None => Err(ErrorData::internal_error(
+                    "an upstream task was started for a call not made as one",
+                    None,
+                )),
+            },
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "call failed");
                 failures::error(&error).map(Into::into)
