@@ -4,7 +4,7 @@
 //! 401, 403 or 503 with the challenge; 403 for a token no access rule matches), the client's
 //! rate limits, the gateway's and its rule's (429 with `Retry-After`) — decides the request's `Identity` (in its
 //! extensions, and the scope rmcp's session manager reads it from), answers what the session
-//! manager refused (404, 503 with `Retry-After`), learns the JSON-RPC method of a small
+//! manager refused (404, 409, 503 with `Retry-After`), learns the JSON-RPC method of a small
 //! POST for the access log, and counts the POSTs still answering for a graceful shutdown.
 //! The rules themselves are `guard`'s, `oauth`'s and `rate_limit`'s. In front of `/healthz`
 //! and `/readyz`, the `Host` rule alone (`check_probe`).
@@ -217,6 +217,12 @@ fn refusal(refused: Refused) -> Response {
         Refused::NotFound => {
             (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
         }
+        Refused::StreamHeld => (
+            StatusCode::CONFLICT,
+            "Conflict: this session's GET stream is already open; close it, or resume it with \
+             Last-Event-ID",
+        )
+            .into_response(),
         Refused::Full { retry_after } => {
             let seconds = retry_after.as_secs().max(1);
             let mut response = (

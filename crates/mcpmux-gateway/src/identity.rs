@@ -58,6 +58,8 @@ impl Identity {
 pub(crate) enum Refused {
     /// The session id names a session of another identity: unknown to this one (404).
     NotFound,
+    /// A second `GET /mcp` stream of a session while its first is open (409).
+    StreamHeld,
     /// Too many sessions: 503 with `Retry-After`.
     Full {
         /// When to try again.
