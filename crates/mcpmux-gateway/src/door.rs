@@ -356,6 +356,7 @@ pub(crate) async fn check_door(
         request
     };
     let deleting = request.method() == Method::DELETE;
+    let listening = request.method() == Method::GET;
     let authenticated = door.token.is_some() || door.oauth.is_some() || door.access.has_tokens();
     let identity = Identity {
         client,
@@ -367,7 +368,13 @@ pub(crate) async fn check_door(
     // What rmcp does for the request without it in hand (making its session, its handler)
     // knows whose it is.
     let serve = |request| async move {
-        let (response, refused) = ServedRequest::scope(identity, next.run(request)).await;
+        let served = async move {
+            if listening {
+                ServedRequest::listening();
+            }
+            next.run(request).await
+        };
+        let (response, refused) = ServedRequest::scope(identity, served).await;
         match refused {
             Some(refused) => refusal(refused),
             None => response,

@@ -15,9 +15,10 @@
 //! rmcp's resume window), no request running through rmcp or answered inline,
 //! no handler lent to `inline`, no log level set, no subscription, no `search_tools` found set
 //! (its handler says, [`AtRest`]) — is *parked*: its worker is let go and what is left is this
-//! module's record (owner, `initialize` parameters, counters, clock). A parked session still
-//! counts toward the caps, still belongs to its identity, and expires here (rmcp's idle clock
-//! died with the worker). A request naming it (`POST` or `GET`) gets it back transparently:
+//! module's record (owner, `initialize` parameters, counters, clock, outbox). A parked session
+//! still counts toward the caps, still belongs to its identity, and expires here (rmcp's idle
+//! clock died with the worker). A `GET` naming it is served from its outbox as it is (below);
+//! any other request gets it back transparently:
 //! [`SessionManager::has_session`] says no, rmcp asks the [`Store`] for its `initialize`
 //! parameters (refused to another identity), asks [`SessionManager::restore_session`] for a
 //! new worker under the same id and replays the handshake into a fresh handler before serving
@@ -605,8 +606,9 @@ impl SessionManager for Sessions {
             // Used from now: not parked under the request rmcp goes on to serve.
             entry.used = Instant::now();
             if entry.parked {
-                // rmcp restores it (`Store::load`, `restore_session`).
-                return Ok(false);
+                // A `GET` is served from its outbox, worker or not; anything else is brought
+                // back by rmcp (`Store::load`, `restore_session`).
+                return Ok(ServedRequest::is_listening());
             }
         }
         Ok(self.inner.has_session(id).await?)

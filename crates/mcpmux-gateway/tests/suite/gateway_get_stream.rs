@@ -240,6 +240,8 @@ async fn a_get_with_last_event_id_gets_what_came_after() {
         .map(|event| event.id.clone().unwrap())
         .collect();
     assert_eq!(ids, ["2", "3"], "{heard:?}");
+    // Resumed from the outbox: still parked.
+    assert_eq!(parked(&served.base).await, 1);
     served.stop().await;
 }
 
