@@ -5,10 +5,13 @@ idle until the gateway parked them (`/metrics`), divided by their count:
 
   1. N sessions, handshake done, over 4 kept-alive connections, no GET stream: the parked
      record (and what the allocator kept of the workers it let go);
-  2. N sessions more, each opening its GET stream right after its handshake (as the rmcp and
+  2. the GET stream of each of those, opened once they are parked (served from its outbox,
+     no worker brought back): a stream and its connection alone, made of memory the parked
+     workers freed;
+  3. N sessions more, each opening its GET stream right after its handshake (as the rmcp and
      TypeScript SDK clients do), on a connection of its own, not read past the answer's head:
      a session as a client holds it; less step 1's, the stream and its connection;
-  3. N kept-alive connections that asked `/healthz` once and sit idle (from 127.0.0.2): a bare
+  4. N kept-alive connections that asked `/healthz` once and sit idle (from 127.0.0.2): a bare
      connection, hyper's state and task and the gateway's clock, without a stream.
 
   scripts/session-pieces.py --url http://127.0.0.1:PORT/mcp --pid PID [--count 256]
@@ -21,6 +24,7 @@ import argparse
 import http.client
 import json
 import socket
+import sys
 import time
 import urllib.parse
 
@@ -112,6 +116,8 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--pid", type=int, required=True)
     parser.add_argument("--count", type=int, default=256)
+    parser.add_argument("--hold", type=float, default=0,
+                        help="seconds to keep everything open after printing (to inspect)")
     args = parser.parse_args()
     parts = urllib.parse.urlsplit(args.url)
     host, port, path, n = parts.hostname, parts.port, parts.path, args.count
@@ -122,6 +128,9 @@ def main():
     ids, conns = sessions(host, port, path, n)
     parked1 = settle(host, port, n + 1)
     records = rss_kib(args.pid)
+    late = [stream(host, port, path, session) for session in ids]
+    time.sleep(1.0)
+    with_late = rss_kib(args.pid)
     streams = []
     for _ in range(n):
         [session], more = sessions(host, port, path, 1)
@@ -130,6 +139,7 @@ def main():
             conn.close()
     parked2 = settle(host, port, 2 * n + 1)
     with_streams = rss_kib(args.pid)
+    parked_late = int(metric(host, port, "mcpmux_gateway_sessions_parked"))
     bares = [bare(host, port) for _ in range(n)]
     time.sleep(2.0)
     with_bare = rss_kib(args.pid)
@@ -137,11 +147,14 @@ def main():
         "count": n, "rss_base_kib": base,
         "parked_after_handshake": parked1, "parked_with_streams": parked2,
         "per_parked_record_kib": round((records - base) / n, 1),
-        "per_session_with_stream_kib": round((with_streams - records) / n, 1),
-        "per_get_stream_and_connection_kib": round((with_streams - 2 * records + base) / n, 1),
+        "per_late_get_stream_and_connection_kib": round((with_late - records) / n, 1),
+        "per_session_with_stream_kib": round((with_streams - with_late) / n, 1),
+        "parked_at_the_end": parked_late,
         "per_bare_kept_alive_connection_kib": round((with_bare - with_streams) / n, 1),
     }))
-    for sock in streams + bares:
+    sys.stdout.flush()
+    time.sleep(args.hold)
+    for sock in late + streams + bares:
         sock.close()
     for conn in conns:
         conn.close()
