@@ -16,6 +16,10 @@ idle until the gateway parked them (`/metrics`), divided by their count:
 
   scripts/session-pieces.py --url http://127.0.0.1:PORT/mcp --pid PID [--count 256]
 
+`--hook CMD` runs `CMD STEP` after each step (base, records, late-streams,
+sessions-with-streams, bare): gdb attached to the gateway calling glibc's `malloc_stats()`
+tells what of it is live.
+
 Start the gateway with `--max-sessions-per-client` and `--max-connections-per-peer` above
 COUNT (the bench's `mcpmux serve` takes 0, no cap, for the latter). Standard library only;
 loopback only."""
@@ -24,6 +28,7 @@ import argparse
 import http.client
 import json
 import socket
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -116,21 +121,30 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--pid", type=int, required=True)
     parser.add_argument("--count", type=int, default=256)
+    parser.add_argument("--hook", help="a command run after each step, its name appended "
+                        "(to inspect the gateway: its heap, say)")
     parser.add_argument("--hold", type=float, default=0,
                         help="seconds to keep everything open after printing (to inspect)")
     args = parser.parse_args()
+    def hook(step):
+        if args.hook:
+            subprocess.run(f"{args.hook} {step}", shell=True, check=False)
+
     parts = urllib.parse.urlsplit(args.url)
     host, port, path, n = parts.hostname, parts.port, parts.path, args.count
     # One session come and gone first: what the first costs once is not per session.
     ids, conns = sessions(host, port, path, 1)
     settle(host, port, 1)
     base = rss_kib(args.pid)
+    hook("base")
     ids, conns = sessions(host, port, path, n)
     parked1 = settle(host, port, n + 1)
     records = rss_kib(args.pid)
+    hook("records")
     late = [stream(host, port, path, session) for session in ids]
     time.sleep(1.0)
     with_late = rss_kib(args.pid)
+    hook("late-streams")
     streams = []
     for _ in range(n):
         [session], more = sessions(host, port, path, 1)
@@ -140,9 +154,11 @@ def main():
     parked2 = settle(host, port, 2 * n + 1)
     with_streams = rss_kib(args.pid)
     parked_late = int(metric(host, port, "mcpmux_gateway_sessions_parked"))
+    hook("sessions-with-streams")
     bares = [bare(host, port) for _ in range(n)]
     time.sleep(2.0)
     with_bare = rss_kib(args.pid)
+    hook("bare")
     print(json.dumps({
         "count": n, "rss_base_kib": base,
         "parked_after_handshake": parked1, "parked_with_streams": parked2,
