@@ -4,7 +4,9 @@
 //! same stream goes on, in order, without a repeat or a loss; a reconnecting `GET` with
 //! `Last-Event-ID` gets what came after; a change told while the session was parked with no
 //! stream open comes on the stream it opens later; a second plain `GET` is refused (409), and
-//! another identity's (404); `DELETE` and expiry end the stream.
+//! another identity's (404); `DELETE` and expiry end the stream; a log of the session's call
+//! and what its live worker sends on its standalone stream (a search's `list_changed`) come on
+//! it too.
 
 use crate::support;
 
@@ -358,5 +360,31 @@ async fn a_server_log_of_its_call_comes_on_its_get_stream_and_the_stream_parks_a
     change_tools(&served).await;
     let heard = messages(&mut stream, 2).await;
     assert_eq!(method(&heard[1]), CHANGED, "{heard:?}");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn what_the_session_s_worker_sends_on_its_standalone_stream_comes_on_the_get_stream() {
+    // A search that finds tools tells its own session through its peer (the worker's common
+    // channel, pumped into the outbox), not through the watchers.
+    let options =
+        GatewayOptions::default().with_search(Some(mcpmux_gateway::SearchOptions::default()));
+    let served = Served::start(
+        vec![fast_testserver("t", &["--many-tools", "172"])],
+        options,
+        |http| parking(http, PARK, Duration::from_secs(300)),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let id = open_session(&client, &served.url, &[]).await;
+    let mut stream = reader(listen(&client, &served.url, &id, None).await);
+    let search = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": "calendar event", "limit": 5}}});
+    let answer = post_by(&client, &served.url, &search, &in_session(&id)).await;
+    assert_eq!(answer.status(), 200);
+    assert!(answer.text().await.unwrap().contains("calendar"));
+    let heard = messages(&mut stream, 1).await;
+    assert_eq!(method(&heard[0]), CHANGED, "{heard:?}");
+    assert_eq!(heard[0].id.as_deref(), Some("1"));
     served.stop().await;
 }
