@@ -214,7 +214,7 @@ impl Entry {
 pub(crate) type AtRest = fn(&Made) -> bool;
 
 /// Hands a session's handler the outbox of its `GET` stream, before it hears
-/// `notifications/initialized` (the handler's to keep: `Gateway::attach`).
+/// `notifications/initialized` (the handler's to keep: `Session::attach`).
 pub(crate) type Attach = fn(&Made, &Arc<Outbox>);
 
 /// What the sessions ask of a session's handler.
@@ -678,8 +678,11 @@ impl SessionManager for Sessions {
         self.inner.accept_message(id, message).await?;
         if let Some(outbox) = outbox {
             // What its worker sends on the standalone stream, from now on into the outbox.
-            let common = standalone_of(&*self.inner, id).await?;
-            tokio::spawn(pump(common, outbox));
+            match standalone_of(&*self.inner, id).await {
+                Ok(common) => drop(tokio::spawn(pump(common, outbox))),
+                // Its worker already gone (the session closing): nothing to pump.
+                Err(error) => tracing::debug!(%error, "a session's standalone stream not pumped"),
+            }
         }
         Ok(())
     }
