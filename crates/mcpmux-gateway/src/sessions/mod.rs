@@ -77,7 +77,7 @@ use tokio_util::sync::CancellationToken;
 use crate::guard::Client;
 use crate::identity::{Made, Refused, ServedRequest};
 use crate::outbox::{Held, Outbox};
-use parked::{Store, Sweeper};
+use parked::{Store, Sweeper, TRIM_AT_LEAST, TRIM_EVERY, give_back_memory};
 use streams::{Counted, pump, resumed_of, standalone_of, stream_of};
 
 /// Sessions open at once, at most: at about 80 KiB an idle session (measured with
@@ -266,24 +266,6 @@ impl Table {
         }
         false
     }
-}
-
-/// Sessions closed or parked between two hand-backs of freed memory: a hand-back takes a few
-/// milliseconds, a session frees some 80 KiB.
-const TRIM_EVERY: usize = 256;
-/// Sessions closed since the last hand-back for the last one's going to call for another.
-const TRIM_AT_LEAST: usize = 16;
-
-/// Hands the pages freed by closed sessions back to the system, off the async threads.
-fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    tokio::task::spawn_blocking(|| {
-        // SAFETY: malloc_trim only releases free pages of glibc's own heap; it takes no
-        // pointer and is safe to call from any thread at any time.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-    });
 }
 
 /// Whose a session is, to the caller.

@@ -1,6 +1,7 @@
 //! What parking takes beside the table (`sessions`' doc says when and why): rmcp's session
 //! store over the table (a parked session's `initialize` parameters, read back only by its
-//! owner), and the task that parks idle sessions and expires parked ones.
+//! owner), the task that parks idle sessions and expires parked ones, and the hand-back of
+//! the memory they freed.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use rmcp::transport::streamable_http_server::session::{
     SessionId, SessionState, SessionStore, SessionStoreError, local::LocalSessionManager,
 };
 
-use super::{AtRest, SessionLimits, TRIM_AT_LEAST, Table, give_back_memory, lock, owned_by_caller};
+use super::{AtRest, SessionLimits, Table, lock, owned_by_caller};
 use crate::identity::{Refused, ServedRequest};
 
 /// rmcp's session store, over the table: a session's `initialize` parameters kept with its
@@ -154,4 +155,22 @@ impl Sweeper {
         }
         parked
     }
+}
+
+/// Sessions closed or parked between two hand-backs of freed memory: a hand-back takes a few
+/// milliseconds, a session frees some 80 KiB.
+pub(super) const TRIM_EVERY: usize = 256;
+/// Sessions closed since the last hand-back for the last one's going to call for another.
+pub(super) const TRIM_AT_LEAST: usize = 16;
+
+/// Hands the pages freed by closed sessions back to the system, off the async threads.
+pub(super) fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::task::spawn_blocking(|| {
+        // SAFETY: malloc_trim only releases free pages of glibc's own heap; it takes no
+        // pointer and is safe to call from any thread at any time.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    });
 }
