@@ -4,7 +4,7 @@
 //! 401, 403 or 503 with the challenge; 403 for a token no access rule matches), the client's
 //! rate limits, the gateway's and its rule's (429 with `Retry-After`) — decides the request's `Identity` (in its
 //! extensions, and the scope rmcp's session manager reads it from), answers what the session
-//! manager refused (404, 503 with `Retry-After`), learns the JSON-RPC method of a small
+//! manager refused (404, 409, 503 with `Retry-After`), learns the JSON-RPC method of a small
 //! POST for the access log, and counts the POSTs still answering for a graceful shutdown.
 //! The rules themselves are `guard`'s, `oauth`'s and `rate_limit`'s. In front of `/healthz`
 //! and `/readyz`, the `Host` rule alone (`check_probe`).
@@ -217,6 +217,12 @@ fn refusal(refused: Refused) -> Response {
         Refused::NotFound => {
             (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
         }
+        Refused::StreamHeld => (
+            StatusCode::CONFLICT,
+            "Conflict: this session's GET stream is already open; close it, or resume it with \
+             Last-Event-ID",
+        )
+            .into_response(),
         Refused::Full { retry_after } => {
             let seconds = retry_after.as_secs().max(1);
             let mut response = (
@@ -350,6 +356,7 @@ pub(crate) async fn check_door(
         request
     };
     let deleting = request.method() == Method::DELETE;
+    let listening = request.method() == Method::GET;
     let authenticated = door.token.is_some() || door.oauth.is_some() || door.access.has_tokens();
     let identity = Identity {
         client,
@@ -361,7 +368,13 @@ pub(crate) async fn check_door(
     // What rmcp does for the request without it in hand (making its session, its handler)
     // knows whose it is.
     let serve = |request| async move {
-        let (response, refused) = ServedRequest::scope(identity, next.run(request)).await;
+        let served = async move {
+            if listening {
+                ServedRequest::listening();
+            }
+            next.run(request).await
+        };
+        let (response, refused) = ServedRequest::scope(identity, served).await;
         match refused {
             Some(refused) => refusal(refused),
             None => response,

@@ -38,7 +38,7 @@ use crate::{
     oauth::{OAuthError, OAuthOptions, ResourceServer},
     one_write,
     rate_limit::{Limiter, RateLimit},
-    sessions::{SessionLimits, Sessions},
+    sessions::{Hooks, SessionLimits, Sessions},
     sse::{Legacy, SseOptions},
 };
 
@@ -208,11 +208,21 @@ impl HttpServer {
         };
         let allowed_hosts = config.allowed_hosts.clone();
         let factory = gateway.clone();
-        let session_manager = Arc::new(Sessions::new(options.sessions.clone(), |made| {
-            // The session manager's copy and its worker's: a handler held by no one else.
-            made.downcast_ref::<Gateway>()
-                .is_some_and(|handler| handler.at_rest(2))
-        }));
+        let session_manager = Arc::new(Sessions::new(
+            options.sessions.clone(),
+            Hooks {
+                at_rest: |made| {
+                    // The session manager's copy and its worker's: a handler held by no one else.
+                    made.downcast_ref::<Gateway>()
+                        .is_some_and(|handler| handler.at_rest(2))
+                },
+                attach: |made, outbox| {
+                    if let Some(handler) = made.downcast_ref::<Gateway>() {
+                        handler.own_session().attach(outbox);
+                    }
+                },
+            },
+        ));
         // A session's `initialize` kept with its record: what brings a parked one back.
         config.session_store = Some(session_manager.store());
 

@@ -58,6 +58,8 @@ impl Identity {
 pub(crate) enum Refused {
     /// The session id names a session of another identity: unknown to this one (404).
     NotFound,
+    /// A second `GET /mcp` stream of a session while its first is open (409).
+    StreamHeld,
     /// Too many sessions: 503 with `Retry-After`.
     Full {
         /// When to try again.
@@ -73,6 +75,9 @@ pub(crate) struct ServedRequest {
     /// The handler made for the session this request opens, for the session manager to keep
     /// (what it is, the session manager need not know).
     made: Mutex<Option<Made>>,
+    /// It is a `GET` (a session's stream, served from its outbox: a parked session is not
+    /// brought back for it).
+    listening: std::sync::atomic::AtomicBool,
 }
 
 /// A session's handler, as the session manager keeps it.
@@ -89,6 +94,7 @@ impl ServedRequest {
             identity,
             refused: Mutex::new(None),
             made: Mutex::new(None),
+            listening: std::sync::atomic::AtomicBool::new(false),
         });
         let output = CALLER.scope(caller.clone(), serve).await;
         let refused = *mcpmux::cli_support::sync::lock(&caller.refused);
@@ -114,6 +120,22 @@ impl ServedRequest {
             .try_with(|caller| mcpmux::cli_support::sync::lock(&caller.made).take())
             .ok()
             .flatten()
+    }
+
+    /// Notes that the request being served is a `GET` (nothing outside a request).
+    pub fn listening() {
+        let _ = CALLER.try_with(|caller| {
+            caller
+                .listening
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
+
+    /// Whether the request being served is a `GET`.
+    pub fn is_listening() -> bool {
+        CALLER
+            .try_with(|caller| caller.listening.load(std::sync::atomic::Ordering::Relaxed))
+            .unwrap_or(false)
     }
 
     /// Notes why the request being served was refused (nothing outside a request).

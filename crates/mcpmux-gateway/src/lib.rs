@@ -17,7 +17,8 @@
 //! OAuth resource server, `rate_limit` the buckets per client, `access_log` the line per
 //! request, `door` the middleware that applies them and decides each request's `identity`,
 //! `access` what an identity may use (the tokens file), `sessions` the `/mcp` sessions bounded
-//! and bound to identities; `connections` the accept loop and the caps and deadlines
+//! and bound to identities, `outbox` a session's `GET` stream (the gateway's, kept while the
+//! session is parked); `connections` the accept loop and the caps and deadlines
 //! (`deadlines`) every connection is under before the door; `http` and `stdio` the two ways
 //! in (`sse`, legacy HTTP+SSE, and `inline`, plain requests on an established `/mcp`
 //! session answered without rmcp's session worker, mounted by `http`). This file only
@@ -42,6 +43,7 @@ mod notices;
 mod oauth;
 mod one_write;
 mod options;
+mod outbox;
 mod paging;
 mod passthrough;
 mod progress;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::identity::Identity;
 use crate::levels::Levels;
+use crate::outbox::Outbox;
 use crate::subscriptions::Subscriptions;
 use crate::watchers::Watchers;
 
@@ -35,6 +36,9 @@ pub struct Session {
     /// Its peer once it asked `initialize`: what a request answered inline (`inline`) is
     /// made with.
     peer: std::sync::OnceLock<rmcp::service::Peer<rmcp::RoleServer>>,
+    /// The outbox of its `GET` stream (a `/mcp` session's): where it is told of list changes
+    /// and logs, past its handler's life when its worker is let go.
+    outbox: std::sync::OnceLock<Arc<Outbox>>,
     /// Whether it asked for something beyond its handshake that lives as long as it does (a
     /// log level, a subscription, tools found by `search_tools`): then its worker is never
     /// let go (`sessions` parks only a session that holds nothing a new handler would lack).
@@ -58,6 +62,7 @@ impl Session {
             watchers,
             watching: std::sync::Mutex::new(None),
             peer: std::sync::OnceLock::new(),
+            outbox: std::sync::OnceLock::new(),
             keeps: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -70,7 +75,9 @@ impl Session {
             let seen = crate::watchers::fingerprint(&crate::watchers::visible(rule, tools));
             (rule.clone(), seen)
         });
-        let id = self.watchers.add_session(peer, self.id, view);
+        let id = self
+            .watchers
+            .add_session(peer, self.id, self.outbox.get().cloned(), view);
         let mut watching = mcpmux::cli_support::sync::lock(&self.watching);
         if let Some(before) = watching.replace(id) {
             self.watchers.remove(before);
@@ -88,6 +95,12 @@ impl Session {
     /// Whether it holds something beyond its handshake.
     pub fn keeps(&self) -> bool {
         self.keeps.load(Ordering::Relaxed)
+    }
+
+    /// Keeps the outbox of its `GET` stream (`sessions` hands it over before the session
+    /// hears `notifications/initialized`).
+    pub(crate) fn attach(&self, outbox: &Arc<Outbox>) {
+        let _ = self.outbox.set(outbox.clone());
     }
 
     /// Keeps its peer, known once it asked `initialize`.
@@ -121,7 +134,11 @@ impl Drop for Session {
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        if let Some(id) = watching {
+        // A session told through its outbox stays a watcher while the outbox is open (it may
+        // be parked): the watchers forget it when it is closed.
+        if let Some(id) = watching
+            && self.outbox.get().is_none()
+        {
             self.watchers.remove(id);
         }
     }

@@ -20,12 +20,20 @@ use std::sync::{
 
 use mcpmux::host::ServerLog;
 use rmcp::{
-    RoleServer, model::LoggingMessageNotificationParam, service::Peer, service::SubscriptionSink,
+    RoleServer,
+    model::{
+        LoggingMessageNotification, LoggingMessageNotificationParam, PromptListChangedNotification,
+        ResourceListChangedNotification, ServerJsonRpcMessage, ServerNotification,
+        ToolListChangedNotification,
+    },
+    service::Peer,
+    service::SubscriptionSink,
 };
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Rule;
+use crate::outbox::Outbox;
 use crate::view::View;
 
 /// Numbers watchers, so one can be found again to be removed.
@@ -47,6 +55,20 @@ impl List {
             List::Prompts => "prompts/list_changed",
         }
     }
+
+    fn notification(self) -> ServerNotification {
+        match self {
+            List::Tools => ServerNotification::ToolListChangedNotification(
+                ToolListChangedNotification::default(),
+            ),
+            List::Resources => ServerNotification::ResourceListChangedNotification(
+                ResourceListChangedNotification::default(),
+            ),
+            List::Prompts => ServerNotification::PromptListChangedNotification(
+                PromptListChangedNotification::default(),
+            ),
+        }
+    }
 }
 
 /// One downstream party to tell.
@@ -54,6 +76,9 @@ impl List {
 enum Watcher {
     /// A handshake-era session, and its number (`Session::id`).
     Session(Peer<RoleServer>, u64),
+    /// A `/mcp` session, told through the outbox of its `GET` stream (which outlives its
+    /// handler while the session is parked), and its number.
+    Outbox(Arc<Outbox>, u64),
     /// A 2026-07-28 listen stream.
     Listen(SubscriptionSink),
 }
@@ -88,10 +113,15 @@ impl Watchers {
     /// Remembers handshake-era session `session`; returns its id for [`Watchers::remove`]
     /// (when the session ends: what its peer holds is freed then). A session whose rule
     /// narrows what it sees is given `view`: the rule and the digest of the tools it sees now.
+    ///
+    /// A session with an `outbox` (`/mcp`) is told through it, not its peer, and stays a
+    /// watcher while the outbox is open, past its handler (a parked session): a restored
+    /// session's new handler takes the place of its predecessor's.
     pub fn add_session(
         &self,
         peer: Peer<RoleServer>,
         session: u64,
+        outbox: Option<Arc<Outbox>>,
         view: Option<(Arc<Rule>, u64)>,
     ) -> u64 {
         let id = NEXT_WATCHER.fetch_add(1, Ordering::Relaxed);
@@ -101,13 +131,25 @@ impl Watchers {
         let mut watchers = self.lock();
         let mut gone = Vec::new();
         watchers.retain(|(other, w)| {
-            let closed = matches!(w, Watcher::Session(p, _) if p.is_transport_closed());
+            let closed = match w {
+                Watcher::Session(p, _) => p.is_transport_closed(),
+                Watcher::Outbox(o, _) => {
+                    o.is_closed() || outbox.as_ref().is_some_and(|new| Arc::ptr_eq(o, new))
+                }
+                Watcher::Listen(_) => false,
+            };
             if closed {
                 gone.push(*other);
             }
             !closed
         });
-        watchers.push((id, Watcher::Session(peer, session)));
+        watchers.push((
+            id,
+            match outbox {
+                Some(outbox) => Watcher::Outbox(outbox, session),
+                None => Watcher::Session(peer, session),
+            },
+        ));
         drop(watchers);
         if !gone.is_empty() {
             self.views().retain(|other, _| !gone.contains(other));
@@ -132,7 +174,7 @@ impl Watchers {
         }
         let watchers = self.lock();
         let mut sessions = watchers.iter().filter_map(|(_, w)| match w {
-            Watcher::Session(_, session) => Some(*session),
+            Watcher::Session(_, session) | Watcher::Outbox(_, session) => Some(*session),
             Watcher::Listen(_) => None,
         });
         match (sessions.next(), sessions.next()) {
@@ -197,6 +239,13 @@ impl Watchers {
                     List::Prompts => peer.notify_prompt_list_changed().await,
                 }
                 .map_err(|e| e.to_string()),
+                Watcher::Outbox(outbox, _) if outbox.is_closed() => {
+                    Err("session closed".to_string())
+                }
+                Watcher::Outbox(outbox, _) => {
+                    outbox.put(ServerJsonRpcMessage::notification(list.notification()));
+                    Ok(())
+                }
                 Watcher::Listen(sink) => {
                     let accepted = sink.accepted();
                     let wanted = match list {
@@ -231,10 +280,12 @@ impl Watchers {
     /// for them.
     pub async fn log_to(&self, session: u64, log: &ServerLog) {
         let found = self.lock().iter().find_map(|(id, w)| match w {
-            Watcher::Session(peer, of) if *of == session => Some((*id, peer.clone())),
+            Watcher::Session(_, of) | Watcher::Outbox(_, of) if *of == session => {
+                Some((*id, w.clone()))
+            }
             _ => None,
         });
-        let Some((id, peer)) = found else {
+        let Some((id, watcher)) = found else {
             return;
         };
         let logger = match &log.logger {
@@ -246,12 +297,20 @@ impl Watchers {
             log.data.clone(),
         );
         param.logger = Some(logger);
-        let sent = if peer.is_transport_closed() {
-            Err("session closed".to_string())
-        } else {
-            peer.notify_logging_message(param)
+        let sent = match watcher {
+            Watcher::Outbox(outbox, _) if !outbox.is_closed() => {
+                outbox.put(ServerJsonRpcMessage::notification(
+                    ServerNotification::LoggingMessageNotification(
+                        LoggingMessageNotification::new(param),
+                    ),
+                ));
+                Ok(())
+            }
+            Watcher::Session(peer, _) if !peer.is_transport_closed() => peer
+                .notify_logging_message(param)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string()),
+            _ => Err("session closed".to_string()),
         };
         if let Err(error) = sent {
             tracing::debug!(%error, "a server log not delivered; forgetting the session");

@@ -12,7 +12,7 @@
 //!   gateway, one call each in turn (the order swapped every call), in rounds; each round's
 //!   p50s, and the gateway's added latency as the median over rounds of their difference.
 //! - **memory**: the gateway's resident set with N idle sessions open against none (after one
-//!   session came and went), divided by N; streamable-HTTP sessions and legacy SSE ones, each
+//!   session came and went), divided by N, read once the gateway parked them (`/metrics`); streamable-HTTP sessions and legacy SSE ones, each
 //!   on a fresh gateway.
 //! - **peers** (only when asked for: `--phase peers`): `mcpmux serve` beside the peer gateways
 //!   installed in test-deps/, each in front of the test server over stdio, in interleaved
@@ -47,6 +47,21 @@ use processes::{Listening, Upstream};
 const CALL_DEADLINE: Duration = Duration::from_secs(30);
 /// How long the gateway is left alone before its resident set is read.
 const SETTLE: Duration = Duration::from_millis(300);
+/// How long idle sessions are given to be parked (the default park-after is 5 s, and the
+/// sweep that parks them runs every 2.5 s).
+const PARK_WAIT: Duration = Duration::from_secs(15);
+
+/// How many sessions the gateway at `base` says are parked (`/metrics`; 0 if it cannot tell).
+async fn parked(http: &reqwest::Client, base: &str) -> u64 {
+    let Ok(answer) = http.get(format!("{base}/metrics")).send().await else {
+        return 0;
+    };
+    let text = answer.text().await.unwrap_or_default();
+    text.lines()
+        .find_map(|line| line.strip_prefix("mcpmux_gateway_sessions_parked "))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .map_or(0, |value| value as u64)
+}
 
 struct Args {
     sessions: usize,
@@ -211,6 +226,8 @@ struct Through {
 #[derive(Serialize, Default)]
 struct Memory {
     idle_sessions: usize,
+    /// How many of them the gateway had parked when its resident set was read.
+    parked_sessions: u64,
     rss_none_kib: u64,
     rss_idle_kib: u64,
     per_idle_session_kib: f64,
@@ -342,6 +359,14 @@ async fn memory(
     for _ in 0..args.idle {
         idle.push(connect(http, &gateway.url).await?);
     }
+    // Idle sessions are parked after `--session-park-after` (5 s by default): read the
+    // resident set once they are, or once they plainly will not be.
+    let deadline = Instant::now() + PARK_WAIT;
+    let mut parked_sessions = parked(http, gateway.base()).await;
+    while parked_sessions < args.idle as u64 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        parked_sessions = parked(http, gateway.base()).await;
+    }
     tokio::time::sleep(SETTLE).await;
     let rss_idle_kib = gateway.rss_kib()?;
     futures_close(idle).await;
@@ -359,6 +384,7 @@ async fn memory(
     let per = |none: u64, idle: u64| (idle as f64 - none as f64) / args.idle.max(1) as f64;
     Ok(Memory {
         idle_sessions: args.idle,
+        parked_sessions,
         rss_none_kib,
         rss_idle_kib,
         per_idle_session_kib: per(rss_none_kib, rss_idle_kib),
@@ -614,6 +640,10 @@ fn print_table(mcpmux: &Path, upstream: &str, figures: &Figures) {
                 idle as f64 / 1024.0,
             );
         }
+        println!(
+            "({} of the {} `/mcp` sessions parked when it was read)",
+            m.parked_sessions, m.idle_sessions
+        );
     }
     if let Some(l) = &figures.latency {
         println!();

@@ -11,13 +11,14 @@
 //!
 //! **Parked sessions.** rmcp's worker, serve loop and handler cost some 80 KiB a session. A
 //! session that has sat unused for [`SessionLimits::park_after`] and holds nothing beyond its
-//! handshake — no stream open (a `GET` or a request's answer), none resumable (one cut before
-//! its end, within rmcp's resume window), no request running through rmcp or answered inline,
+//! handshake — no request's answer streaming, none resumable (one cut before its end, within
+//! rmcp's resume window), no request running through rmcp or answered inline,
 //! no handler lent to `inline`, no log level set, no subscription, no `search_tools` found set
 //! (its handler says, [`AtRest`]) — is *parked*: its worker is let go and what is left is this
-//! module's record (owner, `initialize` parameters, counters, clock). A parked session still
-//! counts toward the caps, still belongs to its identity, and expires here (rmcp's idle clock
-//! died with the worker). A request naming it (`POST` or `GET`) gets it back transparently:
+//! module's record (owner, `initialize` parameters, counters, clock, outbox). A parked session
+//! still counts toward the caps, still belongs to its identity, and expires here (rmcp's idle
+//! clock died with the worker). A `GET` naming it is served from its outbox as it is (below);
+//! any other request gets it back transparently:
 //! [`SessionManager::has_session`] says no, rmcp asks the [`Store`] for its `initialize`
 //! parameters (refused to another identity), asks [`SessionManager::restore_session`] for a
 //! new worker under the same id and replays the handshake into a fresh handler before serving
@@ -35,18 +36,28 @@
 //! unused for `park_after` is parked. Each let-go worker calls
 //! [`SessionManager::close_session`] once as it ends, outside any request: the record counts
 //! those goodbyes due and ignores them, while a `DELETE` (a request's) ends a session, parked
-//! or not. What a parked session loses is what rmcp's worker kept for a `GET` stream not
-//! opened yet (list changes sent to it meanwhile): the same a client without a `GET` stream
-//! never hears.
+//! or not.
+//!
+//! **The `GET` stream is the gateway's.** A session's standalone stream is served from its
+//! [`Outbox`], which its record keeps across parks, not from rmcp's worker: an open `GET` does
+//! not keep a session from being parked. While a worker lives, what it sends on its
+//! standalone stream is pumped into the outbox (the pump starts when it hears
+//! `notifications/initialized`, and ends with the worker); list changes and logs are put there
+//! directly by the watchers, whose place for the session is its outbox (handed to the handler
+//! before the handshake ends, `Hooks::attach`), so a parked session hears them on its open
+//! stream, or on the one it opens later. A second plain `GET` while one is open is refused
+//! (409); one with `Last-Event-ID` resumes after that event; `DELETE` and expiry close the
+//! outbox and end its stream.
 
 mod parked;
+mod streams;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use rmcp::{
     model::{
         ClientJsonRpcMessage, ClientNotification, InitializeRequestParams, RequestId,
@@ -65,7 +76,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::guard::Client;
 use crate::identity::{Made, Refused, ServedRequest};
-use parked::{Counted, Store, Sweeper};
+use crate::outbox::{Held, Outbox};
+use parked::{Store, Sweeper, TRIM_AT_LEAST, TRIM_EVERY, give_back_memory};
+use streams::{Counted, pump, resumed_of, standalone_of, stream_of};
 
 /// Sessions open at once, at most: at about 80 KiB an idle session (measured with
 /// `scripts/session-flood.py`, see BENCHMARKS.md), some 80 MB.
@@ -124,6 +137,9 @@ pub(crate) enum SessionsError {
     /// Unknown to this identity.
     #[error("no such session")]
     NotFound,
+    /// Its `GET` stream is open already.
+    #[error("the session's GET stream is already open")]
+    StreamHeld,
 }
 
 /// One session: who made it, whether it finished its handshake, its handler (what a request
@@ -142,7 +158,7 @@ struct Entry {
     params: Option<Box<InitializeRequestParams>>,
     /// When a request last named it, by either path: the park and expiry clock.
     used: Instant,
-    /// Streams of its worker's handed out and not yet dropped (`GET`, answers).
+    /// Streams of its worker's handed out and not yet dropped (answers, resumed answers).
     streams: u32,
     /// Until when rmcp could still resume a stream of it cut before its end.
     resumable_until: Option<Instant>,
@@ -150,6 +166,10 @@ struct Entry {
     parked: bool,
     /// Let-go workers whose own `close_session` has not come yet.
     goodbyes: u32,
+    /// Its standalone stream's (`GET`): the gateway's, kept across parks.
+    outbox: Arc<Outbox>,
+    /// What its live worker sends on the standalone stream is moved into the outbox.
+    pumped: bool,
 }
 
 impl Entry {
@@ -167,6 +187,8 @@ impl Entry {
             resumable_until: None,
             parked: false,
             goodbyes: 0,
+            outbox: Outbox::new(),
+            pumped: false,
         }
     }
 
@@ -190,6 +212,19 @@ impl Entry {
 
 /// Whether a session's handler is at rest (the handler's to say: `Gateway::at_rest`).
 pub(crate) type AtRest = fn(&Made) -> bool;
+
+/// Hands a session's handler the outbox of its `GET` stream, before it hears
+/// `notifications/initialized` (the handler's to keep: `Session::attach`).
+pub(crate) type Attach = fn(&Made, &Arc<Outbox>);
+
+/// What the sessions ask of a session's handler.
+#[derive(Clone, Copy)]
+pub(crate) struct Hooks {
+    /// Whether it is at rest.
+    pub at_rest: AtRest,
+    /// Hands it its outbox.
+    pub attach: Attach,
+}
 
 #[derive(Default)]
 struct Table {
@@ -233,24 +268,6 @@ impl Table {
     }
 }
 
-/// Sessions closed or parked between two hand-backs of freed memory: a hand-back takes a few
-/// milliseconds, a session frees some 80 KiB.
-const TRIM_EVERY: usize = 256;
-/// Sessions closed since the last hand-back for the last one's going to call for another.
-const TRIM_AT_LEAST: usize = 16;
-
-/// Hands the pages freed by closed sessions back to the system, off the async threads.
-fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    tokio::task::spawn_blocking(|| {
-        // SAFETY: malloc_trim only releases free pages of glibc's own heap; it takes no
-        // pointer and is safe to call from any thread at any time.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-    });
-}
-
 /// Whose a session is, to the caller.
 enum Whose {
     Mine,
@@ -263,7 +280,7 @@ pub(crate) struct Sessions {
     inner: Arc<LocalSessionManager>,
     table: Arc<Mutex<Table>>,
     limits: SessionLimits,
-    at_rest: AtRest,
+    hooks: Hooks,
     /// Parks and restores, one at a time: a restore never meets a worker being let go.
     turns: Arc<tokio::sync::Mutex<()>>,
     /// Whether the task that parks and expires sessions runs.
@@ -271,15 +288,15 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    /// Sessions under `limits`, a handler's rest told by `at_rest`.
-    pub(crate) fn new(limits: SessionLimits, at_rest: AtRest) -> Self {
+    /// Sessions under `limits`, their handlers asked through `hooks`.
+    pub(crate) fn new(limits: SessionLimits, hooks: Hooks) -> Self {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(limits.idle);
         Sessions {
             inner: Arc::new(inner),
             table: Arc::default(),
             limits,
-            at_rest,
+            hooks,
             turns: Arc::default(),
             sweeping: AtomicBool::new(false),
         }
@@ -310,7 +327,7 @@ impl Sessions {
             inner: Arc::downgrade(&self.inner),
             turns: self.turns.clone(),
             limits: self.limits.clone(),
-            at_rest: self.at_rest,
+            at_rest: self.hooks.at_rest,
         };
         tokio::spawn(sweeper.run());
     }
@@ -468,7 +485,10 @@ async fn close(inner: &LocalSessionManager, table: &Mutex<Table>, id: &SessionId
     let trim = {
         let mut table = lock(table);
         match table.entries.remove(id) {
-            Some(entry) => table.release(entry.owner.as_ref()),
+            Some(entry) => {
+                entry.outbox.close();
+                table.release(entry.owner.as_ref())
+            }
             None => false,
         }
     };
@@ -484,30 +504,6 @@ async fn close(inner: &LocalSessionManager, table: &Mutex<Table>, id: &SessionId
     if trim {
         give_back_memory();
     }
-}
-
-/// rmcp's streams as the trait declares them (`Send + Sync`).
-async fn stream_of<M: SessionManager>(
-    manager: &M,
-    id: &SessionId,
-    message: ClientJsonRpcMessage,
-) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
-    manager.create_stream(id, message).await
-}
-
-async fn standalone_of<M: SessionManager>(
-    manager: &M,
-    id: &SessionId,
-) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
-    manager.create_standalone_stream(id).await
-}
-
-async fn resumed_of<M: SessionManager>(
-    manager: &M,
-    id: &SessionId,
-    last_event_id: String,
-) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
-    manager.resume(id, last_event_id).await
 }
 
 impl SessionManager for Sessions {
@@ -592,8 +588,9 @@ impl SessionManager for Sessions {
             // Used from now: not parked under the request rmcp goes on to serve.
             entry.used = Instant::now();
             if entry.parked {
-                // rmcp restores it (`Store::load`, `restore_session`).
-                return Ok(false);
+                // A `GET` is served from its outbox, worker or not; anything else is brought
+                // back by rmcp (`Store::load`, `restore_session`).
+                return Ok(ServedRequest::is_listening());
             }
         }
         Ok(self.inner.has_session(id).await?)
@@ -643,16 +640,33 @@ impl SessionManager for Sessions {
     ) -> Result<(), Self::Error> {
         self.mine(id)?;
         self.heard(id);
-        if let ClientJsonRpcMessage::Notification(notification) = &message
-            && matches!(
-                notification.notification,
-                ClientNotification::InitializedNotification(_)
-            )
-            && let Some(entry) = lock(&self.table).entries.get_mut(id)
-        {
-            entry.initialized = true;
+        let initialized = matches!(&message, ClientJsonRpcMessage::Notification(notification)
+            if matches!(notification.notification, ClientNotification::InitializedNotification(_)));
+        if !initialized {
+            return Ok(self.inner.accept_message(id, message).await?);
         }
-        Ok(self.inner.accept_message(id, message).await?)
+        let outbox = {
+            let mut table = lock(&self.table);
+            let Some(entry) = table.entries.get_mut(id) else {
+                return Err(SessionsError::NotFound);
+            };
+            entry.initialized = true;
+            if let Some(handler) = &entry.handler {
+                (self.hooks.attach)(handler, &entry.outbox);
+            }
+            // Once a worker (a client repeating itself gets no second pump).
+            (!std::mem::replace(&mut entry.pumped, true)).then(|| entry.outbox.clone())
+        };
+        self.inner.accept_message(id, message).await?;
+        if let Some(outbox) = outbox {
+            // What its worker sends on the standalone stream, from now on into the outbox.
+            match standalone_of(&*self.inner, id).await {
+                Ok(common) => drop(tokio::spawn(pump(common, outbox))),
+                // Its worker already gone (the session closing): nothing to pump.
+                Err(error) => tracing::debug!(%error, "a session's standalone stream not pumped"),
+            }
+        }
+        Ok(())
     }
 
     async fn create_standalone_stream(
@@ -661,8 +675,18 @@ impl SessionManager for Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
         self.heard(id);
-        let stream = standalone_of(&*self.inner, id).await?;
-        Ok(self.counted(id, stream))
+        let outbox = lock(&self.table)
+            .entries
+            .get(id)
+            .map(|entry| entry.outbox.clone())
+            .ok_or(SessionsError::NotFound)?;
+        match outbox.listen(None) {
+            Ok(stream) => Ok(stream),
+            Err(Held) => {
+                ServedRequest::refuse(Refused::StreamHeld);
+                Err(SessionsError::StreamHeld)
+            }
+        }
     }
 
     async fn resume(
@@ -672,8 +696,20 @@ impl SessionManager for Sessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.mine(id)?;
         self.heard(id);
+        // The standalone stream's ids are plain numbers; a request's are rmcp's `N/M`.
+        if let Ok(after) = last_event_id.parse::<u64>() {
+            let outbox = lock(&self.table)
+                .entries
+                .get(id)
+                .map(|entry| entry.outbox.clone())
+                .ok_or(SessionsError::NotFound)?;
+            return match outbox.listen(Some(after)) {
+                Ok(stream) => Ok(stream.left_stream()),
+                Err(Held) => Err(SessionsError::StreamHeld),
+            };
+        }
         let stream = resumed_of(&*self.inner, id, last_event_id).await?;
-        Ok(self.counted(id, stream))
+        Ok(self.counted(id, stream).right_stream())
     }
 
     async fn restore_session(

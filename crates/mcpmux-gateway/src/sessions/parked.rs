@@ -1,59 +1,17 @@
-//! What parking takes beside the table (`sessions`' doc says when and why): the streams of a
-//! session's worker counted while they are held, rmcp's session store over the table (a
-//! parked session's `initialize` parameters, read back only by its owner), and the task that
-//! parks idle sessions and expires parked ones.
+//! What parking takes beside the table (`sessions`' doc says when and why): rmcp's session
+//! store over the table (a parked session's `initialize` parameters, read back only by its
+//! owner), the task that parks idle sessions and expires parked ones, and the hand-back of
+//! the memory they freed.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures::Stream;
 use rmcp::transport::streamable_http_server::session::{
     SessionId, SessionState, SessionStore, SessionStoreError, local::LocalSessionManager,
 };
 
-use super::{AtRest, SessionLimits, TRIM_AT_LEAST, Table, give_back_memory, lock, owned_by_caller};
+use super::{AtRest, SessionLimits, Table, lock, owned_by_caller};
 use crate::identity::{Refused, ServedRequest};
-
-/// A stream of a session's worker, counted as the session's while it is held (a session with
-/// a stream is not parked); one dropped before its end could still be resumed by rmcp for a
-/// while (`resumable`).
-pub(super) struct Counted<S> {
-    pub(super) stream: Pin<Box<S>>,
-    pub(super) ended: bool,
-    pub(super) table: Weak<Mutex<Table>>,
-    pub(super) id: SessionId,
-    pub(super) resumable: Duration,
-}
-
-impl<S: Stream> Stream for Counted<S> {
-    type Item = S::Item;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
-        let polled = self.stream.as_mut().poll_next(cx);
-        if let Poll::Ready(None) = polled {
-            self.ended = true;
-        }
-        polled
-    }
-}
-
-impl<S> Drop for Counted<S> {
-    fn drop(&mut self) {
-        let Some(table) = self.table.upgrade() else {
-            return;
-        };
-        if let Some(entry) = lock(&table).entries.get_mut(&self.id) {
-            let now = Instant::now();
-            entry.streams = entry.streams.saturating_sub(1);
-            entry.used = now;
-            if !self.ended {
-                entry.resumable_until = Some(now + self.resumable);
-            }
-        }
-    }
-}
 
 /// rmcp's session store, over the table: a session's `initialize` parameters kept with its
 /// record, read back for a restore only by the identity that owns it, and only while parked.
@@ -143,6 +101,7 @@ impl Sweeper {
             .collect();
         for id in &expired {
             if let Some(entry) = table.entries.remove(id) {
+                entry.outbox.close();
                 table.release(entry.owner.as_ref());
             }
         }
@@ -177,6 +136,7 @@ impl Sweeper {
                     continue;
                 }
                 entry.parked = true;
+                entry.pumped = false;
                 entry.goodbyes += 1;
                 entry.handler.take()
             };
@@ -195,4 +155,22 @@ impl Sweeper {
         }
         parked
     }
+}
+
+/// Sessions closed or parked between two hand-backs of freed memory: a hand-back takes a few
+/// milliseconds, a session frees some 80 KiB.
+pub(super) const TRIM_EVERY: usize = 256;
+/// Sessions closed since the last hand-back for the last one's going to call for another.
+pub(super) const TRIM_AT_LEAST: usize = 16;
+
+/// Hands the pages freed by closed sessions back to the system, off the async threads.
+pub(super) fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::task::spawn_blocking(|| {
+        // SAFETY: malloc_trim only releases free pages of glibc's own heap; it takes no
+        // pointer and is safe to call from any thread at any time.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    });
 }

@@ -1,6 +1,7 @@
 //! Parked `/mcp` sessions, with raw HTTP over real sockets: a session idle with nothing
 //! beyond its handshake has its worker let go (`/metrics` counts it parked) and comes back
-//! transparently when next named — by a `POST` or a `GET` stream, with a progress-token
+//! transparently when next named by a `POST` (a `GET` stream is served from its outbox without
+//! bringing it back: `gateway_get_stream`), with a progress-token
 //! call's progress, a subscription's updates and an upstream's elicitation all reaching it;
 //! a parked session is still its identity's alone, still counts toward the caps, expires
 //! after the idle limit, and ends on `DELETE`.
@@ -163,7 +164,7 @@ async fn an_idle_session_is_parked_and_a_post_brings_it_back_transparently() {
 }
 
 #[tokio::test]
-async fn a_get_stream_brings_a_parked_session_back_and_keeps_its_worker() {
+async fn a_get_stream_on_a_parked_session_is_served_without_bringing_it_back() {
     let served = served(10).await;
     let client = reqwest::Client::new();
     let id = open_session(&client, &served.url, &[]).await;
@@ -176,9 +177,13 @@ async fn a_get_stream_brings_a_parked_session_back_and_keeps_its_worker() {
             .unwrap()
             .starts_with("text/event-stream")
     );
-    // A session with a stream open is never parked.
-    assert_eq!(parked_after_a_while(&served.base).await, 0);
+    // Its stream is the gateway's (`outbox`), not its worker's: it stays parked.
+    assert_eq!(parked(&served.base).await, 1);
     drop(stream);
+    // A POST still brings it back.
+    let answer = post_by(&client, &served.url, &tools_list(2), &in_session(&id)).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(metric(&served.base, "mcpmux_gateway_sessions").await, 1.0);
     served.stop().await;
 }
 

@@ -12,6 +12,7 @@ mod support;
 mod deploy_haproxy;
 mod gateway_access;
 mod gateway_connections;
+mod gateway_get_stream;
 mod gateway_http;
 mod gateway_inline;
 mod gateway_isolation;
