@@ -17,13 +17,6 @@ use mcpmux_gateway::GatewayOptions;
 use serde_json::{Value, json};
 use support::*;
 
-fn in_session(id: &str) -> [(&str, &str); 2] {
-    [
-        ("mcp-session-id", id),
-        ("mcp-protocol-version", "2025-06-18"),
-    ]
-}
-
 fn echo(id: u64, text: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "mcp__t__echo", "arguments": {"text": text}}})

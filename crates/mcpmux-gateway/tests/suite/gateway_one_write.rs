@@ -11,13 +11,6 @@ use mcpmux_gateway::GatewayOptions;
 use serde_json::json;
 use support::*;
 
-fn in_session(id: &str) -> [(&str, &str); 2] {
-    [
-        ("mcp-session-id", id),
-        ("mcp-protocol-version", "2025-06-18"),
-    ]
-}
-
 #[tokio::test]
 async fn a_call_answered_at_once_comes_back_as_one_body_of_known_length() {
     // A window no call of the test server outlasts, even on a loaded machine.

@@ -8,7 +8,6 @@
 
 use crate::support;
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use mcpmux_gateway::{GatewayOptions, HttpOptions, SessionLimits};
@@ -36,39 +35,6 @@ async fn served(max: usize) -> Served {
         |http| parking(http, PARK, IDLE, max),
     )
     .await
-}
-
-fn client_from(from: &str) -> reqwest::Client {
-    reqwest::Client::builder()
-        .local_address(from.parse::<IpAddr>().unwrap())
-        .build()
-        .unwrap()
-}
-
-fn in_session(id: &str) -> [(&str, &str); 2] {
-    [
-        ("mcp-session-id", id),
-        ("mcp-protocol-version", "2025-06-18"),
-    ]
-}
-
-async fn parked(base: &str) -> u64 {
-    metric(base, "mcpmux_gateway_sessions_parked").await as u64
-}
-
-/// Waits until `/metrics` says `n` sessions are parked.
-async fn until_parked(base: &str, n: u64) {
-    let seen = eventually_async(
-        Duration::from_secs(10),
-        Duration::from_millis(25),
-        || async { (parked(base).await == n).then_some(()) },
-    )
-    .await;
-    assert!(
-        seen.is_some(),
-        "{n} sessions were not parked (now {})",
-        parked(base).await
-    );
 }
 
 /// Waits as long as several parks would take, then says how many sessions are parked.

@@ -7,7 +7,6 @@
 
 use crate::support;
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use mcpmux_gateway::{GatewayOptions, HttpOptions, SessionLimits};
@@ -31,15 +30,6 @@ fn limits(max: usize, per_client: usize, handshake: Duration, idle: Duration) ->
     limits.handshake = handshake;
     limits.idle = idle;
     limits
-}
-
-/// A client whose requests come from `from` (the whole 127/8 is loopback: each address is
-/// another identity to a gateway without authentication).
-fn client_from(from: &str) -> reqwest::Client {
-    reqwest::Client::builder()
-        .local_address(from.parse::<IpAddr>().unwrap())
-        .build()
-        .unwrap()
 }
 
 /// A `POST /mcp` of `body` by `client`, in session `session` if given.

@@ -188,3 +188,39 @@ pub async fn metric(base: &str, series: &str) -> f64 {
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0.0)
 }
+
+/// The headers of a request in handshake-era session `id`.
+pub fn in_session(id: &str) -> [(&str, &str); 2] {
+    [
+        ("mcp-session-id", id),
+        ("mcp-protocol-version", "2025-06-18"),
+    ]
+}
+
+/// A client whose requests come from `from` (another loopback address: another identity).
+pub fn client_from(from: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(from.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+}
+
+/// How many sessions `/metrics` says are parked.
+pub async fn parked(base: &str) -> u64 {
+    metric(base, "mcpmux_gateway_sessions_parked").await as u64
+}
+
+/// Waits until `/metrics` says `n` sessions are parked.
+pub async fn until_parked(base: &str, n: u64) {
+    let seen = eventually_async(
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_millis(25),
+        || async { (parked(base).await == n).then_some(()) },
+    )
+    .await;
+    assert!(
+        seen.is_some(),
+        "{n} sessions were not parked (now {})",
+        parked(base).await
+    );
+}
