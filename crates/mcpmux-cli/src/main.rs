@@ -11,6 +11,7 @@ mod edit;
 mod failure;
 mod form;
 mod get;
+mod listing;
 mod logging;
 mod output;
 mod progress;
@@ -528,42 +529,6 @@ fn others_unavailable(whole: &LoadOptions, tool: &str) -> Vec<mcpmux::ServerStat
     }
 }
 
-/// Prints `tools` (for `provider`, as its definitions; `json`: as JSON) with what could not be
-/// listed or called, and which lists came from the cache.
-fn list_tools(
-    hub: &Hub,
-    tools: &[&mcpmux::Tool],
-    provider: Option<mcpmux::schema::ExportFormat>,
-    json: bool,
-) -> Result<(), Failure> {
-    if let Some(provider) = provider {
-        let owned: Vec<mcpmux::Tool> = tools.iter().copied().cloned().collect();
-        let export = mcpmux::schema::export(&owned, provider);
-        output::print_json(&export.definitions())?;
-        output::warn_unusable(
-            export
-                .unusable
-                .iter()
-                .map(|u| (u.tool.as_str(), u.reason.as_str())),
-        );
-    } else {
-        if json {
-            output::print_json(&tools)?;
-        } else {
-            output::print_tools(tools)?;
-        }
-        output::warn_unusable(
-            tools
-                .iter()
-                .filter_map(|t| Some((t.name.as_str(), t.unusable.as_deref()?))),
-        );
-    }
-    let servers = hub.servers();
-    output::warn_unavailable(&servers);
-    output::note_cached(tools, &servers);
-    Ok(())
-}
-
 /// `mcpmux run`: Ctrl-C cancels the run (its transcript is still written); the exit code says
 /// how it stopped.
 async fn run_agent(
@@ -684,11 +649,20 @@ async fn command(
                 .map(str::parse::<mcpmux::schema::ExportFormat>)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            startup(hub).await?;
+            // A JSON list is streamed: the hub keeps none of the cached lists it reads.
+            let stream = *json && provider.is_none();
+            if stream {
+                spinner::startup_to_stream(hub).await?;
+            } else {
+                startup(hub).await?;
+            }
             if let Some(s) = server
-                && !hub.servers().iter().any(|status| &status.name == s)
+                && !hub.servers_as_read().iter().any(|status| &status.name == s)
             {
                 return Err(mcpmux::Error::UnknownServer { name: s.clone() }.into());
+            }
+            if stream {
+                return listing::json(hub, scope.as_ref(), server.as_deref());
             }
             // Printed from the hub's own list, not a copy of it: with 100 servers the copy
             // was a third of a listing's memory.
@@ -698,7 +672,7 @@ async fn command(
                     .copied()
                     .filter(|t| server.as_ref().is_none_or(|s| &t.server == s))
                     .collect();
-                list_tools(hub, &tools, provider, *json)
+                listing::table(hub, &tools, provider)
             })
         }
         Command::Call {

@@ -97,6 +97,61 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     }
 }
 
+/// Prints on stdout, as [`print_json`] prints a list, the values `fill` hands to its
+/// writer one at a time: the same bytes, without holding the list (a listing of 100 servers
+/// holds one server's tools at a time). On a terminal, each value's text is escaped as
+/// [`print_json`] escapes the whole. A reader that went away is not an error.
+pub fn print_json_list<T: serde::Serialize, R>(
+    fill: impl FnOnce(&mut dyn FnMut(&T) -> std::io::Result<()>) -> std::io::Result<R>,
+) -> anyhow::Result<Option<R>> {
+    use serde::ser::{SerializeSeq, Serializer};
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let escape = escaping().0;
+    let written: std::io::Result<R> = (|| {
+        let mut ser = serde_json::Serializer::pretty(Escaping {
+            out: &mut out,
+            escape,
+        });
+        let mut seq = ser.serialize_seq(None)?;
+        let filled = fill(&mut |value| Ok(seq.serialize_element(value)?))?;
+        seq.end()?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        Ok(filled)
+    })();
+    match written {
+        Ok(filled) => Ok(Some(filled)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A writer that escapes JSON text's control characters as [`escape_json_controls`] does,
+/// when `escape`: each piece serde_json writes is a whole token or punctuation, and escaping
+/// works character by character, so the pieces escaped are the whole escaped.
+struct Escaping<'a, W: Write> {
+    out: &'a mut W,
+    escape: bool,
+}
+
+impl<W: Write> Write for Escaping<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match std::str::from_utf8(buf) {
+            Ok(text) if self.escape => self.out.write_all(escape_json_controls(text).as_bytes()),
+            _ => self.out.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Prints text we wrote ourselves (a completion script, a man page) on stdout, as it is.
 pub fn print_raw(text: &str) -> anyhow::Result<()> {
     emit_raw(text)
@@ -373,6 +428,11 @@ pub fn note_cached(tools: &[&Tool], servers: &[ServerStatus]) {
             from_cache.push((&s.name, *listed_at));
         }
     }
+    note_from_cache(&from_cache);
+}
+
+/// [`note_cached`] of the servers named, each with when its cached list was made.
+pub fn note_from_cache(from_cache: &[(&str, std::time::SystemTime)]) {
     if from_cache.is_empty() {
         return;
     }

@@ -9,17 +9,31 @@ const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 
 /// Waits for startup to settle, with a spinner when a person is watching.
 pub async fn startup(hub: &Hub) -> Result<(), mcpmux::Error> {
-    if std::io::stderr().is_terminal() {
-        wait_with_spinner(hub).await?;
-    } else {
-        hub.wait_ready().await?;
-    }
-    Ok(())
+    wait(hub, hub.wait_ready()).await
 }
 
-/// Waits for the hub's startup to settle, redrawing one status line.
-pub async fn wait_with_spinner(hub: &Hub) -> Result<(), mcpmux::Error> {
-    let ready = hub.wait_ready();
+/// [`startup`] for a listing streamed server by server (`Hub::wait_ready_to_stream`).
+pub async fn startup_to_stream(hub: &Hub) -> Result<(), mcpmux::Error> {
+    wait(hub, hub.wait_ready_to_stream()).await
+}
+
+/// Waits for `ready`, with a spinner when a person is watching.
+async fn wait(
+    hub: &Hub,
+    ready: impl Future<Output = Result<(), mcpmux::Error>>,
+) -> Result<(), mcpmux::Error> {
+    if std::io::stderr().is_terminal() {
+        wait_with_spinner(hub, ready).await
+    } else {
+        ready.await
+    }
+}
+
+/// Waits for `ready` (the hub's startup), redrawing one status line.
+pub async fn wait_with_spinner(
+    hub: &Hub,
+    ready: impl Future<Output = Result<(), mcpmux::Error>>,
+) -> Result<(), mcpmux::Error> {
     tokio::pin!(ready);
     let mut tick = tokio::time::interval(Duration::from_millis(80));
     let mut frame = 0usize;

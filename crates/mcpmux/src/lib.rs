@@ -65,7 +65,7 @@ mod transport;
 mod untrusted;
 
 // The hub, its options, and what it tells of its servers.
-pub use hub::{Hub, HubOptions, ServerStatus};
+pub use hub::{Hub, HubOptions, ListingNotes, ServerStatus};
 pub use state::{Era, HubEvent, Reload, ServerState};
 
 // A call and its result.

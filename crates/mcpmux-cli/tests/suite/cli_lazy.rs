@@ -385,3 +385,46 @@ async fn a_listing_of_many_servers_prints_the_hub_s_list_byte_for_byte() {
         "the listing differs from the hub's list"
     );
 }
+
+/// A warm `tools --json` over many servers, streamed server by server from their cached lists
+/// (none of which the hub keeps), prints what the cold one printed, each tool marked cached,
+/// in the same order and with the same names (prefixes shared, case and hash collisions),
+/// starts no server, and says on stderr whose lists came from the cache.
+#[test]
+fn a_warm_listing_of_many_servers_prints_from_the_cache_what_the_cold_one_printed() {
+    let sandbox = Sandbox::new();
+    let names = ["a", "a__b", "aB", "a.b", "a_b", "z"];
+    let mut servers = serde_json::Map::new();
+    let mut markers = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let marker = sandbox.project.join(format!("{i}.started"));
+        let page = (2000 + i).to_string();
+        let entry = marking_server(&marker, &["--many-tools", "30", "--page-size", &page]);
+        servers.insert((*name).to_owned(), entry);
+        markers.push(marker);
+    }
+    sandbox.project_servers(Value::Object(servers));
+    let cold = sandbox.run(&["tools", "--json"]);
+    assert_eq!(cold.code, Some(0), "{cold:#?}");
+    assert!(!cold.stderr.contains("tool cache"), "{cold:#?}");
+    for marker in &markers {
+        std::fs::remove_file(marker).unwrap();
+    }
+
+    let warm = sandbox.run(&["tools", "--json"]);
+    assert_eq!(warm.code, Some(0), "{warm:#?}");
+    assert!(markers.iter().all(|m| !m.exists()), "a server was started");
+    assert!(
+        warm.stderr
+            .contains("the tools of a, a.b, aB, a__b, a_b, z are from the tool cache"),
+        "{warm:#?}"
+    );
+    let cold: Vec<Value> = serde_json::from_str(&cold.stdout).unwrap();
+    let mut warm: Vec<Value> = serde_json::from_str(&warm.stdout).unwrap();
+    assert!(cold.len() > names.len() * 30, "{}", cold.len());
+    for tool in &mut warm {
+        let cached = tool.as_object_mut().unwrap().remove("cached");
+        assert_eq!(cached, Some(Value::Bool(true)), "{tool:#}");
+    }
+    assert!(warm == cold, "the warm listing differs from the cold one");
+}

@@ -355,14 +355,28 @@ impl Connection {
         // `state()` without its clone: this runs once per tool of every listing.
         match *self.state.borrow() {
             ServerState::Connected { .. } => !self.breaker.is_open(),
-            ServerState::Idle
-            | ServerState::Pending {
-                attempt: 1,
-                last_error: None,
-                ..
-            } => self.is_cached(),
-            _ => false,
+            _ => self.before_first_answer() && self.is_cached(),
         }
+    }
+
+    /// Whether the server has not answered yet in this run: idle, or making its first
+    /// attempt with no error so far. A cached list stands for its tools only then.
+    pub(crate) fn before_first_answer(&self) -> bool {
+        matches!(
+            *self.state.borrow(),
+            ServerState::Idle
+                | ServerState::Pending {
+                    attempt: 1,
+                    last_error: None,
+                    ..
+                }
+        )
+    }
+
+    /// The tool cache's list of this server, read now and kept by no one: a streamed
+    /// listing's ([`crate::Hub::stream_tools`]), which reads each list when it prints it.
+    pub(crate) fn read_cache(&self) -> Option<tool_cache::Cached> {
+        self.tool_cache.load(&self.spec)
     }
 
     /// The live session's peer, while connected: resources and prompts go straight to it.

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 mod call;
+mod listing;
 mod observe;
 mod options;
 mod reload;
@@ -24,6 +25,7 @@ mod status;
 mod tasks;
 mod tools;
 
+pub use listing::ListingNotes;
 pub use options::HubOptions;
 pub use status::ServerStatus;
 
@@ -286,6 +288,19 @@ impl Hub {
     /// one without is started now, since the listing that follows needs it.
     pub async fn wait_ready(&self) -> Result<()> {
         self.start_uncached();
+        self.settle().await
+    }
+
+    /// [`Hub::wait_ready`] for a caller that then streams the listing ([`Hub::stream_tools`]):
+    /// the same servers are started, but the cached lists that decide it are read and let
+    /// go, not kept by the hub.
+    pub async fn wait_ready_to_stream(&self) -> Result<()> {
+        self.start_to_stream();
+        self.settle().await
+    }
+
+    /// Waits for every server's first attempt to settle; fails if a `required` one failed.
+    async fn settle(&self) -> Result<()> {
         let table = self.inner.table.load_full();
         for server in &table.servers {
             let connection = &server.connection;

@@ -139,8 +139,15 @@ impl ServerStatus {
 impl Hub {
     /// Every configured server with its state, plus config entries that could not be used.
     pub fn servers(&self) -> Vec<ServerStatus> {
+        super::tools::read_caches(&self.inner.table());
+        self.servers_as_read()
+    }
+
+    /// [`Hub::servers`] without reading the lazy servers' cached lists into the hub: one not
+    /// read yet shows idle with no tools and no `cached` time. What a caller that streamed
+    /// the listing ([`Hub::stream_tools`]) asks after it, to keep none of those lists.
+    pub fn servers_as_read(&self) -> Vec<ServerStatus> {
         let table = self.inner.table();
-        super::tools::read_caches(&table);
         let mut out: Vec<ServerStatus> = table
             .servers
             .iter()

@@ -342,3 +342,70 @@ async fn a_call_reads_no_cached_list_but_that_of_its_own_server_and_a_listing_re
     assert!(hub.tools().iter().any(|t| t.name == "mcp__bystander__echo"));
     hub.shutdown().await;
 }
+
+/// A streamed listing (`stream_tools`) hands out what `tools()` lists, in its order and with
+/// its marks, names the servers listed from the cache, keeps one server's tools with `only`,
+/// starts the server without a cached list as `wait_ready` does, and leaves the hub holding
+/// none of the cached lists it read.
+#[tokio::test]
+async fn a_streamed_listing_lists_what_tools_lists_and_keeps_no_cached_list() {
+    let cache = tempfile::tempdir().unwrap();
+    let specs = || {
+        vec![
+            marked("one", "7151", &[]),
+            marked("two", "7152", &[]),
+            marked("cold", "7153", &[]),
+        ]
+    };
+    warm(cache.path(), specs()[..2].to_vec()).await;
+
+    let hub = Hub::start(specs(), lazy_options(Some(cache.path()))).unwrap();
+    hub.wait_ready_to_stream().await.unwrap();
+    let mut streamed = Vec::new();
+    let notes = hub
+        .stream_tools::<()>(None, None, |tool| {
+            streamed.push(tool.clone());
+            Ok(())
+        })
+        .unwrap();
+    let from_cache: Vec<&str> = notes.from_cache.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(from_cache, ["one", "two"]);
+    assert_eq!(
+        (running("7151"), running("7152")),
+        (0, 0),
+        "a cached server started"
+    );
+    // `servers_as_read`, not `servers` (nor `state`, which asks it): that reads the caches.
+    for row in hub.servers_as_read() {
+        if row.name == "cold" {
+            assert!(
+                is_connected(&row.state),
+                "the uncached server was not started"
+            );
+        } else {
+            assert!(
+                row.cached.is_none() && row.tools == 0,
+                "{row:?} kept a list"
+            );
+        }
+    }
+
+    let mut two = Vec::new();
+    hub.stream_tools::<()>(None, Some("two"), |tool| {
+        two.push(tool.name.clone());
+        Ok(())
+    })
+    .unwrap();
+    assert!(
+        !two.is_empty() && two.iter().all(|n| n.starts_with("mcp__two__")),
+        "{two:?}"
+    );
+
+    let listed = hub.tools();
+    assert!(listed.iter().any(|t| t.cached) && listed.iter().any(|t| !t.cached));
+    assert!(
+        streamed == listed,
+        "the streamed listing differs from tools()"
+    );
+    hub.shutdown().await;
+}
