@@ -58,7 +58,7 @@ CRATES = {
         "console": 1, "progress": 1,
         "failure": 2, "completions": 2, "form": 2, "sampling": 2,
         "agent": 3, "auth": 3, "edit": 3, "get": 3, "prompts": 3, "resources": 3, "secret": 3,
-        "serve": 3, "trust": 3,
+        "serve": 3, "trust": 3, "listing": 3,
         "logging": 4,
         "main": 5,
     }),
