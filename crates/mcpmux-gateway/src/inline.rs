@@ -18,6 +18,8 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::{
@@ -258,50 +260,36 @@ async fn answer(
         id: id.clone(),
         _cancel: cancel.drop_guard(),
     };
-    let Some(mut steps) = steps else {
+    let Some(steps) = steps else {
         let result = handler.handle_request(request, context).await;
         drop(running);
         return as_json(&reply(result, id));
     };
-    let mut call = Box::pin(async move {
-        let result = handler.handle_request(request, context).await;
-        drop(running);
-        result
-    });
-    // The call may queue a step and end in one poll: its steps are taken before its answer
-    // whenever it ends, so none is lost or sent after the answer.
-    let mut queued = VecDeque::new();
-    tokio::select! {
-        biased;
-        Some(step) = steps.recv() => queued.push_back(progress(step)),
-        result = &mut call => {
-            let answer = reply(result, id.clone());
-            if steps.is_empty() {
-                return as_json(&answer);
-            }
-            take_queued(&mut steps, &mut queued);
-            queued.push_back(answer);
-        }
+    let mut answering = Answering {
+        call: Some(Box::pin(async move {
+            let result = handler.handle_request(request, context).await;
+            drop(running);
+            result
+        })),
+        steps,
+        queued: VecDeque::new(),
+        id,
     };
-    let events = futures::stream::unfold((Some(call), steps, queued), move |state| {
-        let id = id.clone();
-        async move {
-            let (mut call, mut steps, mut queued) = state;
-            loop {
-                if let Some(message) = queued.pop_front() {
-                    return Some((event(&message), (call, steps, queued)));
-                }
-                let running = call.as_mut()?;
-                tokio::select! {
-                    biased;
-                    Some(step) = steps.recv() => queued.push_back(progress(step)),
-                    result = running => {
-                        take_queued(&mut steps, &mut queued);
-                        queued.push_back(reply(result, id.clone()));
-                        call = None;
-                    }
-                }
+    answering.advance().await;
+    // Ended with no step before its answer: one JSON answer, as without a token.
+    if answering.call.is_none()
+        && answering.queued.len() == 1
+        && let Some(answer) = answering.queued.pop_front()
+    {
+        return as_json(&answer);
+    }
+    let events = futures::stream::unfold(answering, |mut answering| async move {
+        loop {
+            if let Some(message) = answering.queued.pop_front() {
+                return Some((event(&message), answering));
             }
+            answering.call.as_ref()?;
+            answering.advance().await;
         }
     });
     let mut response = Response::new(Body::from_stream(events));
@@ -311,13 +299,36 @@ async fn answer(
     response
 }
 
-/// The steps already queued, as messages, after what `queued` holds.
-fn take_queued(
-    steps: &mut mpsc::Receiver<ProgressNotificationParam>,
-    queued: &mut VecDeque<ServerJsonRpcMessage>,
-) {
-    while let Ok(step) = steps.try_recv() {
-        queued.push_back(progress(step));
+/// A call answered inline that asked for progress: what it has sent and not yet written, its
+/// answer last.
+struct Answering<F> {
+    /// `None` once it has ended (its answer queued).
+    call: Option<Pin<Box<F>>>,
+    steps: mpsc::Receiver<ProgressNotificationParam>,
+    queued: VecDeque<ServerJsonRpcMessage>,
+    id: RequestId,
+}
+
+impl<F: Future<Output = Result<ServerResult, ErrorData>>> Answering<F> {
+    /// Waits for the call's next step or its end. The call may queue a step and end in one
+    /// poll: at its end the steps still queued are taken before its answer, so none is lost
+    /// or written after it.
+    async fn advance(&mut self) {
+        let Some(call) = self.call.as_mut() else {
+            return;
+        };
+        tokio::select! {
+            // A step sent before the answer is passed on before it.
+            biased;
+            Some(step) = self.steps.recv() => self.queued.push_back(progress(step)),
+            result = call => {
+                while let Ok(step) = self.steps.try_recv() {
+                    self.queued.push_back(progress(step));
+                }
+                self.queued.push_back(reply(result, self.id.clone()));
+                self.call = None;
+            }
+        }
     }
 }
 
