@@ -95,13 +95,7 @@ async fn a_plain_call_on_an_established_session_is_answered_as_json() {
 #[tokio::test]
 async fn a_call_asking_for_progress_gets_its_steps_on_its_own_answer_then_the_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.jsonl");
-    let served = Served::start(
-        vec![fast_testserver("t", &["--call-log", log.to_str().unwrap()])],
-        GatewayOptions::default(),
-        |_| {},
-    )
-    .await;
+    let (served, log) = served_with_call_log(dir.path()).await;
     let client = reqwest::Client::new();
     let id = open_session(&client, &served.url, &[]).await;
     // No step before the answer: plain JSON, as without a token.

@@ -482,13 +482,7 @@ async fn a_reader_that_falls_behind_is_cut_off_and_its_session_forgotten() {
 #[tokio::test]
 async fn shutdown_lets_a_legacy_sse_call_in_flight_finish() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.jsonl");
-    let served = Served::start(
-        vec![fast_testserver("t", &["--call-log", log.to_str().unwrap()])],
-        GatewayOptions::default(),
-        |_| {},
-    )
-    .await;
+    let (served, log) = served_with_call_log(dir.path()).await;
     let mut session = Session::open(&served.base).await;
     session.handshake().await;
     session

@@ -224,3 +224,16 @@ pub async fn until_parked(base: &str, n: u64) {
         parked(base).await
     );
 }
+
+/// A gateway with default options in front of the fast test server `t`, which logs its calls
+/// (and their cancellations) to a file in `dir`: the gateway, and the log's path.
+pub async fn served_with_call_log(dir: &std::path::Path) -> (Served, std::path::PathBuf) {
+    let log = dir.join("calls.jsonl");
+    let served = Served::start(
+        vec![fast_testserver("t", &["--call-log", log.to_str().unwrap()])],
+        GatewayOptions::default(),
+        |_| {},
+    )
+    .await;
+    (served, log)
+}
