@@ -46,7 +46,9 @@ use futures::{FutureExt, StreamExt};
 use rmcp::RoleClient;
 use rmcp::model::GetExtensions;
 use rmcp::model::ServerJsonRpcMessage;
-use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ProgressToken, RequestId};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, NumberOrString, ProgressToken, RequestId, ServerResult,
+};
 use rmcp::service::{InboundStreamOrigin, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::{
@@ -162,6 +164,9 @@ impl HttpDirect {
     where
         F: FnMut(ServerJsonRpcMessage) -> Option<ServerJsonRpcMessage> + Send,
     {
+        // A tool call's answer is read straight into a tool result, as the lines transport
+        // reads one: rmcp's reading tries each of its untagged result kinds in turn.
+        let tool_call = is_tool_call(&message);
         let (tx, mut answer) = oneshot::channel();
         {
             let mut awaited = crate::sync::lock(&self.awaited);
@@ -233,7 +238,7 @@ impl HttpDirect {
                     if let Some(event_id) = &event.id {
                         resume.last_event_id = Some(event_id.clone());
                     }
-                    let Some(mut message) = read_event(&event) else {
+                    let Some(mut message) = read_event(&event, tool_call.then_some(id)) else {
                         continue;
                     };
                     // As rmcp marks it: a server's request on this POST's stream is this
@@ -333,13 +338,34 @@ fn answers(message: &ServerJsonRpcMessage, id: &RequestId) -> bool {
     }
 }
 
+/// Whether `message` is a `tools/call` request.
+fn is_tool_call(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::CallToolRequest(_)))
+}
+
 /// The message an SSE event carries: only blank or `message` events hold one (as rmcp
-/// reads them); one that does not read as MCP is skipped, as rmcp skips it.
-fn read_event(event: &sse_stream::Sse) -> Option<ServerJsonRpcMessage> {
+/// reads them); one that does not read as MCP is skipped, as rmcp skips it. The answer to
+/// `tool_call` (the id of the `tools/call` POSTed, if it is one) is read straight into a tool
+/// result; what does not read so is read as rmcp reads it.
+fn read_event(
+    event: &sse_stream::Sse,
+    tool_call: Option<&RequestId>,
+) -> Option<ServerJsonRpcMessage> {
     if !matches!(event.event.as_deref(), None | Some("") | Some("message")) {
         return None;
     }
     let data = event.data.as_deref()?;
+    if let Some(call) = tool_call
+        && let Some((id, result)) = super::call_result::answer_parts(data.as_bytes())
+        && id == *call
+        && let Some(result) = super::call_result::read(result.get())
+    {
+        return Some(ServerJsonRpcMessage::response(
+            ServerResult::CallToolResult(result),
+            id,
+        ));
+    }
     match serde_json::from_str(data) {
         Ok(message) => Some(message),
         Err(error) => {
@@ -453,5 +479,86 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Routed<T> {
 impl<T> Drop for Routed<T> {
     fn drop(&mut self) {
         self.direct.close();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn event(data: &str) -> sse_stream::Sse {
+        sse_stream::Sse {
+            data: Some(data.to_owned()),
+            ..Default::default()
+        }
+    }
+
+    fn as_rmcp_reads(data: &str) -> serde_json::Value {
+        let message: ServerJsonRpcMessage = serde_json::from_str(data).unwrap();
+        serde_json::to_value(message).unwrap()
+    }
+
+    #[test]
+    fn a_tool_call_s_answer_is_read_straight_into_a_tool_result_meaning_what_rmcp_reads() {
+        let call = NumberOrString::Number(FIRST_ID + 7);
+        let answers = [
+            r#"{"jsonrpc":"2.0","id":4294967303,"result":{"content":[{"type":"text","text":"hi \"there\"\n"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":4294967303,"result":{"content":[],"structuredContent":{"n":1},"isError":true,"_meta":{"k":"v"}}}"#,
+            r#"{"result":{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]},"id":4294967303,"jsonrpc":"2.0"}"#,
+        ];
+        for data in answers {
+            let read = read_event(&event(data), Some(&call)).unwrap();
+            let ServerJsonRpcMessage::Response(response) = &read else {
+                panic!("not an answer: {read:?}");
+            };
+            assert!(matches!(response.result, ServerResult::CallToolResult(_)));
+            assert_eq!(
+                serde_json::to_value(&read).unwrap(),
+                as_rmcp_reads(data),
+                "{data}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_is_not_the_call_s_answer_is_read_as_rmcp_reads_it() {
+        let call = NumberOrString::Number(FIRST_ID + 7);
+        let others = [
+            // Another request's answer, a notification, an error, a server's request.
+            r#"{"jsonrpc":"2.0","id":4294967304,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":4294967303,"progress":1}}"#,
+            r#"{"jsonrpc":"2.0","id":4294967303,"error":{"code":-32602,"message":"no such tool"}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"roots/list"}"#,
+        ];
+        for data in others {
+            let read = read_event(&event(data), Some(&call)).unwrap();
+            assert_eq!(
+                serde_json::to_value(&read).unwrap(),
+                as_rmcp_reads(data),
+                "{data}"
+            );
+        }
+        // Not a call: rmcp's reading, whatever the message.
+        let answer = r#"{"jsonrpc":"2.0","id":4294967303,"result":{"content":[]}}"#;
+        let read = read_event(&event(answer), None).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), as_rmcp_reads(answer));
+    }
+
+    #[test]
+    fn what_reads_as_neither_is_skipped() {
+        let call = NumberOrString::Number(FIRST_ID);
+        for data in [
+            r#"{"jsonrpc":"2.0","id":4294967296,"result":"#,
+            "[1,2]",
+            "null",
+        ] {
+            assert!(read_event(&event(data), Some(&call)).is_none(), "{data}");
+        }
+        let named = sse_stream::Sse {
+            event: Some("endpoint".into()),
+            ..event(r#"{"jsonrpc":"2.0","id":4294967296,"result":{"content":[]}}"#)
+        };
+        assert!(read_event(&named, Some(&call)).is_none());
     }
 }

@@ -412,26 +412,16 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// into a tool result; `None` when it is anything else, or does not read so (the general
     /// path then reads it, and says why if it cannot).
     fn tool_result(&self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
-        #[derive(serde::Deserialize)]
-        struct Envelope<'a> {
-            id: Option<RequestId>,
-            #[serde(borrow)]
-            result: Option<&'a serde_json::value::RawValue>,
-            method: Option<serde::de::IgnoredAny>,
-        }
         // Most lines while no call is awaited are notifications: not worth a scan.
         if crate::sync::lock(&self.tool_calls).tool_calls.is_empty() && !self.direct.awaits_any() {
             return None;
         }
-        let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
-        let (Some(id), Some(result), None) = (envelope.id, envelope.result, envelope.method) else {
-            return None;
-        };
+        let (id, result) = super::call_result::answer_parts(line)?;
         if !crate::sync::lock(&self.tool_calls).answered(&id) && !self.direct.awaits_tool_call(&id)
         {
             return None;
         }
-        let result = call_result::read(result.get())?;
+        let result = super::call_result::read(result.get())?;
         Some(ServerJsonRpcMessage::response(
             ServerResult::CallToolResult(result),
             id,
@@ -791,7 +781,6 @@ impl<W> Drop for Holder<'_, W> {
 }
 
 mod call_request;
-mod call_result;
 mod direct;
 mod skip;
 

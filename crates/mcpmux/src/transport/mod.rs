@@ -5,6 +5,7 @@
 //! needs (a child process to reap, an in-process server task to stop).
 
 mod busy_pipe;
+mod call_result;
 pub(crate) mod headers_helper;
 pub(crate) mod http;
 mod http_client;

@@ -1,4 +1,4 @@
-//! A `tools/call` answer's result read into rmcp's `CallToolResult` with each big string (a
+//! A `tools/call` answer's result (read from a line or from an HTTP answer's event) read into rmcp's `CallToolResult` with each big string (a
 //! text block's `text`, an image or audio block's `data`) decoded once, from the line straight
 //! into its own `String`.
 //!
@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, RequestId};
 use serde_json::value::RawValue;
 
 /// Strings shorter than this take serde's path: the copy saved is not worth the second look.
@@ -33,9 +33,27 @@ struct ProbeBlock<'a> {
     data: Option<&'a RawValue>,
 }
 
+/// `message` read as an answer carrying a result: its id and its result's JSON, borrowed;
+/// `None` for anything else (a request, a notification, an error, or what does not read as
+/// JSON-RPC), which the general reading then reads.
+pub(crate) fn answer_parts(message: &[u8]) -> Option<(RequestId, &RawValue)> {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        id: Option<RequestId>,
+        #[serde(borrow)]
+        result: Option<&'a RawValue>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(message).ok()?;
+    match (envelope.id, envelope.result, envelope.method) {
+        (Some(id), Some(result), None) => Some((id, result)),
+        _ => None,
+    }
+}
+
 /// `result` (the JSON of a `tools/call` result) as a tool result; `None` when it does not read
 /// as one, exactly when serde would refuse it.
-pub(super) fn read(result: &str) -> Option<CallToolResult> {
+pub(crate) fn read(result: &str) -> Option<CallToolResult> {
     if result.len() < BIG {
         return serde_json::from_str(result).ok();
     }
