@@ -217,7 +217,7 @@ async fn http_answer(
     };
     let mut renewed = false;
     loop {
-        let failed = match http.request(&session, &id, message.clone(), other).await {
+        let failed = match http.request(&session, &id, &message, other).await {
             Ok(ServerJsonRpcMessage::Response(response)) => return Ok(Ok(response.result)),
             Ok(ServerJsonRpcMessage::Error(error)) => {
                 return Ok(Err(ServiceError::McpError(error.error)));

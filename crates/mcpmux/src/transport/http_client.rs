@@ -484,7 +484,7 @@ impl AuthorizingClient {
     pub(crate) async fn post(
         &self,
         post: Request,
-        message: ClientJsonRpcMessage,
+        message: &ClientJsonRpcMessage,
         max: Option<usize>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let Request {
@@ -494,15 +494,15 @@ impl AuthorizingClient {
             custom_headers,
         } = post;
         self.remember_posting(
-            &message,
+            message,
             session_id.as_ref(),
             auth_header.as_ref(),
             &custom_headers,
         );
-        let custom_headers = super::trace_headers::with_trace_headers(&message, custom_headers);
+        let custom_headers = super::trace_headers::with_trace_headers(message, custom_headers);
         let in_session = session_id.is_some();
         let outcome = http_session::while_unreachable(&self.session, in_session, || {
-            resend_on_stale_connection(&message, || {
+            resend_on_stale_connection(message, || {
                 self.send("POST", &uri, auth_header.clone(), |presented| {
                     let (uri, message, session) =
                         (uri.clone(), message.clone(), session_id.clone());
@@ -522,9 +522,9 @@ impl AuthorizingClient {
         })
         .await;
         let outcome =
-            http_session::post_outcome(&self.session, &message, session_id.as_deref(), outcome)
+            http_session::post_outcome(&self.session, message, session_id.as_deref(), outcome)
                 .map_err(redacted);
-        http_screen::post(&self.server, &message, max, outcome)
+        http_screen::post(&self.server, message, max, outcome)
     }
 
     /// Opens the GET stream the one way every GET goes: credentials and a refusal answered
@@ -574,7 +574,7 @@ impl StreamableHttpClient for AuthorizingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let post = Request::new(uri, session_id, auth_header, custom_headers);
-        self.post(post, message, None).await
+        self.post(post, &message, None).await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -587,7 +587,7 @@ impl StreamableHttpClient for AuthorizingClient {
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let post = Request::new(uri, session_id, auth_header, custom_headers);
-        self.post(post, message, Some(max_sse_event_size)).await
+        self.post(post, &message, Some(max_sse_event_size)).await
     }
 
     async fn delete_session(

@@ -158,7 +158,7 @@ impl HttpDirect {
         &self,
         session: &Posting,
         id: &RequestId,
-        message: ClientJsonRpcMessage,
+        message: &ClientJsonRpcMessage,
         mut other: F,
     ) -> Result<ServerJsonRpcMessage, Failed>
     where
@@ -166,7 +166,7 @@ impl HttpDirect {
     {
         // A tool call's answer is read straight into a tool result, as the lines transport
         // reads one: rmcp's reading tries each of its untagged result kinds in turn.
-        let tool_call = is_tool_call(&message);
+        let tool_call = is_tool_call(message);
         let (tx, mut answer) = oneshot::channel();
         {
             let mut awaited = crate::sync::lock(&self.awaited);
@@ -176,7 +176,7 @@ impl HttpDirect {
             awaited.waiters.insert(id.clone(), tx);
         }
         let _registered = Registered { direct: self, id };
-        self.log(Direction::Send, &message);
+        self.log(Direction::Send, message);
         let mut pass = |message: ServerJsonRpcMessage| {
             if let Some(message) = other(message) {
                 // Unsent only once rmcp's side has ended, when nothing is to be answered.
