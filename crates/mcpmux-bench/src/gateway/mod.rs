@@ -85,7 +85,7 @@ struct Args {
     b_mcpmux: Option<PathBuf>,
     /// Flags added to gateway B's `mcpmux serve`.
     b_serve_args: Vec<String>,
-    /// Whether the latency phase runs a gateway B beside A.
+    /// Whether the latency and peers phases run a gateway B beside A.
     b: bool,
 }
 

@@ -264,6 +264,21 @@ pub async fn run(
             true,
         ),
     ];
+    // The A/B's other build or flags (`--b-mcpmux`, `--b-serve-arg`) beside it, in the same
+    // interleaved rounds.
+    if args.b {
+        let build = args.b_mcpmux.clone().unwrap_or_else(|| mcpmux.to_path_buf());
+        let name = format!("mcpmux serve, B ({})", b_label(&build, &args.b_serve_args));
+        let process = processes::gateway(
+            &build,
+            &home.join("b"),
+            Upstream::Stdio(server, &[]),
+            &args.b_serve_args,
+            http,
+        )
+        .await?;
+        contenders.push(contender(&name, process, true));
+    }
     for peer in Peer::ALL {
         match peer.find(&deps) {
             Err(why) => table.skipped.push(why),
@@ -288,6 +303,15 @@ pub async fn run(
         table.rows.push(row(c)?);
     }
     Ok(table)
+}
+
+/// What sets the B gateway apart, for its row's name.
+fn b_label(build: &Path, serve_args: &[String]) -> String {
+    let mut parts: Vec<String> = serve_args.to_vec();
+    if let Some(name) = build.file_name() {
+        parts.insert(0, name.to_string_lossy().into_owned());
+    }
+    parts.join(" ")
 }
 
 fn contender(name: &str, process: Listening, gateway: bool) -> Contender {
