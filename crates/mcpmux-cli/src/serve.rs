@@ -198,11 +198,10 @@ pub struct ServeArgs {
 }
 
 /// `--read-spin`'s default: off. A gateway's CPU per call is what bounds how many clients it
-/// serves, and its client already waits on a whole HTTP exchange: in the bench's peers phase
-/// the poll cost 147 against 110 µs of CPU a call for no gain in the p50 (315 against 305 µs),
-/// and the latency phase's added p50 stayed within its goal without it (BENCHMARKS.md). The
-/// library's default (`HubOptions::read_spin`) stays on: a harness's own calls are its
-/// latency.
+/// serves, and its client already waits on a whole HTTP exchange: measured without the poll,
+/// the latency phase's added p50 stays within its goal and the gateway spends 9–15 µs less
+/// CPU a call (BENCHMARKS.md, "Side by side with the peer gateways"). The library's default
+/// (`HubOptions::read_spin`) stays on: a harness's own calls are its latency.
 const SERVE_READ_SPIN_MICROS: u32 = 0;
 
 /// How access log lines are written.
