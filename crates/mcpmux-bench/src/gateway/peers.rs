@@ -267,7 +267,10 @@ pub async fn run(
     // The A/B's other build or flags (`--b-mcpmux`, `--b-serve-arg`) beside it, in the same
     // interleaved rounds.
     if args.b {
-        let build = args.b_mcpmux.clone().unwrap_or_else(|| mcpmux.to_path_buf());
+        let build = args
+            .b_mcpmux
+            .clone()
+            .unwrap_or_else(|| mcpmux.to_path_buf());
         let name = format!("mcpmux serve, B ({})", b_label(&build, &args.b_serve_args));
         let process = processes::gateway(
             &build,
