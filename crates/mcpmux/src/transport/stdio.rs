@@ -342,7 +342,8 @@ async fn reap(
 
 /// Forwards stderr to tracing at debug level and keeps a bounded tail; never to our terminal.
 async fn read_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
-    let mut reader = BufReader::new(stderr);
+    // Room for one whole line (tokio's 8 KiB default is zeroed, so resident, per server).
+    let mut reader = BufReader::with_capacity(defaults::STDERR_LINE_MAX, stderr);
     let mut buf = Vec::new();
     loop {
         buf.clear();

@@ -67,6 +67,28 @@ async fn a_message_written_a_byte_at_a_time_is_read_whole() {
     drop(writer.await.unwrap());
 }
 
+#[tokio::test]
+async fn small_messages_are_read_into_a_small_buffer_and_a_full_read_grows_it() {
+    let (mut transport, mut server_out, _server_in) = pair(1 << 20);
+    server_out
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+        .await
+        .unwrap();
+    assert_eq!(
+        response_id(&transport.receive().await.unwrap()).as_deref(),
+        Some("1")
+    );
+    assert_eq!(transport.reader.chunk.len(), FIRST_READ);
+    // A message larger than the first buffer, written at once: the read fills the buffer.
+    let text = "y".repeat(3 * FIRST_READ);
+    let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"t\":\"{text}\"}}}}\n");
+    server_out.write_all(line.as_bytes()).await.unwrap();
+    let message = transport.receive().await.unwrap();
+    assert_eq!(response_id(&message).as_deref(), Some("2"));
+    assert!(serde_json::to_string(&message).unwrap().contains(&text));
+    assert_eq!(transport.reader.chunk.len(), READ_CHUNK);
+}
+
 /// The error answer `message` is, as JSON: its id and its text.
 fn error_of(message: &ServerJsonRpcMessage) -> (serde_json::Value, String) {
     let value = serde_json::to_value(message).unwrap();
