@@ -304,7 +304,12 @@ where
 
 /// Whether `message` may reach the server twice without harm.
 fn resendable(message: &ClientJsonRpcMessage) -> bool {
-    !matches!(message, ClientJsonRpcMessage::Request(request)
+    !is_tool_call(message)
+}
+
+/// Whether `message` is a `tools/call` request.
+pub(crate) fn is_tool_call(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(request)
         if matches!(request.request, ClientRequest::CallToolRequest(_)))
 }
 

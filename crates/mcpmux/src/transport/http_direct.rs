@@ -46,9 +46,7 @@ use futures::{FutureExt, StreamExt};
 use rmcp::RoleClient;
 use rmcp::model::GetExtensions;
 use rmcp::model::ServerJsonRpcMessage;
-use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, NumberOrString, ProgressToken, RequestId, ServerResult,
-};
+use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ProgressToken, RequestId, ServerResult};
 use rmcp::service::{InboundStreamOrigin, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::{
@@ -56,7 +54,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use super::http_client::{AuthorizingClient, Posting, Request};
+use super::http_client::{AuthorizingClient, Posting, Request, is_tool_call};
 use super::wire_tap::WireTarget;
 use crate::telemetry::wire::Direction;
 
@@ -336,12 +334,6 @@ fn answers(message: &ServerJsonRpcMessage, id: &RequestId) -> bool {
         ServerJsonRpcMessage::Error(error) => error.id.as_ref() == Some(id),
         _ => false,
     }
-}
-
-/// Whether `message` is a `tools/call` request.
-fn is_tool_call(message: &ClientJsonRpcMessage) -> bool {
-    matches!(message, ClientJsonRpcMessage::Request(request)
-        if matches!(request.request, ClientRequest::CallToolRequest(_)))
 }
 
 /// The message an SSE event carries: only blank or `message` events hold one (as rmcp
