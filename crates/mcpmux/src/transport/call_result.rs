@@ -1,6 +1,6 @@
-//! A `tools/call` answer's result (read from a line or from an HTTP answer's event) read into rmcp's `CallToolResult` with each big string (a
-//! text block's `text`, an image or audio block's `data`) decoded once, from the line straight
-//! into its own `String`.
+//! A `tools/call` answer (a stdio line, or an HTTP answer's event) read straight into rmcp's
+//! `CallToolResult`, each big string (a text block's `text`, an image or audio block's `data`)
+//! decoded once, from the message into its own `String`.
 //!
 //! Through serde alone, a string with escapes is unescaped into the parser's scratch buffer and
 //! then copied out of it: a 10 MB text is alive three times at once (the line, the scratch, the

@@ -295,9 +295,10 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         };
         let chunk = std::mem::take(&mut self.chunk);
         self.feed(&chunk[..n]);
-        self.chunk = match n == chunk.len() && n < READ_CHUNK {
-            true => vec![0; READ_CHUNK].into_boxed_slice(),
-            false => chunk,
+        self.chunk = if n == chunk.len() && n < READ_CHUNK {
+            vec![0; READ_CHUNK].into_boxed_slice()
+        } else {
+            chunk
         };
         true
     }
