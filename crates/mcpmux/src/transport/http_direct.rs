@@ -553,4 +553,28 @@ mod tests {
         };
         assert!(read_event(&named, Some(&call)).is_none());
     }
+
+    #[test]
+    fn a_call_s_answer_nested_too_deep_reaches_it_as_the_screen_s_error() {
+        // The direct reading skips what it does not need without a depth limit; the nesting
+        // screen every event passes first (`http_screen.rs`) is what refuses a deep answer.
+        let call = NumberOrString::Number(FIRST_ID);
+        let depth = 100_000;
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":4294967296,"result":{{"content":[],"x":{}{}}}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let super::super::nesting::Screen::Answer(replacement) =
+            super::super::nesting::screen(deep.as_bytes())
+        else {
+            panic!("a 100 000-deep answer passed the nesting screen");
+        };
+        let screened = event(std::str::from_utf8(&replacement).unwrap());
+        let read = read_event(&screened, Some(&call)).unwrap();
+        let ServerJsonRpcMessage::Error(error) = read else {
+            panic!("not an error: {read:?}");
+        };
+        assert_eq!(error.id, Some(call));
+    }
 }
