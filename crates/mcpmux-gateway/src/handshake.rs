@@ -13,8 +13,11 @@
 //! one), owner and handshake deadline. Only a plain `initialize` is answered here — JSON in,
 //! JSON and SSE accepted, an allowed `Host`, no SEP-2243 header nor a per-request version,
 //! an `MCP-Protocol-Version` header absent or the one in its parameters — and the session's
-//! `notifications/initialized` while it is still parked; everything else, and everything
-//! when parking is off, goes to rmcp as it came.
+//! `notifications/initialized` while it is still parked. A request on a parked session of the
+//! caller's first brings its worker back with a `ping` through rmcp (whose answer is dropped),
+//! so the request itself is served as on a live session (`inline` among it: a session's first
+//! call is answered as JSON, as before). Everything else, and everything when parking is
+//! off, goes to rmcp as it came.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -126,8 +129,35 @@ pub(crate) async fn answer_handshake(
         {
             StatusCode::ACCEPTED.into_response()
         }
+        (Some(session), ClientJsonRpcMessage::Request(_))
+            if handshake.sessions.parked_for_caller(session) =>
+        {
+            // Its worker brought back first, so the request itself is served as on a live
+            // session (`inline` among it).
+            restore(next.clone(), &parts).await;
+            next.run(passed_on(parts, bytes)).await
+        }
         _ => next.run(passed_on(parts, bytes)).await,
     }
+}
+
+/// Brings back the worker of the parked session a request of `parts` names, with a `ping`
+/// through rmcp (which asks the `Store` and replays the handshake), its answer dropped.
+async fn restore(next: Next, parts: &Parts) {
+    let ping = r#"{"jsonrpc":"2.0","id":"mcpmux-restore","method":"ping"}"#;
+    let mut request = Request::new(Body::from(ping));
+    *request.method_mut() = Method::POST;
+    *request.uri_mut() = parts.uri.clone();
+    *request.headers_mut() = parts.headers.clone();
+    *request.extensions_mut() = parts.extensions.clone();
+    request
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(ping.len()));
+    let answer = next.run(request).await;
+    if !answer.status().is_success() {
+        tracing::debug!(status = %answer.status(), "a parked session not brought back by a ping");
+    }
+    let _ = axum::body::to_bytes(answer.into_body(), 64 * 1024).await;
 }
 
 /// Answers `initialize` for a session born parked.

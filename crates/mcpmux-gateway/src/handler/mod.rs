@@ -714,7 +714,7 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.levels.join(self.session.id);
+        self.inner.levels.join(self.session.id).await;
         // What a session that sees part of the tools was told of: the tools of the whole
         // gateway's view, as the watch compares them later.
         let tools = self.inner.view.tools(&self.inner.hub);

@@ -75,6 +75,15 @@ impl Sessions {
         super::close(&self.inner, &self.table, id).await;
     }
 
+    /// Whether session `id` is the caller's and parked (a request on it brings it back).
+    pub(crate) fn parked_for_caller(&self, id: &str) -> bool {
+        let table = lock(&self.table);
+        table
+            .entries
+            .get(id)
+            .is_some_and(|entry| entry.parked && owned_by_caller(entry))
+    }
+
     /// Takes the caller's `notifications/initialized` for session `id` when it is parked
     /// and has not finished its handshake (born parked); whether it did. Anything else (a
     /// session with a worker, another identity's, one unknown) is rmcp's to answer.

@@ -67,8 +67,11 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
         "params": {"name": tool, "arguments": arguments}})
 }
 
-/// The messages of an SSE text.
+/// The messages of an SSE text (or of one JSON answer).
 fn messages(text: &str) -> Vec<Value> {
+    if let Ok(one) = serde_json::from_str::<Value>(text) {
+        return vec![one];
+    }
     text.lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str(data.trim()).ok())
@@ -91,7 +94,7 @@ async fn a_session_holding_its_get_stream_never_had_a_worker_and_hears_changes_a
     let mut read = String::new();
     read_until(&mut stream, "notifications/tools/list_changed", &mut read).await;
     assert_eq!(parked(&served.base).await, 1, "the change made a worker");
-    // Its first call makes one, and is answered as it would have been.
+    // Its first call makes one, and is answered as on a live session (inline, as JSON).
     let logged = call(
         3,
         "mcp__t__log",
@@ -99,6 +102,7 @@ async fn a_session_holding_its_get_stream_never_had_a_worker_and_hears_changes_a
     );
     let answer = post_by(&client, &served.url, &logged, &in_session(&id)).await;
     assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["content-type"], "application/json");
     let answer = messages(&answer.text().await.unwrap());
     let result = answer.iter().find(|m| m["id"] == 3).expect("no answer");
     assert_eq!(
