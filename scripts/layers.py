@@ -47,7 +47,7 @@ CRATES = {
         "watchers": 4, "subscriptions": 4, "upstream_tasks": 4, "resources_prompts": 4, "sessions": 4, "door": 4,
         "notices": 5, "session": 5,
         "handler": 6,
-        "reload": 7, "connections": 7, "sse": 7, "stdio": 7, "inline": 7,
+        "reload": 7, "connections": 7, "sse": 7, "stdio": 7, "inline": 7, "handshake": 7,
         "http": 8,
         "lib": 9,
     }),

@@ -1,7 +1,7 @@
 //! The gateway over streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` (handshake-era
 //! sessions with `Mcp-Session-Id`, and stateless 2026-07-28 requests; a plain request on an
 //! established session answered inline, without it, by `inline`; an SSE answer to a POST
-//! sent in one write, `one_write`), legacy SSE at `/sse` and `/message` (`sse`) and
+//! sent in one write, `one_write`; a handshake answered without a worker, `handshake`), legacy SSE at `/sse` and `/message` (`sse`) and
 //! `/metrics`, behind the door (`door`: `Origin`, authentication, rate limits), with
 //! `/healthz`, `/readyz` (behind the same `Host` allowlist) and, under OAuth, the protected resource metadata beside it, and the access log around it all.
 //! Owns binding (loopback unless authentication is configured), the `Host` allowlist handed to
@@ -33,6 +33,7 @@ use crate::{
     door::{self, Door, Requests},
     guard::{self, GuardError, Token},
     handler::Gateway,
+    handshake::{self, Handshake},
     identity::{Identity, ServedRequest},
     inline::{self, Inline},
     oauth::{OAuthError, OAuthOptions, ResourceServer},
@@ -207,6 +208,7 @@ impl HttpServer {
             config.with_allowed_hosts(options.allowed_hosts.clone())
         };
         let allowed_hosts = config.allowed_hosts.clone();
+        let sse_retry = config.sse_retry;
         let factory = gateway.clone();
         let session_manager = Arc::new(Sessions::new(
             options.sessions.clone(),
@@ -253,7 +255,7 @@ impl HttpServer {
             oauth: oauth.clone(),
             limiter: options.rate_limit.as_ref().map(Limiter::new),
             allowed_origins: options.allowed_origins.clone(),
-            allowed_hosts,
+            allowed_hosts: allowed_hosts.clone(),
             peek: options.access_log,
             requests: requests.clone(),
         });
@@ -268,6 +270,13 @@ impl HttpServer {
             session_manager.clone(),
             legacy.clone(),
         ));
+        let handshake = Arc::new(Handshake {
+            gateway: gateway.clone(),
+            sessions: session_manager.clone(),
+            allowed_hosts: allowed_hosts.clone(),
+            sse_retry,
+            max_body_bytes: options.max_body_bytes,
+        });
         let inline = Arc::new(Inline {
             sessions: session_manager,
             max_body_bytes: options.max_body_bytes,
@@ -277,6 +286,11 @@ impl HttpServer {
             .layer(middleware::from_fn_with_state(
                 inline,
                 inline::answer_inline,
+            ))
+            // A session's handshake: born parked, no worker made (`handshake`).
+            .layer(middleware::from_fn_with_state(
+                handshake,
+                handshake::answer_handshake,
             ))
             // `/mcp` only: a legacy SSE answer goes out on its session's stream.
             .layer(middleware::from_fn_with_state(

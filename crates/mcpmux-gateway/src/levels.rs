@@ -35,9 +35,12 @@ impl Levels {
         mcpmux::cli_support::sync::lock(&self.wanted)
     }
 
-    /// `session` began (it sent `notifications/initialized`), with no level set.
-    pub fn join(&self, session: u64) {
+    /// `session` began (it sent `notifications/initialized`), with no level set: the servers
+    /// are asked again if another's level had them send less than everything (a session
+    /// parked, or born parked, joins when it is brought back).
+    pub async fn join(&self, session: u64) {
         self.lock().entry(session).or_insert(None);
+        self.reconcile().await;
     }
 
     /// `session` set `level` (`logging/setLevel`): the servers are asked again if the lowest

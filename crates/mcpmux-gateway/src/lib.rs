@@ -34,6 +34,7 @@ mod door;
 mod failures;
 mod guard;
 mod handler;
+mod handshake;
 mod http;
 mod identity;
 mod inline;

@@ -70,18 +70,34 @@ impl Session {
     /// Tells the session of list changes and server logs from now on (its handshake done);
     /// `tools` are those served now, what a session that sees part of them was told of.
     pub fn watch(&self, peer: rmcp::service::Peer<rmcp::RoleServer>, tools: &[mcpmux::Tool]) {
-        let rule = &self.identity.rule;
-        let view = (!rule.is_everything()).then(|| {
-            let seen = crate::watchers::fingerprint(&crate::watchers::visible(rule, tools));
-            (rule.clone(), seen)
-        });
-        let id = self
-            .watchers
-            .add_session(peer, self.id, self.outbox.get().cloned(), view);
+        let id = self.watchers.add_session(
+            peer,
+            self.id,
+            self.outbox.get().cloned(),
+            self.view_of(tools),
+        );
         let mut watching = mcpmux::cli_support::sync::lock(&self.watching);
         if let Some(before) = watching.replace(id) {
             self.watchers.remove(before);
         }
+    }
+
+    /// Tells a `/mcp` session born parked (its handshake answered without a worker:
+    /// `handshake`) of list changes through `outbox`, past this handler, which only made its
+    /// `initialize` answer: the watchers forget it when the outbox is closed, and a restored
+    /// handler's own [`Session::watch`] takes its place.
+    pub(crate) fn watch_born(&self, outbox: Arc<Outbox>, tools: &[mcpmux::Tool]) {
+        self.watchers
+            .add_outbox(self.id, outbox, self.view_of(tools));
+    }
+
+    /// What a session that sees part of `tools` was told of: its rule and their digest.
+    fn view_of(&self, tools: &[mcpmux::Tool]) -> Option<(Arc<crate::access::Rule>, u64)> {
+        let rule = &self.identity.rule;
+        (!rule.is_everything()).then(|| {
+            let seen = crate::watchers::fingerprint(&crate::watchers::visible(rule, tools));
+            (rule.clone(), seen)
+        })
     }
 }
 

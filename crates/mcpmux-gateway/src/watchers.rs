@@ -124,10 +124,32 @@ impl Watchers {
         outbox: Option<Arc<Outbox>>,
         view: Option<(Arc<Rule>, u64)>,
     ) -> u64 {
+        match outbox {
+            Some(outbox) => self.add_outbox(session, outbox, view),
+            None => self.add(Watcher::Session(peer, session), view),
+        }
+    }
+
+    /// Remembers `/mcp` session `session`, told through `outbox` alone (a session born
+    /// parked has no peer: `handshake`); as [`Watchers::add_session`] with an outbox.
+    pub fn add_outbox(
+        &self,
+        session: u64,
+        outbox: Arc<Outbox>,
+        view: Option<(Arc<Rule>, u64)>,
+    ) -> u64 {
+        self.add(Watcher::Outbox(outbox, session), view)
+    }
+
+    fn add(&self, watcher: Watcher, view: Option<(Arc<Rule>, u64)>) -> u64 {
         let id = NEXT_WATCHER.fetch_add(1, Ordering::Relaxed);
         if let Some(view) = view {
             self.views().insert(id, view);
         }
+        let outbox = match &watcher {
+            Watcher::Outbox(outbox, _) => Some(outbox.clone()),
+            _ => None,
+        };
         let mut watchers = self.lock();
         let mut gone = Vec::new();
         watchers.retain(|(other, w)| {
@@ -143,13 +165,7 @@ impl Watchers {
             }
             !closed
         });
-        watchers.push((
-            id,
-            match outbox {
-                Some(outbox) => Watcher::Outbox(outbox, session),
-                None => Watcher::Session(peer, session),
-            },
-        ));
+        watchers.push((id, watcher));
         drop(watchers);
         if !gone.is_empty() {
             self.views().retain(|other, _| !gone.contains(other));

@@ -265,6 +265,22 @@ impl Gateway {
         &self.session
     }
 
+    /// The answer to `initialize` of a session born parked (`handshake`), as
+    /// [`ServerHandler::initialize`] gives it once startup settled, and its place among the
+    /// watchers, told through `outbox`; its peer-bound side effects (the peer kept, its
+    /// client's capabilities) are its restored handler's, when the handshake is replayed.
+    pub(crate) async fn answer_born(
+        &self,
+        request: &InitializeRequestParams,
+        outbox: Arc<crate::outbox::Outbox>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.wait_for_startup().await;
+        let answer = self.negotiate_initialize(request)?;
+        let tools = self.inner.view.tools(&self.inner.hub);
+        self.session.watch_born(outbox, &tools);
+        Ok(answer)
+    }
+
     /// Whether this session's handler is at rest: held only by `holders` (its worker's and the
     /// session manager's copy: no call running, none lent to `inline`), and its session holds
     /// nothing beyond its handshake. Then a new handler, given the same `initialize`, is the
@@ -698,7 +714,7 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.levels.join(self.session.id);
+        self.inner.levels.join(self.session.id).await;
         // What a session that sees part of the tools was told of: the tools of the whole
         // gateway's view, as the watch compares them later.
         let tools = self.inner.view.tools(&self.inner.hub);

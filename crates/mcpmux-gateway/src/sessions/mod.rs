@@ -22,7 +22,8 @@
 //! [`SessionManager::has_session`] says no, rmcp asks the [`Store`] for its `initialize`
 //! parameters (refused to another identity), asks [`SessionManager::restore_session`] for a
 //! new worker under the same id and replays the handshake into a fresh handler before serving
-//! the request.
+//! the request. A session whose handshake `handshake` answered is *born* parked (`born`): no
+//! worker is made for it until a request needs one.
 //!
 //! **One owner per session.** At any moment a session's ids and answers belong to exactly one
 //! of: its live worker (and `inline`, which answers on that worker's handler only while the
@@ -49,6 +50,7 @@
 //! (409); one with `Last-Event-ID` resumes after that event; `DELETE` and expiry close the
 //! outbox and end its stream.
 
+mod born;
 mod parked;
 mod streams;
 
@@ -60,13 +62,14 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use rmcp::{
     model::{
-        ClientJsonRpcMessage, ClientNotification, InitializeRequestParams, RequestId,
-        ServerJsonRpcMessage,
+        ClientJsonRpcMessage, ClientNotification, GetExtensions, InitializeRequestParams,
+        RequestId, ServerJsonRpcMessage,
     },
     transport::{
         WorkerTransport,
         streamable_http_server::session::{
-            RestoreOutcome, ServerSseMessage, SessionId, SessionManager, SessionStore,
+            RestoreOutcome, ServerSseMessage, SessionId, SessionManager, SessionRestoreMarker,
+            SessionStore,
             local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker},
         },
     },
@@ -511,27 +514,7 @@ impl SessionManager for Sessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let owner = ServedRequest::current().map(|identity| identity.client);
-        {
-            let mut table = lock(&self.table);
-            let held = owner
-                .as_ref()
-                .and_then(|owner| table.per_client.get(owner).copied())
-                .unwrap_or(0);
-            if table.total >= self.limits.max_sessions || held >= self.limits.max_per_client {
-                drop(table);
-                tracing::debug!(client = ?owner.as_ref().map(ToString::to_string), "a session refused: past a cap");
-                ServedRequest::refuse(Refused::Full {
-                    retry_after: self.retry_after(),
-                });
-                return Err(SessionsError::Full);
-            }
-            table.total += 1;
-            if let Some(owner) = &owner {
-                *table.per_client.entry(owner.clone()).or_insert(0) += 1;
-            }
-        }
-        self.sweep();
+        let owner = self.reserve()?;
         let (id, transport) = match self.inner.create_session().await {
             Ok(made) => made,
             Err(error) => {
@@ -559,7 +542,9 @@ impl SessionManager for Sessions {
             let mut table = lock(&self.table);
             let entry = table.entries.get_mut(id);
             match entry {
-                Some(entry) if entry.initialized => {
+                // Its parameters known before this answer: a parked session's, or one born
+                // parked (`handshake`) restored before its `notifications/initialized`.
+                Some(entry) if entry.initialized || entry.params.is_some() => {
                     // A restore's replay: the handler rmcp made for it, in this request.
                     if entry.handler.is_none() {
                         entry.handler = ServedRequest::take_made();
@@ -640,8 +625,20 @@ impl SessionManager for Sessions {
     ) -> Result<(), Self::Error> {
         self.mine(id)?;
         self.heard(id);
-        let initialized = matches!(&message, ClientJsonRpcMessage::Notification(notification)
-            if matches!(notification.notification, ClientNotification::InitializedNotification(_)));
+        let (initialized, replayed) = match &message {
+            ClientJsonRpcMessage::Notification(notification) => (
+                matches!(
+                    notification.notification,
+                    ClientNotification::InitializedNotification(_)
+                ),
+                notification
+                    .notification
+                    .extensions()
+                    .get::<SessionRestoreMarker>()
+                    .is_some(),
+            ),
+            _ => (false, false),
+        };
         if !initialized {
             return Ok(self.inner.accept_message(id, message).await?);
         }
@@ -650,7 +647,9 @@ impl SessionManager for Sessions {
             let Some(entry) = table.entries.get_mut(id) else {
                 return Err(SessionsError::NotFound);
             };
-            entry.initialized = true;
+            // A restore's replay finishes the worker's handshake, not the client's (one
+            // born parked may be restored before its own `notifications/initialized`).
+            entry.initialized |= !replayed;
             if let Some(handler) = &entry.handler {
                 (self.hooks.attach)(handler, &entry.outbox);
             }

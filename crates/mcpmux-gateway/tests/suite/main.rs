@@ -11,6 +11,7 @@ mod support;
 
 mod deploy_haproxy;
 mod gateway_access;
+mod gateway_born;
 mod gateway_connections;
 mod gateway_get_stream;
 mod gateway_http;

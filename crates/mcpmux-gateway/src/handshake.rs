@@ -1,0 +1,242 @@
+//! A `/mcp` session's handshake answered without rmcp's worker (issue 39): the session is
+//! born parked (`sessions`' record: owner, `initialize` parameters, outbox, clock) and its
+//! first request that needs a worker brings one back through the seam a parked session uses
+//! (rmcp asks the `Store`, `restore_session` replays the handshake into a fresh handler). A
+//! session that only does its handshake and holds its `GET` stream never has a worker: rmcp
+//! makes one per session (its task, channels, serve loop and handler, some 80 KiB), and one
+//! made only to be let go later leaves the session's long-lived pieces scattered among its
+//! freed pages.
+//!
+//! The answer is the one rmcp's worker gives: the session's handler's `initialize` result
+//! (startup waited for, the protocol version negotiated alike), as SSE with rmcp's priming
+//! event, under a fresh `Mcp-Session-Id`, with the same caps (503 and `Retry-After` past
+//! one), owner and handshake deadline. Only a plain `initialize` is answered here — JSON in,
+//! JSON and SSE accepted, an allowed `Host`, no SEP-2243 header nor a per-request version,
+//! an `MCP-Protocol-Version` header absent or the one in its parameters — and the session's
+//! `notifications/initialized` while it is still parked. A request on a parked session of the
+//! caller's first brings its worker back with a `ping` through rmcp (whose answer is dropped),
+//! so the request itself is served as on a live session (`inline` among it: a session's first
+//! call is answered as JSON, as before). Everything else, and everything when parking is
+//! off, goes to rmcp as it came.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::{
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta, ServerJsonRpcMessage,
+    ServerResult,
+};
+use sse_stream::{Sse, SseBody};
+
+use crate::guard;
+use crate::handler::Gateway;
+use crate::identity::{Identity, ServedRequest};
+use crate::sessions::Sessions;
+
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+
+/// What the middleware needs.
+pub(crate) struct Handshake {
+    pub gateway: Gateway,
+    pub sessions: Arc<Sessions>,
+    /// rmcp's `Host` allowlist (empty: any).
+    pub allowed_hosts: Vec<String>,
+    /// rmcp's priming event's retry hint (its `sse_retry`).
+    pub sse_retry: Option<Duration>,
+    pub max_body_bytes: usize,
+}
+
+/// The middleware in front of rmcp's `/mcp` service.
+pub(crate) async fn answer_handshake(
+    State(handshake): State<Arc<Handshake>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::POST || !handshake.sessions.parks() {
+        return next.run(request).await;
+    }
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(HeaderValue::as_bytes);
+    if !plain(request.headers()) || !guard::host_allowed(host, &handshake.allowed_hosts) {
+        return next.run(request).await;
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|n| n.to_str().ok()?.parse::<usize>().ok());
+    // A body of unknown or too large a length is rmcp's to read (and to refuse: 413).
+    if declared.is_none_or(|n| n > handshake.max_body_bytes) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, handshake.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "Bad Request: the body could not be read",
+            )
+                .into_response();
+        }
+    };
+    let passed_on = |parts: Parts, bytes: Bytes| Request::from_parts(parts, Body::from(bytes));
+    let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) else {
+        return next.run(passed_on(parts, bytes)).await;
+    };
+    let session = parts
+        .headers
+        .get(SESSION_ID)
+        .and_then(|id| id.to_str().ok());
+    match (session, message) {
+        (None, ClientJsonRpcMessage::Request(request)) => {
+            let id = request.id.clone();
+            let versioned = request.request.get_meta().protocol_version().is_some();
+            let ClientRequest::InitializeRequest(initialize) = request.request else {
+                return next.run(passed_on(parts, bytes)).await;
+            };
+            // A header naming an unknown version, or another than the body, is rmcp's to
+            // refuse.
+            let asked = initialize.params.protocol_version.as_str();
+            let header_matches = parts.headers.get_all(PROTOCOL_VERSION).iter().all(|v| {
+                v.as_bytes() == asked.as_bytes()
+                    && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+                        .iter()
+                        .any(|known| known.as_str() == asked)
+            });
+            if !header_matches || versioned {
+                return next.run(passed_on(parts, bytes)).await;
+            }
+            answer(&handshake, initialize.params, id).await
+        }
+        (Some(session), ClientJsonRpcMessage::Notification(notification))
+            if matches!(
+                notification.notification,
+                ClientNotification::InitializedNotification(_)
+            ) && handshake.sessions.initialized_born(session) =>
+        {
+            StatusCode::ACCEPTED.into_response()
+        }
+        (Some(session), ClientJsonRpcMessage::Request(_))
+            if handshake.sessions.parked_for_caller(session) =>
+        {
+            // Its worker brought back first, so the request itself is served as on a live
+            // session (`inline` among it).
+            restore(next.clone(), &parts).await;
+            next.run(passed_on(parts, bytes)).await
+        }
+        _ => next.run(passed_on(parts, bytes)).await,
+    }
+}
+
+/// Brings back the worker of the parked session a request of `parts` names, with a `ping`
+/// through rmcp (which asks the `Store` and replays the handshake), its answer dropped.
+async fn restore(next: Next, parts: &Parts) {
+    let ping = r#"{"jsonrpc":"2.0","id":"mcpmux-restore","method":"ping"}"#;
+    let mut request = Request::new(Body::from(ping));
+    *request.method_mut() = Method::POST;
+    *request.uri_mut() = parts.uri.clone();
+    *request.headers_mut() = parts.headers.clone();
+    *request.extensions_mut() = parts.extensions.clone();
+    request
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(ping.len()));
+    let answer = next.run(request).await;
+    if !answer.status().is_success() {
+        tracing::debug!(status = %answer.status(), "a parked session not brought back by a ping");
+    }
+    let _ = axum::body::to_bytes(answer.into_body(), 64 * 1024).await;
+}
+
+/// Answers `initialize` for a session born parked.
+async fn answer(
+    handshake: &Handshake,
+    params: rmcp::model::InitializeRequestParams,
+    request: rmcp::model::RequestId,
+) -> Response {
+    let (session, outbox) = match handshake.sessions.born(params.clone()) {
+        Ok(born) => born,
+        // Refused (a cap): the door answers 503 with `Retry-After`.
+        Err(error) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Encounter an error when create session: {error}"),
+            )
+                .into_response();
+        }
+    };
+    let handler = handshake
+        .gateway
+        .session_for(ServedRequest::current().unwrap_or_else(Identity::local));
+    let message = match handler.answer_born(&params, outbox).await {
+        Ok(result) => {
+            ServerJsonRpcMessage::response(ServerResult::InitializeResult(result), request)
+        }
+        Err(error) => {
+            // What rmcp's worker sends before it ends: the error, and no session.
+            handshake.sessions.unborn(&session).await;
+            ServerJsonRpcMessage::error(error, Some(request))
+        }
+    };
+    drop(handler);
+    handshake.sessions.answered(&session);
+    let Ok(data) = serde_json::to_string(&message) else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let mut events = Vec::with_capacity(2);
+    if let Some(retry) = handshake.sse_retry {
+        let mut priming = Sse::default().data("");
+        priming.id = Some("0".into());
+        priming.retry = Some(retry.as_millis() as u64);
+        events.push(Ok::<_, Infallible>(priming));
+    }
+    events.push(Ok(Sse::default().data(data)));
+    let body = SseBody::new(futures::stream::iter(events));
+    let Ok(session) = HeaderValue::from_str(&session) else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let mut response = Response::new(Body::new(body));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert(SESSION_ID, session);
+    response
+}
+
+/// Whether a POST's head asks nothing beyond a plain answer: JSON in, both JSON and SSE
+/// accepted (rmcp answers 406 otherwise), no SEP-2243 header.
+fn plain(headers: &HeaderMap) -> bool {
+    let json_in = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| essence(v).eq_ignore_ascii_case(JSON));
+    let (mut json, mut sse) = (false, false);
+    for accept in headers.get_all(header::ACCEPT) {
+        for media in accept.to_str().unwrap_or_default().split(',') {
+            json |= essence(media).eq_ignore_ascii_case(JSON);
+            sse |= essence(media).eq_ignore_ascii_case(EVENT_STREAM);
+        }
+    }
+    let other_mcp = headers.keys().any(|name| {
+        let name = name.as_str();
+        name.starts_with("mcp-") && name != SESSION_ID && name != PROTOCOL_VERSION
+    });
+    json_in && json && sse && !other_mcp
+}
+
+fn essence(media: &str) -> &str {
+    media.split(';').next().unwrap_or_default().trim()
+}
