@@ -1,7 +1,7 @@
 //! What parking takes beside the table (`sessions`' doc says when and why): rmcp's session
 //! store over the table (a parked session's `initialize` parameters, read back only by its
-//! owner), the task that parks idle sessions and expires parked ones, and the hand-back of
-//! the memory they freed.
+//! owner), the task that parks idle sessions, expires parked ones and closes half-open ones,
+//! and the hand-back of the memory they freed.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -60,7 +60,8 @@ impl SessionStore for Store {
     }
 }
 
-/// The task that parks idle sessions and expires parked ones, while the sessions last.
+/// The task that parks idle sessions, expires parked ones and closes those past their
+/// handshake deadline, while the sessions last.
 pub(super) struct Sweeper {
     pub(super) table: Weak<Mutex<Table>>,
     pub(super) inner: Weak<LocalSessionManager>,
@@ -74,14 +75,15 @@ impl Sweeper {
         let shortest = self
             .limits
             .park_after
-            .map_or(self.limits.idle, |park| park.min(self.limits.idle));
+            .map_or(self.limits.idle, |park| park.min(self.limits.idle))
+            .min(self.limits.handshake);
         let tick = (shortest / 2).clamp(Duration::from_millis(20), Duration::from_secs(5));
         loop {
             tokio::time::sleep(tick).await;
             let (Some(table), Some(inner)) = (self.table.upgrade(), self.inner.upgrade()) else {
                 return;
             };
-            let expired = self.expire(&table);
+            let expired = self.expire(&table) + self.close_unfinished(&table, &inner).await;
             let parked = self.park(&table, &inner).await;
             if expired + parked >= TRIM_AT_LEAST {
                 give_back_memory();
@@ -109,6 +111,25 @@ impl Sweeper {
             tracing::debug!(sessions = expired.len(), "parked sessions expired");
         }
         expired.len()
+    }
+
+    /// Closes the sessions whose handshake deadline passed before their
+    /// `notifications/initialized`; how many.
+    async fn close_unfinished(&self, table: &Mutex<Table>, inner: &LocalSessionManager) -> usize {
+        let now = Instant::now();
+        let unfinished: Vec<SessionId> = lock(table)
+            .entries
+            .iter()
+            .filter(|(_, entry)| {
+                !entry.initialized && entry.handshake_until.is_some_and(|until| until <= now)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &unfinished {
+            tracing::debug!("a session closed: no notifications/initialized in time");
+            super::close(inner, table, id).await;
+        }
+        unfinished.len()
     }
 
     /// Parks every session that may be; how many.
