@@ -9,7 +9,7 @@ use rmcp::model::InitializeRequestParams;
 use rmcp::transport::common::server_side_http::session_id;
 use rmcp::transport::streamable_http_server::session::SessionId;
 
-use super::{Entry, Sessions, SessionsError, lock, owned_by_caller};
+use super::{Entry, Params, Sessions, SessionsError, lock, owned_by_caller};
 use crate::guard::Client;
 use crate::identity::{Refused, ServedRequest};
 use crate::outbox::Outbox;
@@ -57,7 +57,7 @@ impl Sessions {
         let owner = self.reserve()?;
         let id = session_id();
         let mut entry = Entry::new(owner, None);
-        entry.params = Some(Box::new(params));
+        entry.params = Params::of(&params);
         entry.parked = true;
         let outbox = entry.outbox.clone();
         lock(&self.table).entries.insert(id.clone(), entry);

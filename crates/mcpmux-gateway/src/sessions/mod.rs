@@ -145,6 +145,35 @@ pub(crate) enum SessionsError {
     StreamHeld,
 }
 
+/// A client's `initialize` parameters as the JSON they were read from: what a restore
+/// replays. Kept as text, not as rmcp's struct (336 bytes before its strings): every idle
+/// session holds one.
+struct Params(Box<serde_json::value::RawValue>);
+
+impl Params {
+    /// Them written as JSON (none if they cannot be: the session is then not restorable).
+    fn of(params: &InitializeRequestParams) -> Option<Self> {
+        match serde_json::value::to_raw_value(params) {
+            Ok(raw) => Some(Params(raw)),
+            Err(error) => {
+                tracing::debug!(%error, "a session's initialize parameters not kept");
+                None
+            }
+        }
+    }
+
+    /// Them read back (none if they cannot be: the session is then not restorable).
+    fn read(&self) -> Option<InitializeRequestParams> {
+        match serde_json::from_str(self.0.get()) {
+            Ok(params) => Some(params),
+            Err(error) => {
+                tracing::debug!(%error, "a session's initialize parameters not read back");
+                None
+            }
+        }
+    }
+}
+
 /// One session: who made it, whether it finished its handshake, its handler (what a request
 /// answered inline is answered by: `inline`), when rmcp's worker last heard of it, and the
 /// requests answered inline still running; what it takes to park it and bring it back.
@@ -158,7 +187,7 @@ struct Entry {
     heard: Instant,
     running: Vec<(RequestId, CancellationToken)>,
     /// Its client's `initialize` parameters: what a restore replays.
-    params: Option<Box<InitializeRequestParams>>,
+    params: Option<Params>,
     /// When a request last named it, by either path: the park and expiry clock.
     used: Instant,
     /// Streams of its worker's handed out and not yet dropped (answers, resumed answers).
@@ -750,7 +779,7 @@ mod tests {
         let handler: Made = Arc::new(());
         let mut entry = Entry::new(None, Some(handler));
         entry.initialized = true;
-        entry.params = Some(Box::default());
+        entry.params = Params::of(&InitializeRequestParams::default());
         entry.used = Instant::now() - Duration::from_secs(60);
         entry
     }

@@ -10,7 +10,7 @@ use rmcp::transport::streamable_http_server::session::{
     SessionId, SessionState, SessionStore, SessionStoreError, local::LocalSessionManager,
 };
 
-use super::{AtRest, SessionLimits, Table, lock, owned_by_caller};
+use super::{AtRest, Params, SessionLimits, Table, lock, owned_by_caller};
 use crate::identity::{Refused, ServedRequest};
 
 /// rmcp's session store, over the table: a session's `initialize` parameters kept with its
@@ -39,8 +39,9 @@ impl SessionStore for Store {
         }
         Ok(entry
             .params
-            .as_deref()
-            .map(|params| SessionState::new(params.clone())))
+            .as_ref()
+            .and_then(Params::read)
+            .map(SessionState::new))
     }
 
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
@@ -49,7 +50,7 @@ impl SessionStore for Store {
             && let Some(entry) = lock(&table).entries.get_mut(session_id)
             && entry.params.is_none()
         {
-            entry.params = Some(Box::new(state.initialize_params.clone()));
+            entry.params = Params::of(&state.initialize_params);
         }
         Ok(())
     }
