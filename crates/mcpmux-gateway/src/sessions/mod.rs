@@ -83,8 +83,8 @@ use crate::outbox::{Held, Outbox};
 use parked::{Store, Sweeper, TRIM_AT_LEAST, TRIM_EVERY, give_back_memory};
 use streams::{Counted, pump, resumed_of, standalone_of, stream_of};
 
-/// Sessions open at once, at most: at about 80 KiB an idle session (measured with
-/// `scripts/session-flood.py`, see BENCHMARKS.md), some 80 MB.
+/// Sessions open at once, at most: at about 80 KiB a session with a live worker and 20 KiB an
+/// idle, parked one holding its `GET` stream (BENCHMARKS.md), some 80 MB at worst.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 /// Sessions one identity may hold at once: a tenth of the whole, so one client (or one
 /// leaked token) cannot take every slot.
