@@ -6,7 +6,9 @@
 //! of a unique name, created exclusively (so never through a symlink planted there), renamed
 //! over the old one, so a crash never leaves half a file. Every read checks the file's
 //! identity and modification time, so a `mcpmux auth login` in another terminal reaches a
-//! running hub.
+//! running hub: at most once every [`RECHECK`] (a `stat` of the file on every request was a
+//! syscall in nine of an HTTP upstream's tool call), and always under a refresh's lock or a
+//! write's, where another hub's change must be seen at once.
 //!
 //! Several hubs share the file, in one process or many. Each change is a read-modify-write
 //! under an advisory lock (`flock`, or `LockFileEx` on Windows, on `.tokens.json.lock` beside it), so no hub's write undoes
@@ -19,7 +21,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use rmcp::transport::auth::{AuthorizationMetadata, StoredCredentials};
 use serde::{Deserialize, Serialize};
@@ -29,6 +31,10 @@ use crate::sync::lock;
 
 /// The file's format version; a newer one is refused rather than overwritten.
 const VERSION: u32 = 1;
+
+/// How long a read trusts the file's last check: a change another process makes (a login, a
+/// rotation by a refresh elsewhere) is seen by a plain read this much later at most.
+pub(crate) const RECHECK: Duration = Duration::from_millis(100);
 
 /// What the store knows of one server.
 #[derive(Clone, Default, Serialize, Deserialize)]
@@ -107,6 +113,8 @@ pub struct TokenStore {
 struct Inner {
     path: Option<PathBuf>,
     cache: Mutex<Cache>,
+    /// [`RECHECK`], but for tests.
+    recheck: Duration,
 }
 
 #[derive(Default)]
@@ -114,6 +122,8 @@ struct Cache {
     body: FileBody,
     /// The file's stamp when `body` was read; `None`: never read.
     read_at: Option<Option<Stamp>>,
+    /// When the file's stamp was last taken.
+    checked: Option<Instant>,
 }
 
 /// What tells one version of the file from another without reading it: every write renames a
@@ -173,10 +183,15 @@ impl TokenStore {
     }
 
     fn new(path: Option<PathBuf>) -> Self {
+        Self::rechecking(path, RECHECK)
+    }
+
+    fn rechecking(path: Option<PathBuf>, recheck: Duration) -> Self {
         Self {
             inner: Arc::new(Inner {
                 path,
                 cache: Mutex::new(Cache::default()),
+                recheck,
             }),
         }
     }
@@ -263,17 +278,26 @@ impl TokenStore {
         lock(&self.inner.cache)
     }
 
-    /// Runs `f` on the current body, re-reading the file first when it changed on disk.
+    /// Runs `f` on the current body, re-reading the file first when it changed on disk
+    /// (looked at once every `recheck`).
     fn with_body<T>(
         &self,
         f: impl FnOnce(&mut FileBody) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut cache = self.cache();
         if let Some(path) = &self.inner.path {
-            let stamp = stamp(path)?;
-            if cache.read_at != Some(stamp) {
-                cache.body = read(path)?;
-                cache.read_at = Some(stamp);
+            let now = Instant::now();
+            let trusted = cache.read_at.is_some()
+                && cache
+                    .checked
+                    .is_some_and(|checked| now.duration_since(checked) < self.inner.recheck);
+            if !trusted {
+                let stamp = stamp(path)?;
+                if cache.read_at != Some(stamp) {
+                    cache.body = read(path)?;
+                    cache.read_at = Some(stamp);
+                }
+                cache.checked = Some(now);
             }
         }
         f(&mut cache.body)
@@ -298,6 +322,7 @@ impl TokenStore {
         let text = serde_json::to_string_pretty(&cache.body).map_err(|e| io_error(path, e))?;
         write_private(path, text.as_bytes())?;
         cache.read_at = Some(stamp(path)?);
+        cache.checked = Some(Instant::now());
         drop(lock);
         Ok(true)
     }
@@ -315,6 +340,7 @@ fn reload(path: &Path, cache: &mut Cache) -> Result<(), StoreError> {
     let stamp = stamp(path)?;
     cache.body = read(path)?;
     cache.read_at = Some(stamp);
+    cache.checked = Some(Instant::now());
     Ok(())
 }
 
@@ -607,17 +633,82 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// The last look at the file taken longer ago than any `recheck`.
+    fn age_the_check(store: &TokenStore) {
+        store.cache().checked = None;
+    }
+
     #[test]
     fn sees_changes_made_by_another_process() {
         let dir = temp_dir("reload");
         let path = dir.join("tokens.json");
-        let hub = TokenStore::file(&path);
+        let hub = TokenStore::rechecking(Some(path.clone()), Duration::ZERO);
         assert!(hub.get("s", "u").unwrap().is_none());
         // `mcpmux auth login` in another terminal writes the same file.
         std::thread::sleep(std::time::Duration::from_millis(20));
         TokenStore::file(&path)
             .update("s", "u", |entry| entry.issuer = Some("i".into()))
             .unwrap();
+        assert_eq!(
+            hub.get("s", "u").unwrap().unwrap().issuer.as_deref(),
+            Some("i")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_rotated_by_another_process_is_seen_once_the_check_is_due_and_under_a_lock_at_once() {
+        let dir = temp_dir("rotated");
+        let path = dir.join("tokens.json");
+        let other = TokenStore::file(&path);
+        other
+            .update("s", "u", |entry| entry.issuer = Some("first".into()))
+            .unwrap();
+        let hub = TokenStore::rechecking(Some(path.clone()), Duration::from_secs(3600));
+        let issuer = |store: &TokenStore| store.get("s", "u").unwrap().unwrap().issuer;
+        assert_eq!(issuer(&hub).as_deref(), Some("first"));
+        // Another process's refresh renames a new file into place (a new inode).
+        other
+            .update("s", "u", |entry| entry.issuer = Some("rotated".into()))
+            .unwrap();
+        // Within the window the file is not looked at: the last reading stands.
+        assert_eq!(issuer(&hub).as_deref(), Some("first"));
+        // A refresh reads the file under its lock whatever the window says.
+        let fresh = hub.get_fresh("s", "u").unwrap().unwrap();
+        assert_eq!(fresh.issuer.as_deref(), Some("rotated"));
+        assert_eq!(issuer(&hub).as_deref(), Some("rotated"));
+        other
+            .update("s", "u", |entry| entry.issuer = Some("again".into()))
+            .unwrap();
+        // A write of the hub's own reads the file under the write lock: nothing of the
+        // other's is lost, and the hub's reads see both.
+        hub.update("t", "u", |entry| entry.issuer = Some("mine".into()))
+            .unwrap();
+        assert_eq!(issuer(&hub).as_deref(), Some("again"));
+        other
+            .update("s", "u", |entry| entry.issuer = Some("last".into()))
+            .unwrap();
+        assert_eq!(issuer(&hub).as_deref(), Some("again"));
+        // Once the check is due, the rotation is seen.
+        age_the_check(&hub);
+        assert_eq!(issuer(&hub).as_deref(), Some("last"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_file_is_looked_for_once_a_window_not_once_a_read() {
+        let dir = temp_dir("missing");
+        let path = dir.join("tokens.json");
+        let hub = TokenStore::rechecking(Some(path.clone()), Duration::from_secs(3600));
+        assert!(hub.get("s", "u").unwrap().is_none());
+        TokenStore::file(&path)
+            .update("s", "u", |entry| entry.issuer = Some("i".into()))
+            .unwrap();
+        assert!(
+            hub.get("s", "u").unwrap().is_none(),
+            "looked again within the window"
+        );
+        age_the_check(&hub);
         assert_eq!(
             hub.get("s", "u").unwrap().unwrap().issuer.as_deref(),
             Some("i")
