@@ -3,9 +3,10 @@
 //! first request that needs a worker brings one back through the seam a parked session uses
 //! (rmcp asks the `Store`, `restore_session` replays the handshake into a fresh handler). A
 //! session that only does its handshake and holds its `GET` stream never has a worker: rmcp
-//! makes one per session (its task, channels, serve loop and handler, some 80 KiB), and one
-//! made only to be let go later leaves the session's long-lived pieces scattered among its
-//! freed pages.
+//! makes one per session (its task, channels, serve loop and handler: 78–80 KiB an idle session
+//! with parking off), and one made only to be let go later leaves the session's long-lived
+//! pieces scattered among its freed pages (44.0 KiB an idle session holding its `GET` stream
+//! when rmcp made it and it was parked; about 20 born parked, BENCHMARKS.md).
 //!
 //! The answer is the one rmcp's worker gives: the session's handler's `initialize` result
 //! (startup waited for, the protocol version negotiated alike), as SSE with rmcp's priming

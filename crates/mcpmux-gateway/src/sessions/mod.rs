@@ -9,12 +9,13 @@
 //! memory its sessions freed is handed back to the system. Knows nothing of MCP beyond
 //! `initialize` and `notifications/initialized`.
 //!
-//! **Parked sessions.** rmcp's worker, serve loop and handler cost some 80 KiB a session. A
-//! session that has sat unused for [`SessionLimits::park_after`] and holds nothing beyond its
-//! handshake — no request's answer streaming, none resumable (one cut before its end, within
-//! rmcp's resume window), no request running through rmcp or answered inline,
-//! no handler lent to `inline`, no log level set, no subscription, no `search_tools` found set
-//! (its handler says, [`AtRest`]) — is *parked*: its worker is let go and what is left is this
+//! **Parked sessions.** rmcp's worker, serve loop and handler cost some 80 KiB a session (one
+//! whose handshake `handshake` answered is born parked, `born`, and has none until a request
+//! needs it). A session that has sat unused for [`SessionLimits::park_after`] and holds
+//! nothing beyond its handshake — no request's answer streaming, none resumable (one cut
+//! before its end, within rmcp's resume window), no request running through rmcp or answered
+//! inline, no handler lent to `inline`, no log level set, no subscription, no `search_tools`
+//! found set (its handler says, [`AtRest`]) — is *parked*: its worker is let go and what is left is this
 //! module's record (owner, `initialize` parameters, counters, clock, outbox). A parked session
 //! still counts toward the caps, still belongs to its identity, and expires here (rmcp's idle
 //! clock died with the worker). A `GET` naming it is served from its outbox as it is (below);
