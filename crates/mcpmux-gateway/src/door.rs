@@ -21,7 +21,6 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use futures::StreamExt;
 use tokio::sync::Notify;
 
 use crate::access::{Access, Claims, Rule};
@@ -101,7 +100,9 @@ impl Door {
         authorization: Option<HeaderValue>,
         peer: IpAddr,
     ) -> Result<(Client, Arc<Rule>), Refusal> {
-        let whole = || Arc::new(Rule::default());
+        // One rule shared by every request let in whole, not one made per request.
+        static WHOLE: std::sync::LazyLock<Arc<Rule>> = std::sync::LazyLock::new(Arc::default);
+        let whole = || WHOLE.clone();
         if self.token.is_none() && self.oauth.is_none() && !self.access.has_tokens() {
             return Ok((Client::Peer(peer), whole()));
         }
@@ -329,31 +330,32 @@ pub(crate) async fn check_door(
             return learnt(door.refuse(refusal), tried);
         }
     };
-    let mut seen = Learnt {
+    // Only the access log reads what the door learnt: without it, no string and no
+    // extension per request.
+    let mut seen = door.peek.then(|| Learnt {
         client: Some(client.to_string()),
         ..Learnt::default()
-    };
+    });
     if to_mcp
         && let Some(limiter) = &door.limiter
         && let Err(wait) = limiter.check(&client)
     {
-        return learnt(too_many(wait), seen);
+        return learnt_if(too_many(wait), seen);
     }
     // The identity's own rate, when its rule sets one.
     if to_mcp
         && let Some(limiter) = &rule.limiter
         && let Err(wait) = limiter.check(&client)
     {
-        return learnt(too_many(wait), seen);
+        return learnt_if(too_many(wait), seen);
     }
     let posting = request.method() == Method::POST;
-    let request = if door.peek && posting {
-        match peek(request, &mut seen).await {
+    let request = match seen.as_mut() {
+        Some(seen) if posting => match peek(request, seen).await {
             Ok(request) => request,
-            Err(refused) => return learnt(refused, seen),
-        }
-    } else {
-        request
+            Err(refused) => return learnt(refused, seen.clone()),
+        },
+        _ => request,
     };
     let deleting = request.method() == Method::DELETE;
     let listening = request.method() == Method::GET;
@@ -384,11 +386,8 @@ pub(crate) async fn check_door(
         let open = door.requests.enter();
         let (parts, body) = serve(request).await.into_parts();
         // Counted until its answer has been sent (or the client went away).
-        let body = body.into_data_stream().map(move |chunk| {
-            let _counted = &open;
-            chunk
-        });
-        return learnt(Response::from_parts(parts, Body::from_stream(body)), seen);
+        let body = Body::new(Counted { body, _open: open });
+        return learnt_if(Response::from_parts(parts, body), seen);
     }
     let mut response = serve(request).await;
     if deleting && response.status() == StatusCode::ACCEPTED {
@@ -396,7 +395,41 @@ pub(crate) async fn check_door(
         // failed termination. The session is gone either way: say so plainly.
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
-    learnt(response, seen)
+    learnt_if(response, seen)
+}
+
+/// A POST's answer, counted open until it has been sent or dropped. Its size is the body's:
+/// hyper writes an answer of known length with its head, not chunked.
+struct Counted {
+    body: Body,
+    _open: Open,
+}
+
+impl http_body::Body for Counted {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+fn learnt_if(response: Response, seen: Option<Learnt>) -> Response {
+    match seen {
+        Some(seen) => learnt(response, seen),
+        None => response,
+    }
 }
 
 /// In front of `/healthz` and `/readyz`: a `Host` outside the allowlist is refused (403), as
