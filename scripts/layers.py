@@ -41,7 +41,7 @@ CRATES = {
     # the session; the handler; the ways in; HTTP over them all.
     "mcpmux-gateway": ("mcpmux-gateway/src", "lib.rs", {
         "failures": 1, "trace": 1, "paging": 1, "progress": 1, "levels": 1, "metrics": 1, "guard": 1,
-        "rate_limit": 1, "access_log": 1, "deadlines": 1, "one_write": 1, "outbox": 1,
+        "rate_limit": 1, "access_log": 1, "deadlines": 1, "one_write": 1, "outbox": 1, "post_head": 1,
         "access": 2, "oauth": 2, "passthrough": 2, "client_rounds": 2, "search": 2, "client_wire": 2,
         "identity": 3, "view": 3, "relay": 3, "options": 3,
         "watchers": 4, "subscriptions": 4, "upstream_tasks": 4, "resources_prompts": 4, "sessions": 4, "door": 4,

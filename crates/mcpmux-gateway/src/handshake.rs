@@ -27,7 +27,7 @@ use std::time::Duration;
 use axum::{
     body::{Body, Bytes},
     extract::{Request, State},
-    http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts},
+    http::{HeaderValue, Method, StatusCode, header, request::Parts},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -40,12 +40,8 @@ use sse_stream::{Sse, SseBody};
 use crate::guard;
 use crate::handler::Gateway;
 use crate::identity::{Identity, ServedRequest};
+use crate::post_head::{EVENT_STREAM, PROTOCOL_VERSION, SESSION_ID, plain};
 use crate::sessions::Sessions;
-
-const SESSION_ID: &str = "mcp-session-id";
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-const JSON: &str = "application/json";
-const EVENT_STREAM: &str = "text/event-stream";
 
 /// What the middleware needs.
 pub(crate) struct Handshake {
@@ -215,29 +211,4 @@ async fn answer(
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     headers.insert(SESSION_ID, session);
     response
-}
-
-/// Whether a POST's head asks nothing beyond a plain answer: JSON in, both JSON and SSE
-/// accepted (rmcp answers 406 otherwise), no SEP-2243 header.
-fn plain(headers: &HeaderMap) -> bool {
-    let json_in = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| essence(v).eq_ignore_ascii_case(JSON));
-    let (mut json, mut sse) = (false, false);
-    for accept in headers.get_all(header::ACCEPT) {
-        for media in accept.to_str().unwrap_or_default().split(',') {
-            json |= essence(media).eq_ignore_ascii_case(JSON);
-            sse |= essence(media).eq_ignore_ascii_case(EVENT_STREAM);
-        }
-    }
-    let other_mcp = headers.keys().any(|name| {
-        let name = name.as_str();
-        name.starts_with("mcp-") && name != SESSION_ID && name != PROTOCOL_VERSION
-    });
-    json_in && json && sse && !other_mcp
-}
-
-fn essence(media: &str) -> &str {
-    media.split(';').next().unwrap_or_default().trim()
 }

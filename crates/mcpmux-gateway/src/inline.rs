@@ -46,13 +46,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::Gateway;
+use crate::post_head::{EVENT_STREAM, JSON, PROTOCOL_VERSION, SESSION_ID, plain};
 use crate::progress::InlineProgress;
 use crate::sessions::Sessions;
-
-const SESSION_ID: &str = "mcp-session-id";
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-const JSON: &str = "application/json";
-const EVENT_STREAM: &str = "text/event-stream";
 
 /// What the middleware needs: the sessions, and the largest body read.
 pub(crate) struct Inline {
@@ -107,17 +103,6 @@ pub(crate) async fn answer_inline(
 /// handshake era nor an unknown one (rmcp checks those), no SEP-2243 header.
 fn plain_post(headers: &HeaderMap) -> Option<String> {
     let session = headers.get(SESSION_ID)?.to_str().ok()?;
-    let json_in = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| essence(v).eq_ignore_ascii_case(JSON));
-    let (mut json, mut sse) = (false, false);
-    for accept in headers.get_all(header::ACCEPT) {
-        for media in accept.to_str().unwrap_or_default().split(',') {
-            json |= essence(media).eq_ignore_ascii_case(JSON);
-            sse |= essence(media).eq_ignore_ascii_case(EVENT_STREAM);
-        }
-    }
     let version_ok = headers.get_all(PROTOCOL_VERSION).iter().all(|v| {
         v.to_str().is_ok_and(|v| {
             v < rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
@@ -126,15 +111,7 @@ fn plain_post(headers: &HeaderMap) -> Option<String> {
                     .any(|known| known.as_str() == v)
         })
     });
-    let other_mcp = headers.keys().any(|name| {
-        let name = name.as_str();
-        name.starts_with("mcp-") && name != SESSION_ID && name != PROTOCOL_VERSION
-    });
-    (json_in && json && sse && version_ok && !other_mcp).then(|| session.to_owned())
-}
-
-fn essence(media: &str) -> &str {
-    media.split(';').next().unwrap_or_default().trim()
+    (plain(headers) && version_ok).then(|| session.to_owned())
 }
 
 /// What a POST's body is, to this path.

@@ -47,6 +47,7 @@ mod options;
 mod outbox;
 mod paging;
 mod passthrough;
+mod post_head;
 mod progress;
 mod rate_limit;
 mod relay;
