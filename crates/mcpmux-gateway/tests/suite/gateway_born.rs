@@ -39,29 +39,6 @@ async fn served(park: bool, max: usize, handshake: Duration) -> Served {
     .await
 }
 
-async fn listen(client: &reqwest::Client, url: &str, id: &str) -> reqwest::Response {
-    client
-        .get(url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", id)
-        .header("mcp-protocol-version", "2025-06-18")
-        .send()
-        .await
-        .unwrap()
-}
-
-/// Reads `stream` until `wanted` came (10 s at most): all read so far.
-async fn read_until(stream: &mut reqwest::Response, wanted: &str, read: &mut String) {
-    while !read.contains(wanted) {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("{wanted} did not come: {read}"))
-            .unwrap()
-            .unwrap_or_else(|| panic!("the stream ended before {wanted}: {read}"));
-        read.push_str(&String::from_utf8_lossy(&chunk));
-    }
-}
-
 fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": tool, "arguments": arguments}})
@@ -84,7 +61,7 @@ async fn a_session_holding_its_get_stream_never_had_a_worker_and_hears_changes_a
     let client = reqwest::Client::new();
     let id = open_session(&client, &served.url, &[]).await;
     assert_eq!(parked(&served.base).await, 1, "a worker was made");
-    let mut stream = listen(&client, &served.url, &id).await;
+    let mut stream = listen(&client, &served.url, &id, None).await;
     assert_eq!(stream.status(), 200);
     served
         .hub
@@ -183,7 +160,10 @@ async fn caps_the_handshake_deadline_and_the_owner_hold_for_sessions_born_parked
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let theirs = post_by(&other, &served.url, &list, &in_session(&first)).await;
     assert_eq!(theirs.status(), 404);
-    assert_eq!(listen(&other, &served.url, &first).await.status(), 404);
+    assert_eq!(
+        listen(&other, &served.url, &first, None).await.status(),
+        404
+    );
     let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let theirs = post_by(&other, &served.url, &done, &in_session(&first)).await;
     assert_eq!(theirs.status(), 404);

@@ -35,24 +35,6 @@ async fn served() -> Served {
     .await
 }
 
-/// A `GET /mcp` stream of session `id` by `client`, resuming after `last` if given.
-async fn listen(
-    client: &reqwest::Client,
-    url: &str,
-    id: &str,
-    last: Option<&str>,
-) -> reqwest::Response {
-    let mut request = client
-        .get(url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", id)
-        .header("mcp-protocol-version", "2025-06-18");
-    if let Some(last) = last {
-        request = request.header("last-event-id", last);
-    }
-    request.send().await.unwrap()
-}
-
 /// The tools change upstream, by the hub itself: no session is named, none is restored.
 async fn change_tools(served: &Served) {
     served

@@ -67,18 +67,6 @@ fn tools_list(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
 }
 
-/// A `GET /mcp` stream of session `id` by `client`.
-async fn listen(client: &reqwest::Client, url: &str, id: &str) -> reqwest::Response {
-    client
-        .get(url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", id)
-        .header("mcp-protocol-version", "2025-06-18")
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn delete(client: &reqwest::Client, url: &str, id: &str) -> u16 {
     client
         .delete(url)
@@ -89,22 +77,6 @@ async fn delete(client: &reqwest::Client, url: &str, id: &str) -> u16 {
         .unwrap()
         .status()
         .as_u16()
-}
-
-/// Reads `stream` until what was read contains `wanted` (10 s at most): what was read.
-async fn read_until(stream: &mut reqwest::Response, wanted: &str) -> String {
-    let mut seen = String::new();
-    while !seen.contains(wanted) {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("no {wanted} in {seen}"))
-            .unwrap();
-        let Some(chunk) = chunk else {
-            panic!("the stream ended without {wanted}: {seen}");
-        };
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    seen
 }
 
 #[tokio::test]
@@ -135,7 +107,7 @@ async fn a_get_stream_on_a_parked_session_is_served_without_bringing_it_back() {
     let client = reqwest::Client::new();
     let id = open_session(&client, &served.url, &[]).await;
     until_parked(&served.base, 1).await;
-    let stream = listen(&client, &served.url, &id).await;
+    let stream = listen(&client, &served.url, &id, None).await;
     assert_eq!(stream.status(), 200);
     assert!(
         stream.headers()["content-type"]
@@ -161,7 +133,7 @@ async fn a_parked_session_is_refused_to_another_identity_and_stays_its_owner_s()
     until_parked(&served.base, 1).await;
     let stolen = post_by(&mallory, &served.url, &tools_list(2), &in_session(&id)).await;
     assert_eq!(stolen.status(), 404);
-    assert_eq!(listen(&mallory, &served.url, &id).await.status(), 404);
+    assert_eq!(listen(&mallory, &served.url, &id, None).await.status(), 404);
     assert_eq!(delete(&mallory, &served.url, &id).await, 404);
     // Still parked: none of that brought it back.
     assert_eq!(parked(&served.base).await, 1);
@@ -244,7 +216,8 @@ async fn a_progress_token_call_on_a_parked_session_gets_its_progress() {
                    "_meta": {"progressToken": "parked"}}});
     let mut answer = post_by(&client, &served.url, &call, &in_session(&id)).await;
     assert_eq!(answer.status(), 200);
-    let seen = read_until(&mut answer, r#""id":8"#).await;
+    let mut seen = String::new();
+    read_until(&mut answer, r#""id":8"#, &mut seen).await;
     let progress = seen.find("notifications/progress").expect(&seen);
     assert!(
         seen[progress..].contains(r#""progressToken":"parked""#),
@@ -277,14 +250,15 @@ async fn a_subscription_made_on_a_parked_session_keeps_it_and_its_updates_reach_
     );
     // A session holding a subscription keeps its worker.
     assert_eq!(parked_after_a_while(&served.base).await, 0);
-    let mut stream = listen(&client, &served.url, &id).await;
+    let mut stream = listen(&client, &served.url, &id, None).await;
     assert_eq!(stream.status(), 200);
     let bump = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
         "params": {"name": "mcp__t__bump", "arguments": {}}});
     let bumped = post_by(&client, &served.url, &bump, &in_session(&id)).await;
     assert_eq!(bumped.status(), 200);
     let _ = bumped.text().await;
-    let seen = read_until(&mut stream, "notifications/resources/updated").await;
+    let mut seen = String::new();
+    read_until(&mut stream, "notifications/resources/updated", &mut seen).await;
     assert!(seen.contains("test://counter"), "{seen}");
     served.stop().await;
 }
@@ -307,7 +281,8 @@ async fn an_upstream_s_elicitation_reaches_a_parked_session_and_its_answer_comes
     // call's own stream.
     let mut answer = post_by(&client, &served.url, &call, &in_session(&id)).await;
     assert_eq!(answer.status(), 200);
-    let seen = read_until(&mut answer, "elicitation/create").await;
+    let mut seen = String::new();
+    read_until(&mut answer, "elicitation/create", &mut seen).await;
     let asked: Value = seen
         .lines()
         .filter_map(|line| line.strip_prefix("data:"))
@@ -318,7 +293,8 @@ async fn an_upstream_s_elicitation_reaches_a_parked_session_and_its_answer_comes
         "result": {"action": "accept", "content": {"name": "parked ada"}}});
     let sent = post_by(&client, &served.url, &reply, &in_session(&id)).await;
     assert_eq!(sent.status(), 202);
-    let seen = read_until(&mut answer, r#""id":9"#).await;
+    let mut seen = String::new();
+    read_until(&mut answer, r#""id":9"#, &mut seen).await;
     assert!(seen.contains("name: parked ada"), "{seen}");
     served.stop().await;
 }

@@ -237,3 +237,33 @@ pub async fn served_with_call_log(dir: &std::path::Path) -> (Served, std::path::
     .await;
     (served, log)
 }
+
+/// A `GET /mcp` stream of session `id` by `client`, resuming after `last` if given.
+pub async fn listen(
+    client: &reqwest::Client,
+    url: &str,
+    id: &str,
+    last: Option<&str>,
+) -> reqwest::Response {
+    let mut request = client
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", id)
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(last) = last {
+        request = request.header("last-event-id", last);
+    }
+    request.send().await.unwrap()
+}
+
+/// Reads `stream` into `read` until it holds `wanted` (10 s at most).
+pub async fn read_until(stream: &mut reqwest::Response, wanted: &str, read: &mut String) {
+    while !read.contains(wanted) {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{wanted} did not come: {read}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended before {wanted}: {read}"));
+        read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
