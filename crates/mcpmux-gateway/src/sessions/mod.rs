@@ -52,6 +52,7 @@
 //! outbox and end its stream.
 
 mod born;
+mod params;
 mod parked;
 mod streams;
 
@@ -63,8 +64,7 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use rmcp::{
     model::{
-        ClientJsonRpcMessage, ClientNotification, GetExtensions, InitializeRequestParams,
-        RequestId, ServerJsonRpcMessage,
+        ClientJsonRpcMessage, ClientNotification, GetExtensions, RequestId, ServerJsonRpcMessage,
     },
     transport::{
         WorkerTransport,
@@ -81,6 +81,7 @@ use tokio_util::sync::CancellationToken;
 use crate::guard::Client;
 use crate::identity::{Made, Refused, ServedRequest};
 use crate::outbox::{Held, Outbox};
+use params::Params;
 use parked::{Store, Sweeper, TRIM_AT_LEAST, TRIM_EVERY, give_back_memory};
 use streams::{Counted, pump, resumed_of, standalone_of, stream_of};
 
@@ -144,35 +145,6 @@ pub(crate) enum SessionsError {
     /// Its `GET` stream is open already.
     #[error("the session's GET stream is already open")]
     StreamHeld,
-}
-
-/// A client's `initialize` parameters as the JSON they were read from: what a restore
-/// replays. Kept as text, not as rmcp's struct (336 bytes before its strings): every idle
-/// session holds one.
-struct Params(Box<serde_json::value::RawValue>);
-
-impl Params {
-    /// Them written as JSON (none if they cannot be: the session is then not restorable).
-    fn of(params: &InitializeRequestParams) -> Option<Self> {
-        match serde_json::value::to_raw_value(params) {
-            Ok(raw) => Some(Params(raw)),
-            Err(error) => {
-                tracing::debug!(%error, "a session's initialize parameters not kept");
-                None
-            }
-        }
-    }
-
-    /// Them read back (none if they cannot be: the session is then not restorable).
-    fn read(&self) -> Option<InitializeRequestParams> {
-        match serde_json::from_str(self.0.get()) {
-            Ok(params) => Some(params),
-            Err(error) => {
-                tracing::debug!(%error, "a session's initialize parameters not read back");
-                None
-            }
-        }
-    }
 }
 
 /// One session: who made it, whether it finished its handshake, its handler (what a request
@@ -780,7 +752,7 @@ mod tests {
         let handler: Made = Arc::new(());
         let mut entry = Entry::new(None, Some(handler));
         entry.initialized = true;
-        entry.params = Params::of(&InitializeRequestParams::default());
+        entry.params = Params::of(&rmcp::model::InitializeRequestParams::default());
         entry.used = Instant::now() - Duration::from_secs(60);
         entry
     }
