@@ -155,12 +155,21 @@ pub(crate) fn candidates(
             Shape::default(),
         ),
     ]);
+    // Each path is looked up once: comparing every pair with `canonicalize` resolved the same
+    // paths over and over (about 170 `readlink` calls a call, strace 2026-11-28).
+    let mut ids: Vec<Option<FileId>> = list.iter().map(|c| file_id(&c.path)).collect();
     for (path, dialect, shape) in project_files {
         // Run from the home folder, the project's `.claude/settings.json` is the user's own:
         // read it once, as the user's.
-        if list.iter().any(|c| same_file(&c.path, &path)) {
+        let id = file_id(&path);
+        let known = list
+            .iter()
+            .zip(&ids)
+            .any(|(c, known)| c.path == path || (id.is_some() && *known == id));
+        if known {
             continue;
         }
+        ids.push(id);
         list.push(optional(path, dialect, shape, FileScope::Project));
     }
 
@@ -214,13 +223,27 @@ struct Head {
     import: Option<toml::Value>,
 }
 
-/// The same path, or two paths to one existing file.
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(a), Ok(b)) if a == b
-        )
+/// What two paths to one existing file have in common: its device and inode.
+#[cfg(unix)]
+type FileId = (u64, u64);
+/// What two paths to one existing file have in common: its resolved path.
+#[cfg(not(unix))]
+type FileId = PathBuf;
+
+/// The file at `path`, if it exists: one `stat`, where `canonicalize` reads each component's
+/// link.
+#[cfg(unix)]
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino()))
+}
+
+/// The file at `path`, if it exists.
+#[cfg(not(unix))]
+fn file_id(path: &Path) -> Option<FileId> {
+    std::fs::canonicalize(path).ok()
 }
 
 /// `$XDG_CONFIG_HOME`, or `~/.config` (`%APPDATA%` on Windows). The XDG spec says a relative
@@ -287,6 +310,42 @@ mod tests {
                 ("x.TOML".to_owned(), Dialect::Mcpmux, true),
                 ("y.json".to_owned(), Dialect::Claude, true),
             ]
+        );
+    }
+
+    #[test]
+    fn project_file_that_is_a_user_file_listed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::write(home.join(".claude").join("settings.json"), "{}").unwrap();
+        let project_of = |project_dir: PathBuf| LoadOptions {
+            home: Some(home.clone()),
+            project_dir,
+            ..LoadOptions::default()
+        };
+        let settings = |options: &LoadOptions| -> Vec<FileScope> {
+            candidates(options, &|_| None, &Imports::default())
+                .iter()
+                .filter(|c| c.path.ends_with(".claude/settings.json"))
+                .map(|c| c.scope)
+                .collect()
+        };
+        // Run from the home folder, by the same path and through a link to it.
+        assert_eq!(settings(&project_of(home.clone())), [FileScope::User]);
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&home, &link).unwrap();
+            assert_eq!(settings(&project_of(link)), [FileScope::User]);
+        }
+        // Another folder with a file of its own: both read.
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        std::fs::write(project.join(".claude").join("settings.json"), "{}").unwrap();
+        assert_eq!(
+            settings(&project_of(project)),
+            [FileScope::User, FileScope::Project]
         );
     }
 
