@@ -20,6 +20,7 @@
 //! call is answered as JSON, as before). Everything else, and everything when parking is
 //! off, goes to rmcp as it came.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +36,8 @@ use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta, ServerJsonRpcMessage,
     ServerResult,
 };
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use sse_stream::{Sse, SseBody};
 
 use crate::guard;
@@ -90,13 +93,33 @@ pub(crate) async fn answer_handshake(
         }
     };
     let passed_on = |parts: Parts, bytes: Bytes| Request::from_parts(parts, Body::from(bytes));
-    let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) else {
+    // Nearly every POST is a call on a live session, none of this module's: its method and
+    // whether it has an id decide that, read without rmcp's parse (untagged enums read through
+    // a buffered copy, a trial of each variant and an error made for each failed one: a fifth
+    // of the gateway's instructions a call over stdio, by callgrind). rmcp's parse is kept for
+    // the few this module may answer, so what it answers is decided as before.
+    let Ok(peek) = serde_json::from_slice::<Peek>(&bytes) else {
         return next.run(passed_on(parts, bytes)).await;
     };
     let session = parts
         .headers
         .get(SESSION_ID)
         .and_then(|id| id.to_str().ok());
+    let ours = match (session, peek.method.as_deref()) {
+        (None, Some("initialize")) => true,
+        // Once a session: rmcp's parse decides.
+        (Some(_), Some("notifications/initialized")) => peek.id.is_none(),
+        (Some(session), Some(_)) => {
+            peek.id.is_some() && handshake.sessions.parked_for_caller(session)
+        }
+        _ => false,
+    };
+    if !ours {
+        return next.run(passed_on(parts, bytes)).await;
+    }
+    let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) else {
+        return next.run(passed_on(parts, bytes)).await;
+    };
     match (session, message) {
         (None, ClientJsonRpcMessage::Request(request)) => {
             let id = request.id.clone();
@@ -136,6 +159,16 @@ pub(crate) async fn answer_handshake(
         }
         _ => next.run(passed_on(parts, bytes)).await,
     }
+}
+
+/// What is read of every POST's body first: its method and whether it has an id, the rest
+/// skipped unread.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
 }
 
 /// Brings back the worker of the parked session a request of `parts` names, with a `ping`
@@ -211,4 +244,63 @@ async fn answer(
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     headers.insert(SESSION_ID, session);
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Peek;
+
+    fn peek(body: &str) -> Option<(Option<String>, bool)> {
+        let peek = serde_json::from_str::<Peek>(body).ok()?;
+        Some((peek.method.map(|m| m.into_owned()), peek.id.is_some()))
+    }
+
+    #[test]
+    fn the_peek_reads_the_top_level_method_and_id_and_nothing_nested() {
+        let call = r#"{"jsonrpc":"2.0","params":{"method":"initialize","id":1,"arguments":{"method":"x"}},"id":7,"method":"tools/call"}"#;
+        assert_eq!(peek(call), Some((Some("tools/call".into()), true)));
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert_eq!(
+            peek(initialized),
+            Some((Some("notifications/initialized".into()), false))
+        );
+        // An escaped method is read as its text, as rmcp reads it.
+        let escaped = r#"{"jsonrpc":"2.0","id":"a","method":"initiali\u007ae","params":{}}"#;
+        assert_eq!(peek(escaped), Some((Some("initialize".into()), true)));
+        // A null id is no id (nor is it one to rmcp); an answer has none of a method.
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
+            Some((Some("ping".into()), false))
+        );
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
+            Some((None, true))
+        );
+    }
+
+    #[test]
+    fn what_the_peek_cannot_read_is_left_to_rmcp() {
+        // A batch, a duplicated key, not JSON.
+        assert_eq!(
+            peek(r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#),
+            None
+        );
+        assert_eq!(
+            peek(r#"{"method":"ping","method":"initialize","id":1}"#),
+            None
+        );
+        assert_eq!(peek("not json"), None);
+    }
+
+    #[test]
+    fn a_deep_body_is_skipped_without_spending_the_stack() {
+        // What the peek does not read is skipped, not parsed: a body nested 100 000 deep (the
+        // body cap bounds its length) costs no stack, and goes on to rmcp, which refuses it.
+        let deep = format!(
+            r#"{{"id":1,"params":{}{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(peek(&deep), Some((None, true)));
+    }
 }
