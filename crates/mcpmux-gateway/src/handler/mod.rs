@@ -13,7 +13,6 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -38,6 +37,7 @@ use tracing::Instrument;
 use rmcp::model::SetLevelRequestParams;
 
 mod calls;
+mod lifecycle;
 mod reconfigure;
 mod search;
 
@@ -61,9 +61,6 @@ use crate::{
 
 /// Most resources one `subscriptions/listen` may name: each is an upstream subscription.
 const MAX_LISTEN_RESOURCES: usize = 100;
-
-/// How long cancelled calls may take to end (their upstream servers told) at shutdown.
-const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
 /// The hub served as one MCP server. Cheap to clone; each session gets its own handler
 /// ([`Gateway::session`]) over the one gateway they share.
@@ -313,40 +310,6 @@ impl Gateway {
     /// to it, as it could be nobody else's.
     pub(crate) fn serve_alone(&self) {
         self.inner.watchers.serve_alone();
-    }
-
-    /// Refuses new calls from now on (shutdown has begun).
-    pub fn close(&self) {
-        self.inner.closing.cancel();
-    }
-
-    /// Refuses new calls, waits until no call is in flight or `grace` has passed, then
-    /// cancels the calls still running (their upstream servers are told) and waits for them
-    /// to end. Returns how many were cancelled.
-    pub async fn drain(&self, grace: Duration) -> usize {
-        self.close();
-        if tokio::time::timeout(grace, self.idle()).await.is_ok() {
-            return 0;
-        }
-        let left = self.inner.in_flight.load(Ordering::SeqCst);
-        tracing::warn!(
-            calls = left,
-            "grace period over; cancelling calls in flight"
-        );
-        self.inner.abort.cancel();
-        let _ = tokio::time::timeout(CANCEL_WAIT, self.idle()).await;
-        left
-    }
-
-    /// Returns once no call is in flight.
-    async fn idle(&self) {
-        loop {
-            let idle = self.inner.idle.notified();
-            if self.inner.in_flight.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
     }
 
     /// The capabilities offered now: tools always; resources (with subscriptions), prompts,
