@@ -283,9 +283,9 @@ impl HttpServer {
         });
         // `/mcp`'s own middleware, outermost first, stacked on rmcp's service as one concrete
         // service rather than as the router's layers: axum clones a route for every request,
-        // and a route layered k times is k boxes that each clone the ones inside (about 25
-        // allocations a request with these three and the door); stacked here, a request clones
-        // counts and each layer boxes only its own future and its `Next`.
+        // and a route layered k times is k boxes that each clone the ones inside (18 of a
+        // call's 111 allocations, callgrind); stacked here, a request clones counts and each
+        // layer boxes only its own future and its `Next`.
         let mcp_stack = tower::ServiceBuilder::new()
             // `/mcp` only: a legacy SSE answer goes out on its session's stream.
             .layer(middleware::from_fn_with_state(
@@ -342,7 +342,7 @@ impl HttpServer {
         let serving = Arc::new(Serving {
             // Made into routes once: a router whose handlers still wait for their state (axum
             // keeps them so until `with_state`, as `into_make_service` would call) builds each
-            // one again, its layers and boxes, on every request (about 50 allocations a call).
+            // one again, its layers and boxes, on every request (18 of a call's 129 allocations).
             app: app.with_state(()),
             gateway: gateway.clone(),
             limits,
